@@ -1,0 +1,696 @@
+/**
+ * Activities of catalog-rebuild, built by `createActivities(deps)` from the worker's
+ * dependencies (catalog pool, named sources, Temporal client). Workflows import only the type.
+ */
+import { activityInfo, ApplicationFailure, log } from '@temporalio/activity';
+import type { Client } from '@temporalio/client';
+import { Pool } from 'pg';
+import format from 'pg-format';
+import {
+  catalogBucketStats,
+  CATALOG_ROW_AS_TEXT,
+  createVersionPartition,
+  partitionName,
+  PUBLISH_LOCK_SQL,
+  rangeChecksum,
+  recordEvent,
+  upsertRows,
+} from '../lib/catalog';
+import { withTransaction } from '../lib/db';
+import { CatalogRebuildError, isTransientDbError, NotPublishableError, VersionFencedError } from '../lib/errors';
+import { SourceRegistry } from '../lib/sources/bareos';
+import { BucketStat, SourceRow } from '../lib/sources/types';
+import type {
+  CopyPageInput,
+  CopyPageResult,
+  PlanResult,
+  PublishCatalogResult,
+  ReconcileSummary,
+  RepairBucketInput,
+  RepairBucketResult,
+} from '../workflows/definitions';
+import { withHeartbeat } from './heartbeat';
+
+/** Fault injection for tests; never set in production. */
+export interface Faults {
+  /** Sleep this long (ms) inside one SQL statement of the page transaction of `pageNo` (first attempt only). */
+  slowPage?: { pageNo: number; ms: number };
+  /** Hold an attempt of `pageNo` after it read its rows until the file `releaseFile` exists; create `heldFile` while held. */
+  holdAfterRead?: { pageNo: number; attempt: number; heldFile: string; releaseFile: string };
+}
+
+/** What the activities need; built once per worker process. */
+export interface ActivityDeps {
+  /** Pool on the catalog database. */
+  pool: Pool;
+  /** Named sources from the worker's configuration. */
+  sources: SourceRegistry;
+  /** Temporal client, to read a retried page's previous failure; optional. */
+  client?: Client;
+  /** Worker identity recorded in the ledger and events. */
+  identity: string;
+  /** Build id of this worker, recorded on events. */
+  buildId: string;
+  /** Test-only fault injection. */
+  faults?: Faults;
+  /** Called after each committed page (metrics). */
+  onPageCommitted?: (r: CopyPageResult) => void;
+}
+
+/** Turns an error into a Temporal failure: permanent ones non-retryable, transient ones retryable. */
+function toFailure(err: unknown): unknown {
+  if (err instanceof ApplicationFailure) return err;
+  if (err instanceof CatalogRebuildError) {
+    return err.retryable
+      ? ApplicationFailure.retryable(err.message, err.code)
+      : ApplicationFailure.create({ message: err.message, type: err.code, nonRetryable: true, cause: err });
+  }
+  if (isTransientDbError(err)) {
+    return ApplicationFailure.retryable(`transient database error: ${(err as Error).message}`, 'DB_TRANSIENT');
+  }
+  const code = (err as { code?: unknown } | null)?.code;
+  if (typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code)) {
+    return ApplicationFailure.create({
+      message: `database error ${code}: ${(err as Error).message}`,
+      type: 'DB_ERROR',
+      nonRetryable: true,
+    });
+  }
+  return err;
+}
+
+async function guard<T>(fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (err) {
+    throw toFailure(err);
+  }
+}
+
+async function sleep(ms: number): Promise<void> {
+  await new Promise((r) => setTimeout(r, ms));
+}
+
+interface VersionRow {
+  version_id: string;
+  catalog_name: string;
+  source_name: string;
+  status: string;
+  watermark_key: string | null;
+  pages_total: number;
+  workflow_id: string;
+}
+
+/**
+ * Builds the activity functions over their dependencies.
+ * Every activity takes one input object and returns one result object with ids and counts only.
+ */
+export function createActivities(deps: ActivityDeps) {
+  const { pool, sources } = deps;
+
+  async function loadVersion(versionId: string): Promise<VersionRow> {
+    const { rows } = await pool.query<VersionRow>(
+      `SELECT version_id::text, catalog_name, source_name, status, watermark_key::text, pages_total, workflow_id
+       FROM version WHERE version_id = $1`,
+      [versionId],
+    );
+    if (!rows.length) throw new NotPublishableError(`version ${versionId} does not exist`);
+    return rows[0];
+  }
+
+  /** Detaches and drops the rows of versions of `catalog` in the given states; marks them dropped. */
+  async function dropVersions(catalog: string, versionIds: string[]): Promise<string[]> {
+    const dropped: string[] = [];
+    for (const id of versionIds) {
+      const table = partitionName(id);
+      const attached = await pool.query(
+        `SELECT 1 FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid WHERE c.relname = $1`,
+        [table],
+      );
+      const client = await pool.connect();
+      try {
+        await client.query(`SET lock_timeout = '5s'`);
+        if (attached.rowCount) {
+          await client.query(format('ALTER TABLE job DETACH PARTITION %I CONCURRENTLY', table));
+        }
+        await client.query(format('DROP TABLE IF EXISTS %I', table));
+        await client.query(`RESET lock_timeout`);
+      } catch (err) {
+        // A pending detach from an interrupted attempt is finished by FINALIZE.
+        if (/pending detach|FINALIZE/i.test((err as Error).message)) {
+          await client.query(format('ALTER TABLE job DETACH PARTITION %I FINALIZE', table));
+          await client.query(format('DROP TABLE IF EXISTS %I', table));
+        } else {
+          client.release();
+          throw err;
+        }
+      }
+      client.release();
+      await pool.query(`UPDATE version SET status = 'dropped' WHERE version_id = $1 AND status IN ('retired', 'abandoned', 'failed')`, [id]);
+      await recordEvent(pool, { catalog, versionId: id, kind: 'dropped', message: `version ${id} rows dropped`, details: { buildId: deps.buildId } });
+      dropped.push(id);
+    }
+    return dropped;
+  }
+
+  return {
+    /**
+     * Plans a rebuild: takes the source watermark, creates a `building` version with its own
+     * partition, and stores the fixed page plan. Idempotent by (workflow id, first run id): a retry
+     * after commit returns the same version. Earlier unfinished versions of the catalog become
+     * `abandoned`, and abandoned or failed versions lose their rows.
+     * @throws VERSION_FENCED never; SOURCE_UNKNOWN (non-retryable) for an undefined source.
+     */
+    async planRebuild(input: {
+      catalog: string;
+      source: string;
+      pageSize: number;
+      workflowId: string;
+      firstRunId: string;
+    }): Promise<PlanResult> {
+      return guard(async () => {
+        const findExisting = async (): Promise<PlanResult | null> => {
+        const existing = await pool.query<{
+          version_id: string;
+          pages_total: number;
+          source_rows: string;
+          watermark_key: string | null;
+          watermark_time: string;
+          source_timezone: string;
+        }>(
+          `SELECT version_id::text, pages_total, source_rows::text, watermark_key::text,
+                  to_char(watermark_time AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS watermark_time, source_timezone
+           FROM version WHERE workflow_id = $1 AND first_run_id = $2`,
+          [input.workflowId, input.firstRunId],
+        );
+        if (!existing.rowCount) return null;
+        const v = existing.rows[0];
+        return {
+          versionId: v.version_id,
+          pagesTotal: v.pages_total,
+          sourceRows: v.source_rows,
+          watermark: { jobKey: v.watermark_key, time: v.watermark_time },
+          timezone: v.source_timezone,
+        };
+        };
+        const found = await findExisting();
+        if (found) return found;
+        const source = sources.get(input.source);
+        const [wm, timezone] = await Promise.all([source.watermark(), source.timezone()]);
+        const firstKeys = wm.maxKey ? await source.pageFirstKeys(wm.maxKey, input.pageSize) : [];
+        const lastKeys = firstKeys.map((_, i) => (i + 1 < firstKeys.length ? (BigInt(firstKeys[i + 1]) - 1n).toString() : wm.maxKey!));
+        const result = await withTransaction(pool, async (c) => {
+          await c.query(PUBLISH_LOCK_SQL, [input.catalog]);
+          const again = await c.query(`SELECT 1 FROM version WHERE workflow_id = $1 AND first_run_id = $2`, [input.workflowId, input.firstRunId]);
+          if (again.rowCount) return null;
+          const stale = await c.query<{ version_id: string }>(
+            `UPDATE version SET status = 'abandoned', finished_at = now(), failure_reason = 'superseded by a new rebuild'
+             WHERE catalog_name = $1 AND status IN ('building', 'verifying') RETURNING version_id::text`,
+            [input.catalog],
+          );
+          for (const s of stale.rows) {
+            await recordEvent(c, {
+              catalog: input.catalog,
+              versionId: s.version_id,
+              kind: 'abandoned',
+              message: `version ${s.version_id} abandoned: a new rebuild started (the previous one was terminated or lost)`,
+            });
+          }
+          const ins = await c.query<{ version_id: string }>(
+            `INSERT INTO version (catalog_name, source_name, workflow_id, first_run_id, page_size, pages_total,
+                                  source_rows, watermark_key, watermark_time, source_timezone)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING version_id::text`,
+            [input.catalog, input.source, input.workflowId, input.firstRunId, input.pageSize, firstKeys.length, wm.rows, wm.maxKey, wm.time, timezone],
+          );
+          const versionId = ins.rows[0].version_id;
+          const table = await createVersionPartition(c, versionId);
+          await c.query(format('UPDATE version SET partition_table = %L WHERE version_id = $1', table), [versionId]);
+          if (firstKeys.length) {
+            await c.query(
+              `INSERT INTO plan_page (version_id, page_no, first_key, last_key)
+               SELECT $1, ord, f::bigint, l::bigint FROM unnest($2::text[], $3::text[]) WITH ORDINALITY AS u(f, l, ord)`,
+              [versionId, firstKeys, lastKeys],
+            );
+          }
+          await recordEvent(c, {
+            catalog: input.catalog,
+            versionId,
+            kind: 'planned',
+            message: `planned version ${versionId}: ${firstKeys.length} pages of ${input.pageSize} jobs, watermark job ${wm.maxKey ?? 'none'} at ${wm.time}`,
+            details: { pagesTotal: firstKeys.length, pageSize: input.pageSize, watermarkKey: wm.maxKey, watermarkTime: wm.time, sourceRows: wm.rows, buildId: deps.buildId },
+          });
+          return { versionId, pagesTotal: firstKeys.length, sourceRows: wm.rows, watermark: { jobKey: wm.maxKey, time: wm.time }, timezone };
+        });
+        if (!result) {
+          const raced = await findExisting();
+          if (!raced) throw new Error('plan: version vanished after a concurrent plan');
+          return raced;
+        }
+        // Rows of versions that can never be published are dropped now (outside the plan transaction).
+        const dead = await pool.query<{ version_id: string }>(
+          `SELECT version_id::text FROM version WHERE catalog_name = $1 AND status IN ('abandoned', 'failed') ORDER BY version_id`,
+          [input.catalog],
+        );
+        await dropVersions(input.catalog, dead.rows.map((r) => r.version_id));
+        return result;
+      });
+    },
+
+    /**
+     * Copies one page: reads its key range from the source, then in ONE catalog transaction
+     * inserts the ledger row first (`ON CONFLICT DO NOTHING`: if another attempt committed, roll back
+     * and return its recorded result), locks the version row `FOR SHARE` and requires `building`
+     * (the fence), upserts the rows keyed by (version, job id), and completes the ledger row.
+     * Heartbeats from a timer throughout.
+     * @throws VERSION_FENCED (non-retryable) when the version is no longer building.
+     */
+    async copyPage(input: CopyPageInput): Promise<CopyPageResult> {
+      const info = activityInfo();
+      const started = Date.now();
+      const attempt = info.attempt;
+      let stage = 'starting';
+      let rowsRead = 0;
+      return withHeartbeat(
+        () => ({ pageNo: input.pageNo, stage, rowsRead }),
+        () =>
+          guard(async () => {
+            const plan = await pool.query<{ first_key: string; last_key: string; status: string }>(
+              `SELECT p.first_key::text, p.last_key::text, v.status FROM plan_page p JOIN version v USING (version_id)
+               WHERE p.version_id = $1 AND p.page_no = $2`,
+              [input.versionId, input.pageNo],
+            );
+            if (!plan.rowCount) throw new NotPublishableError(`page ${input.pageNo} of version ${input.versionId} is not in the plan`);
+            const { first_key: firstKey, last_key: lastKey } = plan.rows[0];
+            const recorded = async (): Promise<CopyPageResult | null> => {
+              const r = await pool.query<{ rows: number; rejects: number; checksum: string; attempt: number }>(
+                `SELECT rows, rejects, checksum, attempt FROM page WHERE version_id = $1 AND page_no = $2 AND committed_at IS NOT NULL`,
+                [input.versionId, input.pageNo],
+              );
+              if (!r.rowCount) return null;
+              const p = r.rows[0];
+              return { pageNo: input.pageNo, rows: p.rows, rejects: p.rejects, checksum: p.checksum, attempt: p.attempt, activityAttempt: attempt, alreadyCommitted: true, durationMs: Date.now() - started, previousFailure: null };
+            };
+            await pool.query(
+              `INSERT INTO page_attempt (version_id, page_no, attempt, worker_identity) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING`,
+              [input.versionId, input.pageNo, attempt, deps.identity],
+            );
+            let previousFailure: string | null = null;
+            if (attempt > 1) previousFailure = await describePreviousAttempt(input, info.activityId, attempt);
+            // A page found committed (an in-flight page of a dead worker that did commit) is skipped.
+            const done = await recorded();
+            if (done) return { ...done, previousFailure };
+            if (plan.rows[0].status !== 'building') throw new VersionFencedError(input.versionId, plan.rows[0].status);
+
+            stage = 'reading';
+            const rows = await sources.get(input.source).readRange(firstKey, lastKey);
+            rowsRead = rows.length;
+            const unique = dedupeByJobId(rows);
+
+            const hold = deps.faults?.holdAfterRead;
+            if (hold && hold.pageNo === input.pageNo && hold.attempt === attempt) {
+              const fs = await import('node:fs');
+              fs.writeFileSync(hold.heldFile, String(process.pid));
+              while (!fs.existsSync(hold.releaseFile)) await sleep(100);
+            }
+
+            stage = 'writing';
+            const result = await withTransaction(pool, async (c) => {
+              const claimed = await c.query(
+                `INSERT INTO page (version_id, page_no, first_key, last_key, attempt, worker_identity)
+                 VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING`,
+                [input.versionId, input.pageNo, firstKey, lastKey, attempt, deps.identity],
+              );
+              if (!claimed.rowCount) return null; // another attempt committed: roll back, report its result
+              const v = await c.query<{ status: string }>(`SELECT status FROM version WHERE version_id = $1 FOR SHARE`, [input.versionId]);
+              if (v.rows[0]?.status !== 'building') throw new VersionFencedError(input.versionId, v.rows[0]?.status ?? 'missing');
+              const slow = deps.faults?.slowPage;
+              if (slow && slow.pageNo === input.pageNo && attempt === 1) {
+                await c.query('SELECT pg_sleep($1)', [slow.ms / 1000]);
+              }
+              await upsertRows(c, input.versionId, input.pageNo, unique);
+              const sum = await rangeChecksum(c, input.versionId, firstKey, lastKey);
+              await c.query(
+                `UPDATE page SET rows = $3, rejects = 0, checksum = $4, committed_at = clock_timestamp()
+                 WHERE version_id = $1 AND page_no = $2`,
+                [input.versionId, input.pageNo, sum.rows, sum.checksum],
+              );
+              return { pageNo: input.pageNo, rows: sum.rows, rejects: 0, checksum: sum.checksum, attempt, activityAttempt: attempt, alreadyCommitted: false, durationMs: 0, previousFailure };
+            });
+            if (!result) {
+              const other = await recorded();
+              if (!other) throw ApplicationFailure.retryable(`page ${input.pageNo}: ledger row held by an attempt that did not commit`, 'PAGE_CONFLICT');
+              return other;
+            }
+            result.durationMs = Date.now() - started;
+            deps.onPageCommitted?.(result);
+            return result;
+          }),
+      );
+
+      async function describePreviousAttempt(input: CopyPageInput, activityId: string, attempt: number): Promise<string> {
+        let failure = 'previous attempt did not complete';
+        let worker: string | null = null;
+        const prev = await pool.query<{ worker_identity: string }>(
+          `SELECT worker_identity FROM page_attempt WHERE version_id = $1 AND page_no = $2 AND attempt = $3 LIMIT 1`,
+          [input.versionId, input.pageNo, attempt - 1],
+        );
+        if (prev.rowCount) worker = prev.rows[0].worker_identity;
+        const execution = info.workflowExecution;
+        if (deps.client && execution) {
+          try {
+            const desc = await deps.client.workflow.getHandle(execution.workflowId, execution.runId).describe();
+            const pending = desc.raw.pendingActivities?.find((a) => a.activityId === activityId);
+            if (pending?.lastFailure?.message) failure = pending.lastFailure.message;
+            if (pending?.lastWorkerIdentity) worker = pending.lastWorkerIdentity;
+          } catch (err) {
+            log.warn('could not describe the workflow for the previous attempt', { error: (err as Error).message });
+          }
+        }
+        const catalog = input.catalog;
+        const message = `page ${input.pageNo} attempt ${attempt}: previous attempt by ${worker ?? 'unknown worker'} failed: ${failure}`;
+        await recordEvent(pool, {
+          catalog,
+          versionId: input.versionId,
+          kind: 'page_retry',
+          message,
+          details: { pageNo: input.pageNo, attempt, lastFailure: failure, lastWorkerIdentity: worker, retriedBy: deps.identity, buildId: deps.buildId },
+        });
+        log.warn('page retried', { pageNo: input.pageNo, attempt, lastFailure: failure, lastWorkerIdentity: worker });
+        return `${failure} (worker ${worker ?? 'unknown'})`;
+      }
+    },
+
+    /**
+     * Ends the copy phase: the version becomes `verifying` under `FOR UPDATE` (waiting for page
+     * transactions in flight; later page writes are refused), then gets its reader indexes and ANALYZE.
+     * @throws VERSION_FENCED when the version is neither building nor verifying.
+     */
+    async sealVersion(input: { versionId: string }): Promise<void> {
+      return guard(async () => {
+        await withTransaction(pool, async (c) => {
+          const v = await c.query<{ status: string }>(`SELECT status FROM version WHERE version_id = $1 FOR UPDATE`, [input.versionId]);
+          const status = v.rows[0]?.status;
+          if (status === 'building') await c.query(`UPDATE version SET status = 'verifying' WHERE version_id = $1`, [input.versionId]);
+          else if (status !== 'verifying') throw new VersionFencedError(input.versionId, status ?? 'missing');
+        });
+        const table = partitionName(input.versionId);
+        await withHeartbeat(
+          () => ({ stage: 'indexing' }),
+          async () => {
+            const c = await pool.connect();
+            try {
+              await c.query(`SET statement_timeout = 0`);
+              await c.query(format('CREATE INDEX IF NOT EXISTS %I ON %I (client, start_time)', `${table}_client_start`, table));
+              await c.query(format('ANALYZE %I', table));
+            } finally {
+              c.release();
+            }
+          },
+        );
+      });
+    },
+
+    /**
+     * Reconciles the version against the source at the watermark: per-bucket counts and
+     * fingerprints, duplicate job names, a random sample compared field by field, and the delta
+     * above the watermark. Stores the report in `reconciliation` and an event.
+     */
+    async reconcile(input: { catalog: string; source: string; versionId: string; round: number; sampleSize?: number }): Promise<ReconcileSummary> {
+      return withHeartbeat(
+        () => ({ stage: 'reconciling', round: input.round }),
+        () =>
+          guard(async () => {
+            const v = await loadVersion(input.versionId);
+            const source = sources.get(input.source);
+            const table = partitionName(input.versionId);
+            const maxKey = v.watermark_key;
+            const [src, cat, delta] = await Promise.all([
+              maxKey ? source.bucketStats(maxKey) : Promise.resolve([] as BucketStat[]),
+              catalogBucketStats(pool, input.versionId),
+              source.deltaCount(maxKey),
+            ]);
+            const key = (b: string | null) => b ?? 'none';
+            const srcMap = new Map(src.map((s) => [key(s.bucket), s]));
+            const catMap = new Map(cat.map((s) => [key(s.bucket), s]));
+            const mismatched: { bucket: string; source: number; catalog: number; reason: string }[] = [];
+            for (const b of new Set([...srcMap.keys(), ...catMap.keys()])) {
+              const s = srcMap.get(b);
+              const c = catMap.get(b);
+              if (!s || !c || s.count !== c.count) {
+                mismatched.push({ bucket: b, source: s?.count ?? 0, catalog: c?.count ?? 0, reason: 'count' });
+              } else if (s.fingerprint !== c.fingerprint) {
+                mismatched.push({ bucket: b, source: s.count, catalog: c.count, reason: 'fingerprint' });
+              }
+            }
+            mismatched.sort((a, b) => a.bucket.localeCompare(b.bucket));
+            const dup = await pool.query<{ n: string }>(
+              format(`SELECT count(*)::text AS n FROM (SELECT job FROM %I GROUP BY job HAVING count(*) > 1) d`, table),
+            );
+            // Field-by-field sample.
+            const sampleSize = input.sampleSize ?? 1000;
+            const sample = await pool.query<SourceRow>(
+              format(`SELECT ${CATALOG_ROW_AS_TEXT} FROM %I t ORDER BY md5(t.job_id || $1::text) LIMIT $2`, table),
+              [`${input.versionId}:${input.round}`, sampleSize],
+            );
+            let sampleMismatches = 0;
+            const sampleDiffs: unknown[] = [];
+            if (sample.rowCount && maxKey) {
+              const byId = new Map(sample.rows.map((r) => [r.job_id, r]));
+              const keys = sample.rows.map((r) => r.job_key!).sort((a, b) => (BigInt(a) < BigInt(b) ? -1 : 1));
+              const srcRows = await source.readKeys(keys);
+              const seen = new Set<string>();
+              for (const s of srcRows) {
+                const c = byId.get(s.job_id!);
+                if (!c) continue;
+                seen.add(s.job_id!);
+                const fields = (Object.keys(s) as (keyof SourceRow)[]).filter((f) => s[f] !== c[f]);
+                if (fields.length) {
+                  sampleMismatches++;
+                  if (sampleDiffs.length < 20) sampleDiffs.push({ jobId: s.job_id, fields });
+                }
+              }
+              sampleMismatches += sample.rows.length - seen.size;
+            }
+            const sourceRows = src.reduce((n, s) => n + s.count, 0);
+            const catalogRows = cat.reduce((n, s) => n + s.count, 0);
+            const summary: ReconcileSummary = {
+              round: input.round,
+              ok: mismatched.length === 0 && sampleMismatches === 0,
+              buckets: srcMap.size,
+              sourceRows,
+              catalogRows,
+              rejects: 0,
+              mismatched: mismatched.map((m) => m.bucket),
+              delta,
+              duplicateJobNames: Number(dup.rows[0].n),
+              sampleMismatches,
+              sampled: sample.rowCount ?? 0,
+            };
+            const report = { ...summary, mismatchedBuckets: mismatched.slice(0, 1000), sampleDiffs, watermarkKey: maxKey };
+            await pool.query(
+              `INSERT INTO reconciliation (version_id, round, ok, report) VALUES ($1, $2, $3, $4)
+               ON CONFLICT (version_id, round) DO UPDATE SET ok = EXCLUDED.ok, report = EXCLUDED.report, created_at = now()`,
+              [input.versionId, input.round, summary.ok, JSON.stringify(report)],
+            );
+            await recordEvent(pool, {
+              catalog: input.catalog,
+              versionId: input.versionId,
+              kind: 'reconciled',
+              message: summary.ok
+                ? `round ${input.round}: ${summary.buckets} buckets match (${sourceRows} jobs; delta ${delta} jobs after the watermark)`
+                : `round ${input.round}: ${mismatched.length} buckets differ (${summary.mismatched.slice(0, 10).join(', ')}${mismatched.length > 10 ? ', …' : ''}), ${sampleMismatches} sampled jobs differ`,
+              details: report,
+            });
+            return summary;
+          }),
+      );
+    },
+
+    /**
+     * Repairs one bucket: re-reads it from the source at the watermark, upserts it, moves catalog
+     * rows that now belong to another bucket, deletes rows whose job is gone from the source, and
+     * verifies the bucket. Writes require the version to be building or verifying.
+     */
+    async repairBucket(input: RepairBucketInput): Promise<RepairBucketResult> {
+      return withHeartbeat(
+        () => ({ stage: 'repairing', bucket: input.bucket }),
+        () =>
+          guard(async () => {
+            const v = await loadVersion(input.versionId);
+            if (!v.watermark_key) return { bucket: input.bucket, upserted: 0, deleted: 0, ok: true };
+            const source = sources.get(input.source);
+            const table = partitionName(input.versionId);
+            const rows = await source.readBucket(input.bucket, v.watermark_key);
+            const ids = new Set(rows.map((r) => r.job_id!));
+            const inCatalog = await pool.query<{ job_id: string; job_key: string }>(
+              format(`SELECT job_id, job_key::text FROM %I WHERE bucket IS NOT DISTINCT FROM $1::date`, table),
+              [input.bucket],
+            );
+            const strays = inCatalog.rows.filter((r) => !ids.has(r.job_id));
+            const stillThere = await source.existingJobIds(strays.map((r) => r.job_key), v.watermark_key);
+            const moved = strays.filter((r) => stillThere.has(r.job_key));
+            const gone = strays.filter((r) => !stillThere.has(r.job_key));
+            const movedRows = moved.length ? await source.readKeys(moved.map((r) => r.job_key)) : [];
+            const { upserted, deleted } = await withTransaction(pool, async (c) => {
+              const s = await c.query<{ status: string }>(`SELECT status FROM version WHERE version_id = $1 FOR SHARE`, [input.versionId]);
+              const status = s.rows[0]?.status ?? 'missing';
+              if (status !== 'building' && status !== 'verifying') throw new VersionFencedError(input.versionId, status);
+              const n = await upsertRows(c, input.versionId, 0, dedupeByJobId([...rows, ...movedRows]));
+              const d = gone.length
+                ? await c.query(format('DELETE FROM %I WHERE job_id = ANY($1::text[])', table), [gone.map((r) => r.job_id)])
+                : { rowCount: 0 };
+              return { upserted: n, deleted: d.rowCount ?? 0 };
+            });
+            const after = await pool.query<{ n: string }>(
+              format(`SELECT count(*)::text AS n FROM %I WHERE bucket IS NOT DISTINCT FROM $1::date`, table),
+              [input.bucket],
+            );
+            const ok = Number(after.rows[0].n) === rows.length;
+            await recordEvent(pool, {
+              catalog: input.catalog,
+              versionId: input.versionId,
+              kind: 'repaired',
+              message: `bucket ${input.bucket ?? 'none'}: ${upserted} rows upserted, ${deleted} deleted, ${moved.length} moved; ${ok ? 'verified' : 'still differs'}`,
+              details: { bucket: input.bucket, upserted, deleted, moved: moved.length, ok, buildId: deps.buildId },
+            });
+            return { bucket: input.bucket, upserted, deleted, ok };
+          }),
+      );
+    },
+
+    /**
+     * Publishes a version in one transaction under the catalog's publish lock: requires it to be
+     * `verifying` with a passing reconciliation, applies the shrink guard, flips `active`, marks the
+     * previous active version `retired`.
+     * @throws NOT_PUBLISHABLE (non-retryable) naming the reason and buckets.
+     */
+    async publishVersion(input: { catalog: string; versionId: string; allowShrink: boolean; shrinkShare?: number; shrinkMinJobs?: number }): Promise<{ previousVersionId: string | null }> {
+      return guard(async () => {
+        const shrinkShare = input.shrinkShare ?? 0.1;
+        const shrinkMin = input.shrinkMinJobs ?? 5;
+        return withTransaction(pool, async (c) => {
+          await c.query(PUBLISH_LOCK_SQL, [input.catalog]);
+          const v = await c.query<{ status: string; catalog_name: string }>(
+            `SELECT status, catalog_name FROM version WHERE version_id = $1 FOR UPDATE`,
+            [input.versionId],
+          );
+          const status = v.rows[0]?.status;
+          if (v.rows[0]?.catalog_name !== input.catalog) throw new NotPublishableError(`version ${input.versionId} is not a version of catalog ${input.catalog}`);
+          if (status === 'active') {
+            const prev = await c.query<{ version_id: string }>(
+              `SELECT version_id::text FROM version WHERE catalog_name = $1 AND status = 'retired' ORDER BY published_at DESC NULLS LAST LIMIT 1`,
+              [input.catalog],
+            );
+            return { previousVersionId: prev.rows[0]?.version_id ?? null }; // a retry after commit
+          }
+          if (status !== 'verifying' && status !== 'building') throw new VersionFencedError(input.versionId, status ?? 'missing');
+          const rec = await c.query<{ ok: boolean }>(
+            `SELECT ok FROM reconciliation WHERE version_id = $1 ORDER BY round DESC LIMIT 1`,
+            [input.versionId],
+          );
+          if (!rec.rows[0]?.ok) throw new NotPublishableError(`version ${input.versionId} has no passing reconciliation`);
+          const cur = await c.query<{ version_id: string }>(`SELECT version_id::text FROM active WHERE catalog_name = $1 FOR UPDATE`, [input.catalog]);
+          const previous = cur.rows[0]?.version_id ?? null;
+          if (previous && !input.allowShrink) {
+            const shrunk = await c.query<{ bucket: string; before: string; after: string }>(
+              format(
+                `WITH o AS (SELECT bucket, count(*) AS n FROM %I WHERE bucket IS NOT NULL GROUP BY bucket),
+                      nw AS (SELECT bucket, count(*) AS n FROM %I WHERE bucket IS NOT NULL GROUP BY bucket),
+                      lo AS (SELECT min(bucket) AS b FROM nw)
+                 SELECT o.bucket::text, o.n::text AS before, coalesce(nw.n, 0)::text AS after
+                 FROM o CROSS JOIN lo LEFT JOIN nw ON nw.bucket = o.bucket
+                 WHERE o.bucket >= lo.b AND o.n - coalesce(nw.n, 0) >= $1 AND (o.n - coalesce(nw.n, 0)) > $2 * o.n
+                 ORDER BY 1`,
+                partitionName(previous),
+                partitionName(input.versionId),
+              ),
+              [shrinkMin, shrinkShare],
+            );
+            if (shrunk.rowCount) {
+              const names = shrunk.rows.map((r) => `${r.bucket} (${r.before} → ${r.after})`);
+              throw new NotPublishableError(
+                `shrink guard: ${shrunk.rowCount} buckets lost more than ${Math.round(shrinkShare * 100)}% and at least ${shrinkMin} jobs compared with active version ${previous}: ${names.slice(0, 20).join(', ')}${names.length > 20 ? ', …' : ''}; rerun with --allow-shrink if this is intended`,
+              );
+            }
+          }
+          await c.query(
+            `INSERT INTO active (catalog_name, version_id, published_at) VALUES ($1, $2, now())
+             ON CONFLICT (catalog_name) DO UPDATE SET version_id = EXCLUDED.version_id, published_at = EXCLUDED.published_at`,
+            [input.catalog, input.versionId],
+          );
+          await c.query(`UPDATE version SET status = 'active', published_at = now(), finished_at = now() WHERE version_id = $1`, [input.versionId]);
+          if (previous) await c.query(`UPDATE version SET status = 'retired' WHERE version_id = $1`, [previous]);
+          await recordEvent(c, {
+            catalog: input.catalog,
+            versionId: input.versionId,
+            kind: 'published',
+            message: `version ${input.versionId} published${previous ? `, replacing version ${previous}` : ''}`,
+            details: { previousVersionId: previous, buildId: deps.buildId },
+          });
+          return { previousVersionId: previous };
+        });
+      });
+    },
+
+    /**
+     * Retires versions beyond retention after a publish: keeps the `retention` most recently
+     * published retired versions with their rows; detaches (CONCURRENTLY, with lock_timeout) and drops the rest.
+     */
+    async retireVersions(input: { catalog: string; retention: number }): Promise<PublishCatalogResult['retired']> {
+      return guard(async () => {
+        const old = await pool.query<{ version_id: string }>(
+          `SELECT version_id::text FROM version WHERE catalog_name = $1 AND status = 'retired'
+           ORDER BY published_at DESC NULLS LAST, version_id DESC OFFSET $2`,
+          [input.catalog, input.retention],
+        );
+        return dropVersions(input.catalog, old.rows.map((r) => r.version_id));
+      });
+    },
+
+    /**
+     * Ends an unpublished version: `abandoned` (cancelled) or `failed` (not publishable), under
+     * `FOR UPDATE` so page transactions in flight finish first and later writes are refused.
+     * The active version is untouched. Idempotent.
+     */
+    async endVersion(input: { catalog: string; versionId: string; status: 'abandoned' | 'failed'; reason: string }): Promise<void> {
+      return guard(async () => {
+        await withTransaction(pool, async (c) => {
+          const v = await c.query<{ status: string }>(`SELECT status FROM version WHERE version_id = $1 FOR UPDATE`, [input.versionId]);
+          const status = v.rows[0]?.status;
+          if (status !== 'building' && status !== 'verifying') return;
+          await c.query(`UPDATE version SET status = $2, finished_at = now(), failure_reason = $3 WHERE version_id = $1`, [
+            input.versionId,
+            input.status,
+            input.reason,
+          ]);
+          await recordEvent(c, {
+            catalog: input.catalog,
+            versionId: input.versionId,
+            kind: input.status,
+            message: `version ${input.versionId} ${input.status}: ${input.reason}`,
+            details: { buildId: deps.buildId },
+          });
+        });
+      });
+    },
+
+    /** Appends an event to the catalog's log (phase changes reported by the workflow). */
+    async recordEvent(input: { catalog: string; versionId: string | null; kind: string; message: string; details?: Record<string, unknown> }): Promise<void> {
+      return guard(() => recordEvent(pool, { ...input, details: { ...(input.details ?? {}), buildId: deps.buildId } }));
+    },
+  };
+}
+
+/** The activity functions registered by the worker. */
+export type Activities = ReturnType<typeof createActivities>;
+
+/**
+ * De-duplicates rows by job id, keeping the LAST row read for an id (the source orders by key,
+ * so the winner is deterministic); `ON CONFLICT` cannot affect a row twice in one command.
+ */
+export function dedupeByJobId(rows: SourceRow[]): SourceRow[] {
+  const byId = new Map<string, SourceRow>();
+  for (const r of rows) byId.set(r.job_id!, r);
+  return byId.size === rows.length ? rows : [...byId.values()];
+}
+

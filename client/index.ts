@@ -1,0 +1,174 @@
+/**
+ * Typed client library over @temporalio/client for catalog-rebuild. The CLI is a thin layer over it.
+ *
+ * @example
+ * const { client, close } = await connectTemporal();
+ * const { handle } = await startRebuild(client, { catalog: 'main', source: 'director' });
+ * console.log(await getProgress(handle));
+ * const result = await waitForResult(handle);
+ * await close();
+ */
+import { randomUUID } from 'node:crypto';
+import { Client, Connection, WorkflowHandle, WorkflowNotFoundError } from '@temporalio/client';
+import { loadClientConnectConfig } from '@temporalio/envconfig';
+import { temporal } from '@temporalio/proto';
+import {
+  cancelSignal,
+  pauseSignal,
+  progressQuery,
+  RebuildCatalogInput,
+  RebuildCatalogResult,
+  RebuildProgress,
+  resumeSignal,
+  setThrottleUpdate,
+  ThrottleSettings,
+} from '../workflows/definitions';
+import { rebuildWorkflowId } from '../workflows/names';
+import { CatalogNameKey, RebuildPhaseKey } from '../workflows/search-attributes';
+import { taskQueue as defaultTaskQueue } from '../lib/config';
+
+export * from '../workflows/definitions';
+export { rebuildWorkflowId } from '../workflows/names';
+
+/** A connected Temporal client and a function that closes its connection. */
+export interface TemporalSession {
+  client: Client;
+  connection: Connection;
+  namespace: string;
+  taskQueue: string;
+  close(): Promise<void>;
+}
+
+/**
+ * Connects to Temporal with the `@temporalio/envconfig` conventions (TEMPORAL_ADDRESS default
+ * localhost:7233, TEMPORAL_NAMESPACE default `default`, TEMPORAL_API_KEY, TLS variables, config profiles).
+ * @throws the connection error when the service is unreachable.
+ */
+export async function connectTemporal(env: NodeJS.ProcessEnv = process.env): Promise<TemporalSession> {
+  const { connectionOptions, namespace } = loadClientConnectConfig({ overrideEnvVars: env as Record<string, string> });
+  const connection = await Connection.connect({ ...connectionOptions, connectTimeout: '10s' } as Parameters<typeof Connection.connect>[0]);
+  const ns = namespace ?? 'default';
+  const client = new Client({ connection, namespace: ns });
+  return { client, connection, namespace: ns, taskQueue: defaultTaskQueue(env), close: () => connection.close() };
+}
+
+/** Flags that identify a rebuild; `start` with different ones on a running rebuild is refused. */
+const IDENTITY_FLAGS = ['source', 'pageSize', 'concurrency', 'allowShrink'] as const;
+
+/** Result of `startRebuild`. */
+export interface StartResult {
+  handle: WorkflowHandle;
+  /** True when a rebuild of this catalog was already running and this call attached to it. */
+  attached: boolean;
+  /** Flags that differ from the running rebuild's (only when attached). */
+  conflicts: string[];
+}
+
+/**
+ * Starts `RebuildCatalog` for a catalog with workflow id `catalog-rebuild/<catalog>`, or attaches to
+ * the running one (conflict policy use-existing); a finished rebuild does not block a new one.
+ * Sets the static summary and the CatalogName / RebuildPhase search attributes.
+ */
+export async function startRebuild(
+  client: Client,
+  input: RebuildCatalogInput,
+  opts: { taskQueue?: string } = {},
+): Promise<StartResult> {
+  const token = randomUUID();
+  const flags = {
+    source: input.source,
+    pageSize: input.pageSize ?? 2000,
+    concurrency: input.concurrency ?? 4,
+    allowShrink: !!input.allowShrink,
+  };
+  const handle = await client.workflow.start('RebuildCatalog', {
+    taskQueue: opts.taskQueue ?? defaultTaskQueue(),
+    workflowId: rebuildWorkflowId(input.catalog),
+    args: [input],
+    workflowIdConflictPolicy: 'USE_EXISTING',
+    workflowIdReusePolicy: 'ALLOW_DUPLICATE',
+    memo: { startToken: token, flags },
+    staticSummary: `Rebuild catalog ${input.catalog} from source ${input.source}, ${flags.pageSize} jobs per page`,
+    staticDetails: `catalog: ${input.catalog}\nsource: ${input.source}\npage size: ${flags.pageSize}\nconcurrency: ${flags.concurrency}\nallow shrink: ${flags.allowShrink}`,
+    typedSearchAttributes: [
+      { key: CatalogNameKey, value: input.catalog },
+      { key: RebuildPhaseKey, value: 'planning' },
+    ],
+  });
+  const desc = await handle.describe();
+  const memo = (desc.memo ?? {}) as { startToken?: string; flags?: Record<string, unknown> };
+  if (memo.startToken === token) return { handle, attached: false, conflicts: [] };
+  const running = memo.flags ?? {};
+  const conflicts = IDENTITY_FLAGS.filter((k) => running[k] !== undefined && running[k] !== flags[k]).map(
+    (k) => `${k}: running ${JSON.stringify(running[k])}, requested ${JSON.stringify(flags[k])}`,
+  );
+  return { handle, attached: true, conflicts };
+}
+
+/** Handle of a catalog's rebuild (the latest run). */
+export function rebuildHandle(client: Client, catalog: string): WorkflowHandle {
+  return client.workflow.getHandle(rebuildWorkflowId(catalog));
+}
+
+/**
+ * Queries `progress`. Rejects after `timeoutMs` (default 5,000 ms) when no worker answers.
+ */
+export async function getProgress(handle: WorkflowHandle, timeoutMs = 5_000): Promise<RebuildProgress> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`no worker answered the progress query within ${timeoutMs} ms`)), timeoutMs);
+  });
+  try {
+    return await Promise.race([handle.query(progressQuery), timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** Signals `pause`: no new page starts; pages in flight finish. */
+export async function pause(handle: WorkflowHandle): Promise<void> {
+  await handle.signal(pauseSignal);
+}
+
+/** Signals `resume`: pages continue from the checkpoint. */
+export async function resume(handle: WorkflowHandle): Promise<void> {
+  await handle.signal(resumeSignal);
+}
+
+/** Signals `cancel`: the version becomes abandoned; the active version is untouched. */
+export async function cancel(handle: WorkflowHandle, reason?: string): Promise<void> {
+  await handle.signal(cancelSignal, reason ? { reason } : undefined);
+}
+
+/**
+ * Runs the `setThrottle` update; the workflow's validator rejects out-of-range values.
+ * @returns the settings in force after the update.
+ */
+export async function setThrottle(handle: WorkflowHandle, settings: ThrottleSettings): Promise<Required<ThrottleSettings>> {
+  return handle.executeUpdate(setThrottleUpdate, { args: [settings] });
+}
+
+/**
+ * Waits for the rebuild to end (following continue-as-new).
+ * @throws WorkflowFailedError when the rebuild failed (e.g. not publishable).
+ */
+export async function waitForResult(handle: WorkflowHandle): Promise<RebuildCatalogResult> {
+  return (await handle.result()) as RebuildCatalogResult;
+}
+
+/** Whether any worker polls the task queue (workflow or activity pollers). */
+export async function workersPolling(session: TemporalSession): Promise<number> {
+  const kinds = [temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW, temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_ACTIVITY];
+  const identities = new Set<string>();
+  for (const taskQueueType of kinds) {
+    const r = await session.client.workflowService.describeTaskQueue({
+      namespace: session.namespace,
+      taskQueue: { name: session.taskQueue },
+      taskQueueType,
+    });
+    for (const p of r.pollers ?? []) if (p.identity) identities.add(p.identity);
+  }
+  return identities.size;
+}
+
+export { WorkflowNotFoundError };

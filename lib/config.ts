@@ -1,0 +1,104 @@
+import * as fs from 'node:fs';
+import { z } from 'zod';
+import { ConfigError, UnknownSourceError } from './errors';
+
+const postgresUrl = z
+  .string()
+  .refine((s) => /^postgres(ql)?:\/\//.test(s), { message: 'must be a postgres:// or postgresql:// URL' });
+
+/** A Bareos or Bacula director catalog in PostgreSQL. */
+export const databaseSourceSchema = z
+  .object({
+    kind: z.enum(['bareos', 'bacula']),
+    /** Connection URL of the director's catalog database (read-only use). */
+    databaseUrl: postgresUrl,
+    /** IANA zone of the director's naive timestamps; default: the source database's TimeZone setting. */
+    timezone: z.string().min(1).optional(),
+    /** Per-statement timeout on source sessions (ms), default 60,000. */
+    statementTimeoutMs: z.number().int().positive().optional(),
+  })
+  .strict();
+
+/** The worker-side configuration file named by CATALOG_REBUILD_CONFIG. */
+export const configSchema = z
+  .object({
+    catalogDatabaseUrl: postgresUrl.optional(),
+    sources: z.record(z.string().regex(/^[A-Za-z0-9_.-]+$/, 'source names use letters, digits, _ . -'), databaseSourceSchema).default({}),
+  })
+  .strict();
+
+/** Parsed configuration: the catalog database and the named sources (with their credentials). */
+export type Config = z.infer<typeof configSchema> & { catalogDatabaseUrl: string };
+/** One source's settings. */
+export type SourceConfig = z.infer<typeof databaseSourceSchema>;
+
+function formatIssues(err: z.ZodError, file: string): string {
+  return err.issues
+    .map((i) => `${file}: ${i.path.length ? i.path.join('.') : '(top level)'}: ${i.message}`)
+    .join('; ');
+}
+
+/**
+ * Loads and validates the configuration.
+ * Reads the JSON file named by `CATALOG_REBUILD_CONFIG` (optional for the CLI), then applies
+ * `CATALOG_DATABASE_URL` over `catalogDatabaseUrl`.
+ * @throws ConfigError naming the file and key when the file is unreadable, not JSON, or invalid,
+ *   or when no catalog database URL is given at all.
+ */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env, opts: { requireFile?: boolean } = {}): Config {
+  const file = env.CATALOG_REBUILD_CONFIG;
+  let raw: unknown = {};
+  if (file) {
+    let text: string;
+    try {
+      text = fs.readFileSync(file, 'utf8');
+    } catch (err) {
+      throw new ConfigError(`CATALOG_REBUILD_CONFIG: cannot read ${file}: ${(err as Error).message}`);
+    }
+    try {
+      raw = JSON.parse(text);
+    } catch (err) {
+      throw new ConfigError(`CATALOG_REBUILD_CONFIG: ${file} is not valid JSON: ${(err as Error).message}`);
+    }
+  } else if (opts.requireFile) {
+    throw new ConfigError('CATALOG_REBUILD_CONFIG is not set: name the JSON configuration file that defines catalogDatabaseUrl and sources');
+  }
+  const parsed = configSchema.safeParse(raw);
+  if (!parsed.success) throw new ConfigError(formatIssues(parsed.error, file ?? 'configuration'));
+  const catalogDatabaseUrl = env.CATALOG_DATABASE_URL || parsed.data.catalogDatabaseUrl;
+  if (!catalogDatabaseUrl) {
+    throw new ConfigError('catalogDatabaseUrl: no catalog database: set CATALOG_DATABASE_URL or catalogDatabaseUrl in the CATALOG_REBUILD_CONFIG file');
+  }
+  if (!/^postgres(ql)?:\/\//.test(catalogDatabaseUrl)) {
+    throw new ConfigError('CATALOG_DATABASE_URL: must be a postgres:// or postgresql:// URL');
+  }
+  return { ...parsed.data, catalogDatabaseUrl };
+}
+
+/**
+ * Looks up a named source.
+ * @throws UnknownSourceError when the configuration does not define it.
+ */
+export function getSource(config: Config, name: string): SourceConfig {
+  const s = config.sources[name];
+  if (!s) throw new UnknownSourceError(name, Object.keys(config.sources));
+  return s;
+}
+
+/** Task queue of the workers: `CATALOG_REBUILD_TASK_QUEUE`, default `catalog-rebuild`. */
+export function taskQueue(env: NodeJS.ProcessEnv = process.env): string {
+  return env.CATALOG_REBUILD_TASK_QUEUE || 'catalog-rebuild';
+}
+
+/**
+ * Removes the password from a connection URL so it can appear in logs and errors.
+ */
+export function redactUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    if (u.password) u.password = '***';
+    return u.toString();
+  } catch {
+    return '(unparseable URL)';
+  }
+}

@@ -1,0 +1,135 @@
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { Pool, PoolClient, PoolConfig } from 'pg';
+import { projectRoot } from './paths';
+import { SchemaTooNewError } from './errors';
+
+/** Options of a catalog or source connection pool. */
+export interface PoolOptions {
+  /** `application_name` of every session: shows in pg_stat_activity. */
+  applicationName: string;
+  /** Per-statement timeout (ms); default 30,000. */
+  statementTimeoutMs?: number;
+  /** Idle-in-transaction timeout (ms); default 60,000. */
+  idleInTransactionTimeoutMs?: number;
+  /** Pool size (connections); default 10. */
+  max?: number;
+  /** Sessions are read-only (source connections). */
+  readOnly?: boolean;
+}
+
+/**
+ * Creates a `pg` pool whose sessions carry `application_name`, `statement_timeout` and
+ * `idle_in_transaction_session_timeout`, with an `error` handler so an idle client's
+ * connection loss (server restart) never crashes the process.
+ */
+export function createPool(connectionString: string, opts: PoolOptions): Pool {
+  const options = [
+    `-c statement_timeout=${opts.statementTimeoutMs ?? 30_000}`,
+    `-c idle_in_transaction_session_timeout=${opts.idleInTransactionTimeoutMs ?? 60_000}`,
+  ];
+  if (opts.readOnly) options.push('-c default_transaction_read_only=on');
+  const config: PoolConfig = {
+    connectionString,
+    application_name: opts.applicationName,
+    max: opts.max ?? 10,
+    options: options.join(' '),
+    idleTimeoutMillis: 30_000,
+    connectionTimeoutMillis: 10_000,
+  };
+  const pool = new Pool(config);
+  pool.on('error', () => {
+    /* an idle client lost its connection; the next checkout reconnects */
+  });
+  return pool;
+}
+
+/**
+ * Runs `fn` inside a transaction on one pooled client: BEGIN, fn, COMMIT; ROLLBACK on error.
+ * @throws whatever `fn` or the database throws, after rolling back.
+ */
+export async function withTransaction<T>(pool: Pool, fn: (client: PoolClient) => Promise<T>): Promise<T> {
+  const client = await pool.connect();
+  let broken = false;
+  try {
+    await client.query('BEGIN');
+    const result = await fn(client);
+    await client.query('COMMIT');
+    return result;
+  } catch (err) {
+    try {
+      await client.query('ROLLBACK');
+    } catch {
+      broken = true;
+    }
+    throw err;
+  } finally {
+    client.release(broken);
+  }
+}
+
+/** Folder of the numbered `.sql` migration files. */
+export const migrationsDir = (): string => path.join(projectRoot(), 'migrations');
+
+/** One migration file: `NNN_name.sql`. */
+export interface Migration {
+  /** Its number, from the file name. */
+  id: number;
+  /** File name. */
+  name: string;
+  /** SQL text. */
+  sql: string;
+}
+
+/** Lists the migration files in order. */
+export function listMigrations(dir: string = migrationsDir()): Migration[] {
+  return fs
+    .readdirSync(dir)
+    .filter((f) => /^\d+_.*\.sql$/.test(f))
+    .sort()
+    .map((name) => ({ id: Number(name.split('_')[0]), name, sql: fs.readFileSync(path.join(dir, name), 'utf8') }));
+}
+
+const MIGRATION_LOCK = 7_344_221_001; // advisory lock key of the migration runner
+
+/**
+ * Applies the pending migrations in order, each in its own transaction, under a session
+ * advisory lock (concurrent workers wait), recording each in `schema_migration`.
+ * @returns the ids applied now (empty when the schema was current).
+ * @throws SchemaTooNewError when the database has a migration this build does not know.
+ */
+export async function migrate(pool: Pool, dir: string = migrationsDir()): Promise<number[]> {
+  const migrations = listMigrations(dir);
+  const known = migrations.length ? migrations[migrations.length - 1].id : 0;
+  const client = await pool.connect();
+  try {
+    await client.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK]);
+    try {
+      await client.query(`CREATE TABLE IF NOT EXISTS schema_migration (
+        id integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`);
+      const { rows } = await client.query<{ id: number }>('SELECT id FROM schema_migration ORDER BY id');
+      const applied = new Set(rows.map((r) => r.id));
+      const newest = rows.length ? rows[rows.length - 1].id : 0;
+      if (newest > known) throw new SchemaTooNewError(newest, known);
+      const done: number[] = [];
+      for (const m of migrations) {
+        if (applied.has(m.id)) continue;
+        await client.query('BEGIN');
+        try {
+          await client.query(m.sql);
+          await client.query('INSERT INTO schema_migration (id, name) VALUES ($1, $2)', [m.id, m.name]);
+          await client.query('COMMIT');
+        } catch (err) {
+          await client.query('ROLLBACK');
+          throw new Error(`migration ${m.name} failed: ${(err as Error).message}`, { cause: err });
+        }
+        done.push(m.id);
+      }
+      return done;
+    } finally {
+      await client.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK]);
+    }
+  } finally {
+    client.release();
+  }
+}

@@ -1,0 +1,93 @@
+/**
+ * Errors with a stable `code`. Activities turn the permanent ones into
+ * `ApplicationFailure.nonRetryable(message, code)` so the workflow fails fast.
+ */
+
+/** Base class: every product error carries a stable machine-readable `code`. */
+export class CatalogRebuildError extends Error {
+  /** Stable error type, also used as the Temporal ApplicationFailure type. */
+  readonly code: string;
+  /** Whether retrying the same operation can succeed. */
+  readonly retryable: boolean;
+  constructor(code: string, message: string, options?: { cause?: unknown; retryable?: boolean }) {
+    super(message, options?.cause !== undefined ? { cause: options.cause } : undefined);
+    this.name = new.target.name;
+    this.code = code;
+    this.retryable = options?.retryable ?? false;
+  }
+}
+
+/** Thrown when the configuration file or environment is invalid; the message names the key. */
+export class ConfigError extends CatalogRebuildError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('CONFIG_INVALID', message, options);
+  }
+}
+
+/** Thrown when a workflow names a source that the worker's configuration does not define. */
+export class UnknownSourceError extends CatalogRebuildError {
+  constructor(source: string, known: string[]) {
+    super(
+      'SOURCE_UNKNOWN',
+      `source "${source}" is not defined in the worker configuration (sources.${source}); known sources: ${known.join(', ') || 'none'}`,
+    );
+  }
+}
+
+/** Thrown when a page or repair write finds its version no longer writable (published, abandoned, failed). */
+export class VersionFencedError extends CatalogRebuildError {
+  constructor(versionId: string, status: string) {
+    super('VERSION_FENCED', `version ${versionId} is ${status}, not building: write refused`);
+  }
+}
+
+/** Thrown when the catalog schema is newer than this build knows (a newer release migrated it). */
+export class SchemaTooNewError extends CatalogRebuildError {
+  constructor(found: number, known: number) {
+    super(
+      'SCHEMA_TOO_NEW',
+      `catalog schema is at migration ${found}, this build knows up to ${known}: upgrade catalog-rebuild before running it`,
+    );
+  }
+}
+
+/** Thrown when a rebuild cannot be published: reconciliation mismatch, reject threshold, unreadable bucket. */
+export class NotPublishableError extends CatalogRebuildError {
+  constructor(message: string) {
+    super('NOT_PUBLISHABLE', message);
+  }
+}
+
+/** Error types the workflows never retry. */
+export const NON_RETRYABLE_TYPES = [
+  'CONFIG_INVALID',
+  'SOURCE_UNKNOWN',
+  'VERSION_FENCED',
+  'SCHEMA_TOO_NEW',
+  'NOT_PUBLISHABLE',
+  'SOURCE_DATA_INVALID',
+];
+
+/** SQLSTATE classes and codes after which retrying can succeed (restart, connection loss, conflicts). */
+const RETRYABLE_SQLSTATE = new Set(['40001', '40P01', '57P01', '57P02', '57P03', '55P03', '57014']);
+const RETRYABLE_NODE_CODES = new Set(['ECONNRESET', 'ECONNREFUSED', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EHOSTUNREACH']);
+
+/**
+ * Whether a PostgreSQL / network error is transient.
+ * Retryable: serialization failure 40001, deadlock 40P01, admin shutdown 57P01/57P02, cannot connect now 57P03,
+ * lock not available 55P03, statement timeout / cancel 57014, connection exceptions 08xxx, socket errors.
+ * Anything else (syntax, permission, constraint, data) fails fast.
+ */
+export function isTransientDbError(err: unknown): boolean {
+  if (!err || typeof err !== 'object') return false;
+  const code = (err as { code?: unknown }).code;
+  if (typeof code === 'string') {
+    if (RETRYABLE_SQLSTATE.has(code) || code.startsWith('08')) return true;
+    if (RETRYABLE_NODE_CODES.has(code)) return true;
+  }
+  const msg = (err as { message?: unknown }).message;
+  if (typeof msg === 'string' && /Connection terminated|connection timeout|terminating connection|Client has encountered a connection error/i.test(msg)) {
+    return true;
+  }
+  return false;
+}

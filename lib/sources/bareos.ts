@@ -1,0 +1,192 @@
+import { Pool } from 'pg';
+import { createPool } from '../db';
+import { BucketStat, JobSource, SourceRow, SourceWatermark } from './types';
+import { SourceConfig } from '../config';
+
+/** Text form of a naive source timestamp as a UTC instant, in the source's zone ($1). */
+const utc = (col: string): string =>
+  `to_char((${col} AT TIME ZONE $1) AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`;
+
+/**
+ * The SELECT list mapping a Bareos/Bacula `job` row (LEFT JOINed to client, pool, fileset:
+ * ids 0 or dangling keep the job with a NULL name) to catalog columns, all as text.
+ */
+const SELECT_JOB = `
+SELECT j.jobid::text                         AS job_key,
+       j.jobid::text                         AS job_id,
+       j.job                                 AS job,
+       j.name                                AS job_name,
+       c.name                                AS client,
+       NULLIF(j.type::text, '')              AS type,
+       NULLIF(j.level::text, '')             AS level,
+       NULLIF(j.jobstatus::text, '')         AS status,
+       ${utc('j.schedtime')}                 AS sched_time,
+       ${utc('j.starttime')}                 AS start_time,
+       ${utc('j.endtime')}                   AS end_time,
+       ${utc('j.realendtime')}               AS real_end_time,
+       j.jobfiles::text                      AS files,
+       j.jobbytes::text                      AS bytes,
+       j.readbytes::text                     AS read_bytes,
+       j.joberrors::text                     AS job_errors,
+       p.name                                AS pool,
+       f.fileset                             AS fileset,
+       NULLIF(j.priorjobid, 0)::text         AS prior_job_id,
+       j.jobtdate::text                      AS job_tdate,
+       j.volsessionid::text                  AS vol_session_id,
+       j.volsessiontime::text                AS vol_session_time,
+       j.comment                             AS comment,
+       j.starttime::date::text               AS bucket
+FROM job j
+LEFT JOIN client c  ON c.clientid = j.clientid
+LEFT JOIN pool p    ON p.poolid = j.poolid
+LEFT JOIN fileset f ON f.filesetid = j.filesetid`;
+
+/** The fingerprint input of one job: id, status, end time (UTC text), files, bytes. */
+export const SOURCE_FINGERPRINT_ROW = `j.jobid::text || '|' || coalesce(j.jobstatus::text, '\\N') || '|' || coalesce(${utc(
+  'j.endtime',
+)}, '\\N') || '|' || coalesce(j.jobfiles::text, '\\N') || '|' || coalesce(j.jobbytes::text, '\\N')`;
+
+/**
+ * A Bareos or Bacula director catalog in PostgreSQL, read through a read-only pool.
+ * Naive timestamps are converted to instants in SQL with the source's zone.
+ */
+export class BareosSource implements JobSource {
+  readonly kind: string;
+  private readonly pool: Pool;
+  private readonly configuredZone?: string;
+  private zone?: Promise<string>;
+
+  /**
+   * @param name source name from the configuration (used in `application_name`).
+   * @param config the source's settings (connection URL stays inside the worker).
+   */
+  constructor(name: string, config: SourceConfig) {
+    this.kind = config.kind;
+    this.configuredZone = config.timezone;
+    this.pool = createPool(config.databaseUrl, {
+      applicationName: `catalog-rebuild:source:${name}:${process.pid}`,
+      statementTimeoutMs: config.statementTimeoutMs ?? 60_000,
+      readOnly: true,
+      max: 8,
+    });
+  }
+
+  timezone(): Promise<string> {
+    if (!this.zone) {
+      this.zone = this.configuredZone
+        ? Promise.resolve(this.configuredZone)
+        : this.pool.query<{ tz: string }>(`SELECT current_setting('TimeZone') AS tz`).then((r) => r.rows[0].tz);
+      this.zone.catch(() => (this.zone = undefined));
+    }
+    return this.zone;
+  }
+
+  async watermark(): Promise<SourceWatermark> {
+    const { rows } = await this.pool.query<{ max_key: string | null; rows: string; time: string }>(
+      `SELECT max(jobid)::text AS max_key, count(*)::text AS rows,
+              to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS time
+       FROM job`,
+    );
+    return { maxKey: rows[0].max_key, rows: rows[0].rows, time: rows[0].time };
+  }
+
+  async pageFirstKeys(maxKey: string, pageSize: number): Promise<string[]> {
+    const { rows } = await this.pool.query<{ k: string }>(
+      `SELECT jobid::text AS k FROM (
+         SELECT jobid, row_number() OVER (ORDER BY jobid) AS rn FROM job WHERE jobid <= $1::bigint
+       ) s WHERE (rn - 1) % $2 = 0 ORDER BY jobid`,
+      [maxKey, pageSize],
+    );
+    return rows.map((r) => r.k);
+  }
+
+  async readRange(firstKey: string, lastKey: string): Promise<SourceRow[]> {
+    const tz = await this.timezone();
+    const { rows } = await this.pool.query<SourceRow>(
+      `${SELECT_JOB} WHERE j.jobid BETWEEN $2::bigint AND $3::bigint ORDER BY j.jobid`,
+      [tz, firstKey, lastKey],
+    );
+    return rows;
+  }
+
+  async readKeys(keys: string[]): Promise<SourceRow[]> {
+    if (!keys.length) return [];
+    const tz = await this.timezone();
+    const { rows } = await this.pool.query<SourceRow>(`${SELECT_JOB} WHERE j.jobid = ANY($2::bigint[]) ORDER BY j.jobid`, [tz, keys]);
+    return rows;
+  }
+
+  async readBucket(bucket: string | null, maxKey: string): Promise<SourceRow[]> {
+    const tz = await this.timezone();
+    const cond = bucket === null ? 'j.starttime IS NULL' : 'j.starttime >= $3::date AND j.starttime < $3::date + 1';
+    const params: unknown[] = [tz, maxKey];
+    if (bucket !== null) params.push(bucket);
+    const { rows } = await this.pool.query<SourceRow>(
+      `${SELECT_JOB} WHERE j.jobid <= $2::bigint AND ${cond} ORDER BY j.jobid`,
+      params,
+    );
+    return rows;
+  }
+
+  async existingJobIds(jobIds: string[], maxKey: string): Promise<Set<string>> {
+    if (!jobIds.length) return new Set();
+    const { rows } = await this.pool.query<{ id: string }>(
+      `SELECT jobid::text AS id FROM job WHERE jobid = ANY($1::bigint[]) AND jobid <= $2::bigint`,
+      [jobIds, maxKey],
+    );
+    return new Set(rows.map((r) => r.id));
+  }
+
+  async bucketStats(maxKey: string): Promise<BucketStat[]> {
+    const tz = await this.timezone();
+    const { rows } = await this.pool.query<{ bucket: string | null; count: string; fingerprint: string }>(
+      `SELECT j.starttime::date::text AS bucket, count(*)::text AS count,
+              md5(string_agg(${SOURCE_FINGERPRINT_ROW}, E'\\n' ORDER BY j.jobid)) AS fingerprint
+       FROM job j WHERE j.jobid <= $2::bigint
+       GROUP BY 1 ORDER BY 1 NULLS FIRST`,
+      [tz, maxKey],
+    );
+    return rows.map((r) => ({ bucket: r.bucket, count: Number(r.count), fingerprint: r.fingerprint }));
+  }
+
+  async deltaCount(maxKey: string | null): Promise<number> {
+    const { rows } = await this.pool.query<{ n: string }>(
+      `SELECT count(*)::text AS n FROM job WHERE $1::bigint IS NULL OR jobid > $1::bigint`,
+      [maxKey],
+    );
+    return Number(rows[0].n);
+  }
+
+  async close(): Promise<void> {
+    await this.pool.end();
+  }
+}
+
+/** Named sources, opened lazily from the worker's configuration and shared by all activities. */
+export class SourceRegistry {
+  private readonly open = new Map<string, JobSource>();
+  /**
+   * @param lookup returns the source's settings or throws UnknownSourceError.
+   */
+  constructor(private readonly lookup: (name: string) => SourceConfig) {}
+
+  /**
+   * The source called `name`.
+   * @throws UnknownSourceError when the configuration does not define it.
+   */
+  get(name: string): JobSource {
+    let s = this.open.get(name);
+    if (!s) {
+      const config = this.lookup(name);
+      s = new BareosSource(name, config);
+      this.open.set(name, s);
+    }
+    return s;
+  }
+
+  /** Closes every opened source. */
+  async close(): Promise<void> {
+    await Promise.all([...this.open.values()].map((s) => s.close()));
+    this.open.clear();
+  }
+}

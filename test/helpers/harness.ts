@@ -1,0 +1,174 @@
+/**
+ * Test harness: a private Temporal dev server on free ports, fresh PostgreSQL databases on the
+ * machine's server (never stopped or restarted), a worker configuration file, and real worker
+ * processes spawned detached and killed by process group.
+ */
+import { spawn, ChildProcess, spawnSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { Client, Connection } from '@temporalio/client';
+import { Pool } from 'pg';
+import { ensureTemporalCli } from '../../lib/env/temporal-cli';
+import { DevServer, freePort, startDevServer } from '../../lib/env/dev-server';
+import { createDatabase, dropDatabase, resolveAdminUrl } from '../../lib/env/postgres';
+import { projectRoot } from '../../lib/paths';
+import { createPool } from '../../lib/db';
+
+/** A private Temporal dev server for one test file. */
+export async function privateTemporal(opts: { dbFile?: string; port?: number } = {}): Promise<DevServer & { dir: string; dbFile: string; port: number; cli: string }> {
+  const cli = ensureTemporalCli();
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'catalog-rebuild-temporal-'));
+  const port = opts.port ?? (await freePort());
+  const dbFile = opts.dbFile ?? path.join(dir, 'temporal.db');
+  const server = await startDevServer({ cli, port, uiPort: 0, dbFile, logFile: path.join(dir, 'server.log'), headless: true });
+  return { ...server, dir, dbFile, port, cli };
+}
+
+/** Fresh databases for one test file: a catalog and a source, dropped by `drop()`. */
+export interface TestDatabases {
+  adminUrl: string;
+  catalogUrl: string;
+  sourceUrl: string;
+  catalogPool: Pool;
+  sourcePool: Pool;
+  drop(): Promise<void>;
+}
+
+/** Creates `catalog_rebuild_t_<tag>_<rand>_catalog` and `..._source`. */
+export async function testDatabases(tag: string): Promise<TestDatabases> {
+  const adminUrl = await resolveAdminUrl();
+  const base = `crt_${tag}_${randomBytes(3).toString('hex')}`;
+  const catalogUrl = await createDatabase(adminUrl, `${base}_catalog`);
+  const sourceUrl = await createDatabase(adminUrl, `${base}_source`);
+  const catalogPool = createPool(catalogUrl, { applicationName: 'catalog-rebuild:test', max: 4 });
+  const sourcePool = createPool(sourceUrl, { applicationName: 'catalog-rebuild:test', max: 4 });
+  return {
+    adminUrl,
+    catalogUrl,
+    sourceUrl,
+    catalogPool,
+    sourcePool,
+    async drop() {
+      await catalogPool.end().catch(() => undefined);
+      await sourcePool.end().catch(() => undefined);
+      await dropDatabase(adminUrl, `${base}_catalog`).catch(() => undefined);
+      await dropDatabase(adminUrl, `${base}_source`).catch(() => undefined);
+    },
+  };
+}
+
+/** Writes a worker configuration file with one Bareos source named `director`; returns its path. */
+export function writeConfig(dbs: { catalogUrl: string; sourceUrl: string }, extra: Record<string, unknown> = {}): string {
+  const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'catalog-rebuild-config-')), 'config.json');
+  fs.writeFileSync(
+    file,
+    JSON.stringify({ catalogDatabaseUrl: dbs.catalogUrl, sources: { director: { kind: 'bareos', databaseUrl: dbs.sourceUrl, ...extra } } }, null, 2),
+  );
+  return file;
+}
+
+/** Environment of worker and CLI processes for a test. */
+export function testEnv(o: { address: string; configFile: string; taskQueue: string; extra?: Record<string, string> }): NodeJS.ProcessEnv {
+  return {
+    ...process.env,
+    TEMPORAL_ADDRESS: o.address,
+    TEMPORAL_NAMESPACE: 'default',
+    CATALOG_REBUILD_CONFIG: o.configFile,
+    CATALOG_REBUILD_TASK_QUEUE: o.taskQueue,
+    CATALOG_DATABASE_URL: '',
+    ...o.extra,
+  };
+}
+
+/** A worker process started for a test. */
+export interface WorkerProcess {
+  child: ChildProcess;
+  pid: number;
+  output(): string;
+  /** SIGKILL to the worker's process group. */
+  kill(signal?: NodeJS.Signals): void;
+  exited: Promise<number | null>;
+}
+
+/** Spawns `node dist/worker/main.js` detached; resolves once it polls. */
+export async function spawnWorker(env: NodeJS.ProcessEnv): Promise<WorkerProcess> {
+  const child = spawn(process.execPath, [path.join(projectRoot(), 'dist/worker/main.js')], {
+    env,
+    detached: true,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  child.stdout!.on('data', (d) => (out += d));
+  child.stderr!.on('data', (d) => (out += d));
+  const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
+  await new Promise<void>((resolve, reject) => {
+    const t = setInterval(() => {
+      if (out.includes('polling task queue')) {
+        clearInterval(t);
+        resolve();
+      }
+    }, 50);
+    exited.then((code) => {
+      clearInterval(t);
+      reject(new Error(`worker exited with ${code} before polling:\n${out}`));
+    });
+  });
+  return {
+    child,
+    pid: child.pid!,
+    output: () => out,
+    kill(signal = 'SIGKILL') {
+      try {
+        process.kill(-child.pid!, signal);
+      } catch {
+        /* gone */
+      }
+    },
+    exited,
+  };
+}
+
+/** Runs the compiled CLI with `args`; returns exit code and output. */
+export function runCliProcess(args: string[], env: NodeJS.ProcessEnv, timeoutMs = 300_000): { code: number | null; stdout: string; stderr: string } {
+  const r = spawnSync(process.execPath, [path.join(projectRoot(), 'bin/catalog-rebuild.js'), ...args], { env, encoding: 'utf8', timeout: timeoutMs });
+  return { code: r.status, stdout: r.stdout, stderr: r.stderr };
+}
+
+/** A Temporal client on `address`. */
+export async function temporalClient(address: string): Promise<{ client: Client; close(): Promise<void> }> {
+  const connection = await Connection.connect({ address });
+  return { client: new Client({ connection }), close: () => connection.close() };
+}
+
+/** A unique task queue name for one test. */
+export const uniqueQueue = (tag: string): string => `catalog-rebuild-test-${tag}-${randomBytes(3).toString('hex')}`;
+
+/** Every field of the published catalog vs the source, as text, in key order; returns md5 of both. */
+export async function compareCatalogToSource(catalogPool: Pool, sourcePool: Pool, catalog: string, timezone = 'UTC'): Promise<{ catalog: string; source: string; rows: number }> {
+  const fmt = `'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'`;
+  const cat = await catalogPool.query<{ md5: string; n: number }>(
+    `SELECT md5(string_agg(concat_ws('|', job_id, job, job_name, client, type, level, status,
+        to_char(sched_time AT TIME ZONE 'UTC', ${fmt}), to_char(start_time AT TIME ZONE 'UTC', ${fmt}),
+        to_char(end_time AT TIME ZONE 'UTC', ${fmt}), to_char(real_end_time AT TIME ZONE 'UTC', ${fmt}),
+        files::text, bytes::text, read_bytes::text, job_errors::text, pool, fileset, prior_job_id,
+        job_tdate::text, vol_session_id::text, vol_session_time::text, comment, bucket::text), E'\\n' ORDER BY job_id::bigint)) AS md5,
+        count(*)::int AS n
+     FROM active_jobs WHERE catalog_name = $1`,
+    [catalog],
+  );
+  const src = await sourcePool.query<{ md5: string; n: number }>(
+    `SELECT md5(string_agg(concat_ws('|', j.jobid::text, j.job, j.name, c.name, j.type::text, NULLIF(j.level::text, ''), j.jobstatus::text,
+        to_char((j.schedtime AT TIME ZONE $1) AT TIME ZONE 'UTC', ${fmt}), to_char((j.starttime AT TIME ZONE $1) AT TIME ZONE 'UTC', ${fmt}),
+        to_char((j.endtime AT TIME ZONE $1) AT TIME ZONE 'UTC', ${fmt}), to_char((j.realendtime AT TIME ZONE $1) AT TIME ZONE 'UTC', ${fmt}),
+        j.jobfiles::text, j.jobbytes::text, j.readbytes::text, j.joberrors::text, p.name, f.fileset, NULLIF(j.priorjobid, 0)::text,
+        j.jobtdate::text, j.volsessionid::text, j.volsessiontime::text, j.comment, j.starttime::date::text), E'\\n' ORDER BY j.jobid)) AS md5,
+        count(*)::int AS n
+     FROM job j LEFT JOIN client c ON c.clientid = j.clientid LEFT JOIN pool p ON p.poolid = j.poolid
+     LEFT JOIN fileset f ON f.filesetid = j.filesetid`,
+    [timezone],
+  );
+  if (cat.rows[0].n !== src.rows[0].n) return { catalog: `${cat.rows[0].n} rows`, source: `${src.rows[0].n} rows`, rows: src.rows[0].n };
+  return { catalog: cat.rows[0].md5, source: src.rows[0].md5, rows: src.rows[0].n };
+}

@@ -1,0 +1,108 @@
+/**
+ * The catalog-rebuild worker: applies migrations, checks search attributes, bundles the workflow
+ * code once and polls the task queue with the activities built over one catalog pool.
+ */
+import * as os from 'node:os';
+import { Client, Connection } from '@temporalio/client';
+import { loadClientConnectConfig } from '@temporalio/envconfig';
+import { bundleWorkflowCode, NativeConnection, Worker, WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import { createActivities, Faults } from '../activities';
+import { Config, getSource, loadConfig, taskQueue as defaultTaskQueue } from '../lib/config';
+import { createPool, migrate } from '../lib/db';
+import { ConfigError } from '../lib/errors';
+import { SourceRegistry } from '../lib/sources/bareos';
+import { REQUIRED_SEARCH_ATTRIBUTES } from '../workflows/search-attributes';
+
+/** Build id of this worker (package version, or CATALOG_REBUILD_BUILD_ID), recorded on events. */
+export const BUILD_ID = process.env.CATALOG_REBUILD_BUILD_ID || `catalog-rebuild@${require('../../package.json').version}`;
+
+let bundle: Promise<WorkflowBundleWithSourceMap> | undefined;
+/** Bundles the workflow code once per process. */
+export function workflowBundle(): Promise<WorkflowBundleWithSourceMap> {
+  bundle ??= bundleWorkflowCode({ workflowsPath: require.resolve('../workflows'), logger: undefined });
+  return bundle;
+}
+
+/**
+ * Checks that the namespace has the CatalogName and RebuildPhase keyword search attributes.
+ * @throws ConfigError with the `temporal operator search-attribute create` command when missing.
+ */
+export async function checkSearchAttributes(connection: Connection, namespace: string): Promise<void> {
+  const r = await connection.operatorService.listSearchAttributes({ namespace });
+  const have = new Set([...Object.keys(r.customAttributes ?? {}), ...Object.keys(r.systemAttributes ?? {})]);
+  const missing = REQUIRED_SEARCH_ATTRIBUTES.filter((n) => !have.has(n));
+  if (missing.length) {
+    const flags = missing.map((n) => `--name ${n} --type Keyword`).join(' ');
+    throw new ConfigError(
+      `search attributes missing on namespace ${namespace}: ${missing.join(', ')}; create them with: temporal operator search-attribute create --namespace ${namespace} ${flags}`,
+    );
+  }
+}
+
+/** A running worker and how to stop it. */
+export interface RunningWorker {
+  worker: Worker;
+  /** Runs until shutdown (SIGINT/SIGTERM or `worker.shutdown()`), then closes pools and connections. */
+  run(): Promise<void>;
+}
+
+/**
+ * Creates a worker from the environment: envconfig for Temporal, CATALOG_REBUILD_CONFIG /
+ * CATALOG_DATABASE_URL for the catalog and sources, CATALOG_REBUILD_TASK_QUEUE.
+ * @throws ConfigError for bad configuration or missing search attributes; SchemaTooNewError.
+ */
+export async function createWorker(env: NodeJS.ProcessEnv = process.env, opts: { config?: Config } = {}): Promise<RunningWorker> {
+  const config = opts.config ?? loadConfig(env);
+  const identity = `${process.pid}@${os.hostname()}`;
+  const pool = createPool(config.catalogDatabaseUrl, {
+    applicationName: `catalog-rebuild:worker:${process.pid}`,
+    statementTimeoutMs: Number(env.CATALOG_REBUILD_STATEMENT_TIMEOUT_MS || 30_000),
+    max: 16,
+  });
+  const sources = new SourceRegistry((name) => getSource(config, name));
+  const cleanup = async () => {
+    await sources.close().catch(() => undefined);
+    await pool.end().catch(() => undefined);
+  };
+  try {
+    await migrate(pool);
+    const { connectionOptions, namespace } = loadClientConnectConfig({ overrideEnvVars: env as Record<string, string> });
+    const ns = namespace ?? 'default';
+    const clientConnection = await Connection.connect(connectionOptions as Parameters<typeof Connection.connect>[0]);
+    try {
+      await checkSearchAttributes(clientConnection, ns);
+    } catch (err) {
+      await clientConnection.close();
+      throw err;
+    }
+    const connection = await NativeConnection.connect(connectionOptions);
+    const client = new Client({ connection: clientConnection, namespace: ns });
+    const faults: Faults | undefined = env.CATALOG_REBUILD_FAULTS ? (JSON.parse(env.CATALOG_REBUILD_FAULTS) as Faults) : undefined;
+    const worker = await Worker.create({
+      connection,
+      namespace: ns,
+      taskQueue: defaultTaskQueue(env),
+      workflowBundle: await workflowBundle(),
+      activities: createActivities({ pool, sources, client, identity, buildId: BUILD_ID, faults }),
+      identity,
+      stickyQueueScheduleToStartTimeout: '3s',
+      maxConcurrentActivityTaskExecutions: Number(env.CATALOG_REBUILD_MAX_ACTIVITIES || 8),
+      shutdownGraceTime: Number(env.CATALOG_REBUILD_SHUTDOWN_GRACE_MS || 20_000),
+    });
+    return {
+      worker,
+      async run() {
+        try {
+          await worker.run();
+        } finally {
+          await connection.close().catch(() => undefined);
+          await clientConnection.close().catch(() => undefined);
+          await cleanup();
+        }
+      },
+    };
+  } catch (err) {
+    await cleanup();
+    throw err;
+  }
+}

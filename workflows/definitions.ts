@@ -1,0 +1,236 @@
+/**
+ * Messages, inputs and results of the catalog-rebuild workflows.
+ * Imported by workflows, the client library, the CLI and tests; pure (no I/O).
+ * 64-bit values travel as decimal strings.
+ */
+import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
+
+/** Phases of a rebuild, in order (`failed` and `cancelled` end early). */
+export type RebuildPhase = 'planning' | 'copying' | 'reconciling' | 'repairing' | 'publishing' | 'done' | 'failed' | 'cancelled';
+
+/** The watermark of a rebuild: highest job key and source time when the plan was made. */
+export interface Watermark {
+  /** Highest paging key (Bareos jobid) at plan, decimal text; null for an empty source. */
+  jobKey: string | null;
+  /** Source clock at plan (ISO 8601 UTC). */
+  time: string;
+}
+
+/** Input of `RebuildCatalog`. Names a source; never carries credentials. */
+export interface RebuildCatalogInput {
+  /** Catalog name (letters, digits, `_ . -`). */
+  catalog: string;
+  /** Source name, defined in the worker's configuration file. */
+  source: string;
+  /** Jobs per page, 1..100,000; default 2,000. */
+  pageSize?: number;
+  /** Pages in flight, 1..64; default 4. */
+  concurrency?: number;
+  /** Publish even when a bucket shrank beyond the guard. */
+  allowShrink?: boolean;
+  /** Heartbeat timeout of page activities (ms); default 15,000. */
+  heartbeatTimeoutMs?: number;
+  /** Pages a run may schedule before it continues as new; default 1,000. */
+  maxPagesPerRun?: number;
+  /** Retired versions kept with their rows after a publish; default 1. */
+  retention?: number;
+  /** Reconcile → repair rounds before the rebuild fails; default 2. */
+  maxRepairRounds?: number;
+  /** Pause between page starts (ms); default 0. */
+  pauseBetweenPagesMs?: number;
+  /** State carried across continue-as-new; absent on the first run. */
+  carried?: CarriedState;
+}
+
+/** State a run hands to the next one at continue-as-new. */
+export interface CarriedState {
+  versionId: string;
+  pagesTotal: number;
+  sourceRows: string;
+  watermark: Watermark;
+  /** Pages 1..checkpoint are committed. */
+  checkpoint: number;
+  rowsUpserted: number;
+  rejects: number;
+  retries: number;
+  paused: boolean;
+  concurrency: number;
+  pauseBetweenPagesMs: number;
+  /** Recent page durations (ms), for sizing the page timeout. */
+  pageDurationsMs: number[];
+  /** Workflow time (ms since epoch) when the first run started. */
+  startedAtMs: number;
+  lastEvent: string;
+  /** Runs before this one. */
+  runs: number;
+}
+
+/** The `progress` query's answer: one flat object (field names are an external interface). */
+export interface RebuildProgress {
+  phase: RebuildPhase;
+  paused: boolean;
+  /** Paused or cancelling, with pages still in flight. */
+  draining: boolean;
+  pagesTotal: number;
+  pagesDone: number;
+  /** Highest n such that pages 1..n are committed. */
+  checkpoint: number;
+  rowsUpserted: number;
+  rejects: number;
+  /** Page attempts beyond the first (worker deaths, timeouts, transient errors). */
+  retries: number;
+  /** Rows committed per second over the last minute. */
+  rowsPerSecond: number;
+  /** Seconds left for the copy phase at the current rate; null when unknown. */
+  etaSeconds: number | null;
+  /** Catalog version being built (decimal text); null before the plan. */
+  versionId: string | null;
+  watermark: Watermark | null;
+  lastEvent: string;
+  catalog: string;
+  source: string;
+  concurrency: number;
+  /** Pages in flight now. */
+  inFlight: number;
+  /** Runs of this rebuild so far (continue-as-new). */
+  run: number;
+  /** Last reconciliation summary, when reconciled. */
+  reconciliation: ReconcileSummary | null;
+}
+
+/** Input of `copyPage`: ids only, never rows. */
+export interface CopyPageInput {
+  catalog: string;
+  source: string;
+  versionId: string;
+  pageNo: number;
+}
+
+/** Result of `copyPage`: what the committed page holds (from the ledger when already committed). */
+export interface CopyPageResult {
+  pageNo: number;
+  /** Rows in the page's key range in the catalog after the commit. */
+  rows: number;
+  /** Quarantined source records of the page. */
+  rejects: number;
+  /** md5 of the page's catalog rows in key order. */
+  checksum: string;
+  /** Temporal attempt number that committed the page (from the ledger). */
+  attempt: number;
+  /** Temporal attempt number of the activity that returned this result. */
+  activityAttempt: number;
+  /** True when this attempt found the page already committed and wrote nothing. */
+  alreadyCommitted: boolean;
+  /** Time the attempt took (ms). */
+  durationMs: number;
+  /** The previous attempt's failure, when attempt > 1. */
+  previousFailure: string | null;
+}
+
+/** Result of `planRebuild`. */
+export interface PlanResult {
+  versionId: string;
+  pagesTotal: number;
+  /** Source rows at or below the watermark (decimal text). */
+  sourceRows: string;
+  watermark: Watermark;
+  /** IANA zone of the source's naive times. */
+  timezone: string;
+}
+
+/** Reconciliation of one round, as reported to the workflow. */
+export interface ReconcileSummary {
+  round: number;
+  ok: boolean;
+  buckets: number;
+  sourceRows: number;
+  catalogRows: number;
+  rejects: number;
+  /** Buckets whose count or fingerprint differ (`none` = jobs without a start time). */
+  mismatched: string[];
+  /** Source jobs above the watermark: the follow-up delta. */
+  delta: number;
+  /** Job names (`job`) that occur more than once. */
+  duplicateJobNames: number;
+  /** Sampled records that differ field by field. */
+  sampleMismatches: number;
+  sampled: number;
+}
+
+/** Input of `RepairBucket`. */
+export interface RepairBucketInput {
+  catalog: string;
+  source: string;
+  versionId: string;
+  /** `YYYY-MM-DD`, or null for jobs without a start time. */
+  bucket: string | null;
+}
+
+/** Result of `RepairBucket`. */
+export interface RepairBucketResult {
+  bucket: string | null;
+  upserted: number;
+  deleted: number;
+  ok: boolean;
+}
+
+/** Input of `PublishCatalog`. */
+export interface PublishCatalogInput {
+  catalog: string;
+  versionId: string;
+  allowShrink: boolean;
+  retention: number;
+}
+
+/** Result of `PublishCatalog`. */
+export interface PublishCatalogResult {
+  versionId: string;
+  previousVersionId: string | null;
+  retired: string[];
+}
+
+/** Result of `RebuildCatalog`. */
+export interface RebuildCatalogResult {
+  catalog: string;
+  versionId: string;
+  published: boolean;
+  /** True when the rebuild was cancelled by the `cancel` signal (version abandoned). */
+  cancelled: boolean;
+  pagesTotal: number;
+  rowsUpserted: number;
+  rejects: number;
+  retries: number;
+  reconciliation: ReconcileSummary | null;
+  previousVersionId: string | null;
+  /** Workflow time from the first run's start to the end (ms). */
+  durationMs: number;
+  runs: number;
+}
+
+/** Arguments of the `setThrottle` update. */
+export interface ThrottleSettings {
+  /** Pages in flight, 1..64. */
+  concurrency?: number;
+  /** Pause between page starts (ms), 0..3,600,000. */
+  pauseBetweenPagesMs?: number;
+}
+
+/** Stop scheduling pages; pages in flight finish. */
+export const pauseSignal = defineSignal('pause');
+/** Continue scheduling pages from the checkpoint. */
+export const resumeSignal = defineSignal('resume');
+/** End the rebuild: pages in flight finish or are cancelled, the version becomes `abandoned`. */
+export const cancelSignal = defineSignal<[{ reason?: string }?]>('cancel');
+/** Current progress (see RebuildProgress). */
+export const progressQuery = defineQuery<RebuildProgress>('progress');
+/** Change the page window and the pause between pages while running; returns the settings in force. */
+export const setThrottleUpdate = defineUpdate<Required<ThrottleSettings>, [ThrottleSettings]>('setThrottle');
+
+/** Limits shared by the CLI and the workflow's validators. */
+export const LIMITS = {
+  pageSize: { min: 1, max: 100_000, default: 2_000 },
+  concurrency: { min: 1, max: 64, default: 4 },
+  pauseBetweenPagesMs: { min: 0, max: 3_600_000 },
+  heartbeatTimeoutMs: { min: 1_000, max: 600_000, default: 15_000 },
+  maxPagesPerRun: { min: 1, max: 5_000, default: 1_000 },
+} as const;

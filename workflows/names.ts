@@ -1,0 +1,25 @@
+/**
+ * Names shared by workflows, worker, client and tests: task queue default and workflow ids.
+ * Pure: imported by workflow code.
+ */
+
+/** Default task queue (overridden by CATALOG_REBUILD_TASK_QUEUE). */
+export const DEFAULT_TASK_QUEUE = 'catalog-rebuild';
+
+/** Workflow id of a catalog's rebuild: `catalog-rebuild/<catalog>`. */
+export function rebuildWorkflowId(catalog: string): string {
+  return `catalog-rebuild/${catalog}`;
+}
+
+/** Child id of a bucket repair: `catalog-rebuild/<catalog>/bucket-<day>/r<round>` (`none` for jobs without a start time). */
+export function repairWorkflowId(parentId: string, bucket: string | null, round: number): string {
+  return `${parentId}/bucket-${bucket ?? 'none'}/r${round}`;
+}
+
+/** Child id of the publish step: `catalog-rebuild/<catalog>/publish`. */
+export function publishWorkflowId(parentId: string): string {
+  return `${parentId}/publish`;
+}
+
+/** Catalog names: letters, digits, `_ . -`, at most 63 characters. */
+export const CATALOG_NAME_PATTERN = /^[A-Za-z0-9_.-]{1,63}$/;

@@ -1,0 +1,18 @@
+/** PublishCatalog: shrink guard and fenced flip of the active pointer, then retirement of old versions. */
+import type { PublishCatalogInput, PublishCatalogResult } from './definitions';
+import { short, long } from './activity-options';
+
+/**
+ * Child workflow `catalog-rebuild/<catalog>/publish`. The flip is one transaction; readers see the
+ * previous complete version until it commits. Old versions are retired only after the flip.
+ * @throws ApplicationFailure NOT_PUBLISHABLE when reconciliation did not pass or the shrink guard refuses.
+ */
+export async function PublishCatalog(input: PublishCatalogInput): Promise<PublishCatalogResult> {
+  const { previousVersionId } = await short.publishVersion({
+    catalog: input.catalog,
+    versionId: input.versionId,
+    allowShrink: input.allowShrink,
+  });
+  const retired = await long.retireVersions({ catalog: input.catalog, retention: input.retention });
+  return { versionId: input.versionId, previousVersionId, retired };
+}
