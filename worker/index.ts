@@ -5,7 +5,7 @@
 import * as os from 'node:os';
 import { Client, Connection } from '@temporalio/client';
 import { loadClientConnectConfig } from '@temporalio/envconfig';
-import { bundleWorkflowCode, NativeConnection, Worker, WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import { bundleWorkflowCode, DefaultLogger, NativeConnection, Worker, WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { createActivities, Faults } from '../activities';
 import { Config, getSource, loadConfig, taskQueue as defaultTaskQueue } from '../lib/config';
 import { createPool, migrate } from '../lib/db';
@@ -19,7 +19,7 @@ export const BUILD_ID = process.env.CATALOG_REBUILD_BUILD_ID || `catalog-rebuild
 let bundle: Promise<WorkflowBundleWithSourceMap> | undefined;
 /** Bundles the workflow code once per process. */
 export function workflowBundle(): Promise<WorkflowBundleWithSourceMap> {
-  bundle ??= bundleWorkflowCode({ workflowsPath: require.resolve('../workflows'), logger: undefined });
+  bundle ??= bundleWorkflowCode({ workflowsPath: require.resolve('../workflows'), logger: new DefaultLogger('WARN') });
   return bundle;
 }
 
