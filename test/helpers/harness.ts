@@ -136,6 +136,18 @@ export function runCliProcess(args: string[], env: NodeJS.ProcessEnv, timeoutMs 
   return { code: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 
+/** Runs the compiled CLI with `args` without blocking the event loop; resolves with exit code and output. */
+export function runCliAsync(args: string[], env: NodeJS.ProcessEnv): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [path.join(projectRoot(), 'bin/catalog-rebuild.js'), ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout!.on('data', (d) => (stdout += d));
+    child.stderr!.on('data', (d) => (stderr += d));
+    child.on('exit', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
 /** A Temporal client on `address`. */
 export async function temporalClient(address: string): Promise<{ client: Client; close(): Promise<void> }> {
   const connection = await Connection.connect({ address });
