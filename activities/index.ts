@@ -4,11 +4,12 @@
  */
 import { activityInfo, ApplicationFailure, log } from '@temporalio/activity';
 import type { Client } from '@temporalio/client';
-import { Pool } from 'pg';
+import { Pool, PoolClient } from 'pg';
 import format from 'pg-format';
 import {
   catalogBucketStats,
   CATALOG_ROW_AS_TEXT,
+  copyOrUpsertRows,
   createVersionPartition,
   partitionName,
   PUBLISH_LOCK_SQL,
@@ -91,6 +92,30 @@ async function sleep(ms: number): Promise<void> {
   await new Promise((r) => setTimeout(r, ms));
 }
 
+/** A permanent failure to read from a source: `message` names what could not be read, `detail` why. */
+class SourceUnreadable extends Error {
+  constructor(readonly what: string, readonly detail: string, options?: { cause?: unknown }) {
+    super(`${what} is unreadable: ${detail}`, options);
+  }
+}
+
+/**
+ * Runs one source read. A transient failure (connection loss, timeout, restart) stays retryable and
+ * names what was read; any other failure becomes SourceUnreadable, so the caller can name the
+ * bucket and never mistake an unreadable bucket for an empty one.
+ */
+async function readSource<T>(what: string, fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (err) {
+    if (err instanceof CatalogRebuildError || err instanceof ApplicationFailure) throw err;
+    const code = (err as { code?: unknown } | null)?.code;
+    const detail = `${(err as Error)?.message ?? String(err)}${typeof code === 'string' ? ` (${/^[0-9A-Z]{5}$/.test(code) ? 'SQLSTATE ' : ''}${code})` : ''}`;
+    if (isTransientDbError(err)) throw ApplicationFailure.retryable(`${what}: transient source read failure, retrying: ${detail}`, 'DB_TRANSIENT');
+    throw new SourceUnreadable(what, detail, { cause: err });
+  }
+}
+
 interface VersionRow {
   version_id: string;
   catalog_name: string;
@@ -118,11 +143,33 @@ export function createActivities(deps: ActivityDeps) {
     return rows[0];
   }
 
-  /** Detaches and drops the rows of versions of `catalog` in the given states; marks them dropped. */
+  /**
+   * Drops the rows of versions of `catalog` (retired beyond retention, abandoned, failed, or marked
+   * dropped by an interrupted attempt whose table is still there). Each version is first claimed
+   * under the publish lock by marking it `dropped`, so a rollback (same lock, re-activates only
+   * `retired` versions) can never re-activate a version whose table is being detached or dropped;
+   * then its partition is detached (CONCURRENTLY, with lock_timeout) and dropped outside any
+   * transaction. A version that became active again before the claim is skipped.
+   * @returns the version ids whose rows were dropped now.
+   */
   async function dropVersions(catalog: string, versionIds: string[]): Promise<string[]> {
     const dropped: string[] = [];
     for (const id of versionIds) {
       const table = partitionName(id);
+      const claim = await withTransaction(pool, async (c) => {
+        await c.query(PUBLISH_LOCK_SQL, [catalog]);
+        const v = await c.query<{ status: string }>(
+          `SELECT status FROM version WHERE version_id = $1 AND catalog_name = $2 FOR UPDATE`,
+          [id, catalog],
+        );
+        const status = v.rows[0]?.status;
+        if (status !== 'retired' && status !== 'abandoned' && status !== 'failed' && status !== 'dropped') return null;
+        if (status !== 'dropped') await c.query(`UPDATE version SET status = 'dropped' WHERE version_id = $1`, [id]);
+        return { from: status };
+      });
+      if (!claim) continue;
+      const exists = await pool.query(`SELECT 1 FROM pg_class WHERE relname = $1 AND relkind = 'r'`, [table]);
+      if (!exists.rowCount) continue; // rows already gone (a retried attempt finished before)
       const attached = await pool.query(
         `SELECT 1 FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid WHERE c.relname = $1`,
         [table],
@@ -146,12 +193,15 @@ export function createActivities(deps: ActivityDeps) {
         }
       }
       client.release();
-      await pool.query(`UPDATE version SET status = 'dropped' WHERE version_id = $1 AND status IN ('retired', 'abandoned', 'failed')`, [id]);
-      await recordEvent(pool, { catalog, versionId: id, kind: 'dropped', message: `version ${id} rows dropped`, details: { buildId: deps.buildId } });
+      await recordEvent(pool, { catalog, versionId: id, kind: 'dropped', message: `version ${id} rows dropped (was ${claim.from})`, details: { was: claim.from, buildId: deps.buildId } });
       dropped.push(id);
     }
     return dropped;
   }
+
+  /** Versions of `catalog` marked dropped whose table is still there (an interrupted drop). */
+  const LEFTOVER_TABLES_SQL = `SELECT version_id::text FROM version v WHERE catalog_name = $1 AND status = 'dropped'
+     AND EXISTS (SELECT 1 FROM pg_class c WHERE c.relname = 'job_v' || v.version_id::text AND c.relkind = 'r')`;
 
   return {
     /**
@@ -248,7 +298,8 @@ export function createActivities(deps: ActivityDeps) {
         }
         // Rows of versions that can never be published are dropped now (outside the plan transaction).
         const dead = await pool.query<{ version_id: string }>(
-          `SELECT version_id::text FROM version WHERE catalog_name = $1 AND status IN ('abandoned', 'failed') ORDER BY version_id`,
+          `SELECT version_id::text FROM version WHERE catalog_name = $1 AND status IN ('abandoned', 'failed')
+           UNION ${LEFTOVER_TABLES_SQL} ORDER BY 1`,
           [input.catalog],
         );
         await dropVersions(input.catalog, dead.rows.map((r) => r.version_id));
@@ -327,7 +378,10 @@ export function createActivities(deps: ActivityDeps) {
               if (slow && slow.pageNo === input.pageNo && attempt === 1) {
                 await c.query('SELECT pg_sleep($1)', [slow.ms / 1000]);
               }
-              await upsertRows(c, input.versionId, input.pageNo, unique);
+              // The first attempt at a page of a fresh version COPYs its rows (falling back to the
+              // upsert should any exist); a retry upserts, writing nothing for identical rows.
+              if (attempt === 1) await copyOrUpsertRows(c, input.versionId, input.pageNo, unique);
+              else await upsertRows(c, input.versionId, input.pageNo, unique);
               const sum = await rangeChecksum(c, input.versionId, firstKey, lastKey);
               await c.query(
                 `UPDATE page SET rows = $3, rejects = 0, checksum = $4, committed_at = clock_timestamp()
@@ -426,11 +480,34 @@ export function createActivities(deps: ActivityDeps) {
             const source = sources.get(input.source);
             const table = partitionName(input.versionId);
             const maxKey = v.watermark_key;
-            const [src, cat, delta] = await Promise.all([
-              maxKey ? source.bucketStats(maxKey) : Promise.resolve([] as BucketStat[]),
-              catalogBucketStats(pool, input.versionId),
-              source.deltaCount(maxKey),
-            ]);
+            const cat = await catalogBucketStats(pool, input.versionId);
+            let src: BucketStat[];
+            let delta: number;
+            try {
+              [src, delta] = await Promise.all([
+                readSource(`source ${input.source}`, () => (maxKey ? source.bucketStats(maxKey) : Promise.resolve([] as BucketStat[]))),
+                readSource(`source ${input.source}`, () => source.deltaCount(maxKey)),
+              ]);
+            } catch (err) {
+              if (err instanceof SourceUnreadable) {
+                // No bucket could be read: every bucket is unreadable, none is counted as empty.
+                const names = cat.map((s) => s.bucket ?? 'none');
+                const dated = cat.filter((s) => s.bucket !== null).map((s) => s.bucket!);
+                const span = dated.length ? `${dated[0]} … ${dated[dated.length - 1]}` : 'none';
+                const message =
+                  `round ${input.round}: source ${input.source} could not be read for reconciliation, so every bucket is unreadable ` +
+                  `(${names.length} buckets in the catalog, ${span}) and none is counted as empty: ${err.detail}`;
+                const report = { round: input.round, ok: false, unreadable: names.slice(0, 1000), unreadableCount: names.length, unreadableReason: err.detail, watermarkKey: maxKey };
+                await pool.query(
+                  `INSERT INTO reconciliation (version_id, round, ok, report) VALUES ($1, $2, false, $3)
+                   ON CONFLICT (version_id, round) DO UPDATE SET ok = false, report = EXCLUDED.report, created_at = now()`,
+                  [input.versionId, input.round, JSON.stringify(report)],
+                );
+                await recordEvent(pool, { catalog: input.catalog, versionId: input.versionId, kind: 'unreadable', message, details: { ...report, unreadable: names.slice(0, 100), buildId: deps.buildId } });
+                throw new NotPublishableError(message);
+              }
+              throw err;
+            }
             const key = (b: string | null) => b ?? 'none';
             const srcMap = new Map(src.map((s) => [key(s.bucket), s]));
             const catMap = new Map(cat.map((s) => [key(s.bucket), s]));
@@ -456,10 +533,13 @@ export function createActivities(deps: ActivityDeps) {
             );
             let sampleMismatches = 0;
             const sampleDiffs: unknown[] = [];
+            const sampleBuckets = new Set<string>();
             if (sample.rowCount && maxKey) {
               const byId = new Map(sample.rows.map((r) => [r.job_id, r]));
               const keys = sample.rows.map((r) => r.job_key!).sort((a, b) => (BigInt(a) < BigInt(b) ? -1 : 1));
-              const srcRows = await source.readKeys(keys);
+              const srcRows = await readSource(`${keys.length} sampled jobs of source ${input.source}`, () => source.readKeys(keys)).catch((err: unknown) => {
+                throw err instanceof SourceUnreadable ? new NotPublishableError(`round ${input.round}: ${err.message}`) : err;
+              });
               const seen = new Set<string>();
               for (const s of srcRows) {
                 const c = byId.get(s.job_id!);
@@ -469,10 +549,20 @@ export function createActivities(deps: ActivityDeps) {
                 if (fields.length) {
                   sampleMismatches++;
                   if (sampleDiffs.length < 20) sampleDiffs.push({ jobId: s.job_id, fields });
+                  sampleBuckets.add(key(c.bucket));
+                  sampleBuckets.add(key(s.bucket));
                 }
               }
+              for (const c of sample.rows) if (!seen.has(c.job_id!)) sampleBuckets.add(key(c.bucket));
               sampleMismatches += sample.rows.length - seen.size;
             }
+            // A record that differs in a field outside the fingerprint still sends its bucket to repair.
+            for (const b of sampleBuckets) {
+              if (!mismatched.some((m) => m.bucket === b)) {
+                mismatched.push({ bucket: b, source: srcMap.get(b)?.count ?? 0, catalog: catMap.get(b)?.count ?? 0, reason: 'sample' });
+              }
+            }
+            mismatched.sort((a, b) => a.bucket.localeCompare(b.bucket));
             const sourceRows = src.reduce((n, s) => n + s.count, 0);
             const catalogRows = cat.reduce((n, s) => n + s.count, 0);
             const summary: ReconcileSummary = {
@@ -522,17 +612,35 @@ export function createActivities(deps: ActivityDeps) {
             if (!v.watermark_key) return { bucket: input.bucket, upserted: 0, deleted: 0, ok: true };
             const source = sources.get(input.source);
             const table = partitionName(input.versionId);
-            const rows = await source.readBucket(input.bucket, v.watermark_key);
-            const ids = new Set(rows.map((r) => r.job_id!));
-            const inCatalog = await pool.query<{ job_id: string; job_key: string }>(
-              format(`SELECT job_id, job_key::text FROM %I WHERE bucket IS NOT DISTINCT FROM $1::date`, table),
-              [input.bucket],
-            );
-            const strays = inCatalog.rows.filter((r) => !ids.has(r.job_id));
-            const stillThere = await source.existingJobIds(strays.map((r) => r.job_key), v.watermark_key);
+            const maxKey = v.watermark_key;
+            const what = `bucket ${input.bucket ?? 'none'} of source ${input.source}`;
+            let rows: SourceRow[];
+            let stillThere: Set<string>;
+            let movedRows: SourceRow[];
+            let strays: { job_id: string; job_key: string }[];
+            try {
+              rows = await readSource(what, () => source.readBucket(input.bucket, maxKey));
+              const ids = new Set(rows.map((r) => r.job_id!));
+              const inCatalog = await pool.query<{ job_id: string; job_key: string }>(
+                format(`SELECT job_id, job_key::text FROM %I WHERE bucket IS NOT DISTINCT FROM $1::date`, table),
+                [input.bucket],
+              );
+              strays = inCatalog.rows.filter((r) => !ids.has(r.job_id));
+              const strayKeys = strays.map((r) => r.job_key);
+              stillThere = await readSource(what, () => source.existingJobIds(strayKeys, maxKey));
+              const movedKeys = strays.filter((r) => stillThere.has(r.job_key)).map((r) => r.job_key);
+              movedRows = movedKeys.length ? await readSource(what, () => source.readKeys(movedKeys)) : [];
+            } catch (err) {
+              if (err instanceof SourceUnreadable) {
+                // An unreadable bucket is never repaired as if empty: the rebuild fails naming it.
+                const message = `${err.message}; it is never counted as empty, so version ${input.versionId} is not published`;
+                await recordEvent(pool, { catalog: input.catalog, versionId: input.versionId, kind: 'unreadable', message, details: { bucket: input.bucket, reason: err.detail, buildId: deps.buildId } });
+                throw new NotPublishableError(message);
+              }
+              throw err;
+            }
             const moved = strays.filter((r) => stillThere.has(r.job_key));
             const gone = strays.filter((r) => !stillThere.has(r.job_key));
-            const movedRows = moved.length ? await source.readKeys(moved.map((r) => r.job_key)) : [];
             const { upserted, deleted } = await withTransaction(pool, async (c) => {
               const s = await c.query<{ status: string }>(`SELECT status FROM version WHERE version_id = $1 FOR SHARE`, [input.versionId]);
               const status = s.rows[0]?.status ?? 'missing';
@@ -570,6 +678,20 @@ export function createActivities(deps: ActivityDeps) {
       return guard(async () => {
         const shrinkShare = input.shrinkShare ?? 0.1;
         const shrinkMin = input.shrinkMinJobs ?? 5;
+        // Job names whose job id changed (a source re-created from volumes renumbers jobs): read
+        // before the publish transaction (both versions are immutable by now) so it stays short.
+        const activeNow = await pool.query<{ version_id: string }>(`SELECT version_id::text FROM active WHERE catalog_name = $1`, [input.catalog]);
+        let renumbered: { jobs: RenumberedJob[]; truncated: boolean } | null = null;
+        let renumberedError: string | null = null;
+        if (activeNow.rows[0] && activeNow.rows[0].version_id !== input.versionId) {
+          try {
+            renumbered = await renumberedJobs(pool, activeNow.rows[0].version_id, input.versionId);
+          } catch (err) {
+            // A report only: it never blocks the publish.
+            renumberedError = (err as Error).message;
+            log.warn('could not compare job ids with the active version', { versionId: input.versionId, error: renumberedError });
+          }
+        }
         return withTransaction(pool, async (c) => {
           await c.query(PUBLISH_LOCK_SQL, [input.catalog]);
           const v = await c.query<{ status: string; catalog_name: string }>(
@@ -593,12 +715,24 @@ export function createActivities(deps: ActivityDeps) {
           if (!rec.rows[0]?.ok) throw new NotPublishableError(`version ${input.versionId} has no passing reconciliation`);
           const cur = await c.query<{ version_id: string }>(`SELECT version_id::text FROM active WHERE catalog_name = $1 FOR UPDATE`, [input.catalog]);
           const previous = cur.rows[0]?.version_id ?? null;
+          if (previous !== (activeNow.rows[0]?.version_id ?? null)) {
+            renumbered = null; // the pointer moved meanwhile: the comparison was with another version
+            renumberedError = `active version changed to ${previous} during the publish; job ids not compared`;
+          }
+          const renumberedNote = renumbered?.jobs.length
+            ? `; ${renumbered.jobs.length}${renumbered.truncated ? '+' : ''} job names have a new job id (source renumbered?): ${renumbered.jobs
+                .slice(0, 10)
+                .map((j) => `${j.job} (${j.previousJobId} → ${j.jobId})`)
+                .join(', ')}${renumbered.jobs.length > 10 ? ', …' : ''}`
+            : '';
           if (previous && !input.allowShrink) {
+            // Buckets before the new version's oldest dated job are pruned history, not shrinkage;
+            // a new version without dated jobs prunes nothing (every old bucket is compared).
             const shrunk = await c.query<{ bucket: string; before: string; after: string }>(
               format(
                 `WITH o AS (SELECT bucket, count(*) AS n FROM %I WHERE bucket IS NOT NULL GROUP BY bucket),
                       nw AS (SELECT bucket, count(*) AS n FROM %I WHERE bucket IS NOT NULL GROUP BY bucket),
-                      lo AS (SELECT min(bucket) AS b FROM nw)
+                      lo AS (SELECT coalesce(min(bucket), '-infinity'::date) AS b FROM nw)
                  SELECT o.bucket::text, o.n::text AS before, coalesce(nw.n, 0)::text AS after
                  FROM o CROSS JOIN lo LEFT JOIN nw ON nw.bucket = o.bucket
                  WHERE o.bucket >= lo.b AND o.n - coalesce(nw.n, 0) >= $1 AND (o.n - coalesce(nw.n, 0)) > $2::numeric * o.n
@@ -611,7 +745,7 @@ export function createActivities(deps: ActivityDeps) {
             if (shrunk.rowCount) {
               const names = shrunk.rows.map((r) => `${r.bucket} (${r.before} → ${r.after})`);
               throw new NotPublishableError(
-                `shrink guard: ${shrunk.rowCount} buckets lost more than ${Math.round(shrinkShare * 100)}% and at least ${shrinkMin} jobs compared with active version ${previous}: ${names.slice(0, 20).join(', ')}${names.length > 20 ? ', …' : ''}; rerun with --allow-shrink if this is intended`,
+                `shrink guard: ${shrunk.rowCount} buckets lost more than ${Math.round(shrinkShare * 100)}% and at least ${shrinkMin} jobs compared with active version ${previous}: ${names.slice(0, 62).join(', ')}${names.length > 62 ? ', …' : ''}${renumberedNote}; rerun with --allow-shrink if this is intended`,
               );
             }
           }
@@ -626,8 +760,15 @@ export function createActivities(deps: ActivityDeps) {
             catalog: input.catalog,
             versionId: input.versionId,
             kind: 'published',
-            message: `version ${input.versionId} published${previous ? `, replacing version ${previous}` : ''}`,
-            details: { previousVersionId: previous, buildId: deps.buildId },
+            message: `version ${input.versionId} published${previous ? `, replacing version ${previous}` : ''}${input.allowShrink ? ' (shrink allowed)' : ''}${renumberedNote}`,
+            details: {
+              previousVersionId: previous,
+              allowShrink: input.allowShrink,
+              renumberedJobs: renumbered?.jobs ?? [],
+              renumberedJobsTruncated: renumbered?.truncated ?? false,
+              ...(renumberedError ? { renumberedJobsError: renumberedError } : {}),
+              buildId: deps.buildId,
+            },
           });
           return { previousVersionId: previous };
         });
@@ -645,7 +786,8 @@ export function createActivities(deps: ActivityDeps) {
            ORDER BY published_at DESC NULLS LAST, version_id DESC OFFSET $2`,
           [input.catalog, input.retention],
         );
-        return dropVersions(input.catalog, old.rows.map((r) => r.version_id));
+        const leftovers = await pool.query<{ version_id: string }>(LEFTOVER_TABLES_SQL, [input.catalog]);
+        return dropVersions(input.catalog, [...old.rows, ...leftovers.rows].map((r) => r.version_id));
       });
     },
 
@@ -696,3 +838,41 @@ export function dedupeByJobId(rows: SourceRow[]): SourceRow[] {
   return byId.size === rows.length ? rows : [...byId.values()];
 }
 
+/** A job name (`job`) whose job id differs between two versions. */
+export interface RenumberedJob {
+  job: string;
+  previousJobId: string;
+  jobId: string;
+}
+
+/** At most this many renumbered job names are reported. */
+const RENUMBERED_LIMIT = 100;
+
+/**
+ * Job names (`job`, the Bareos unique job name) whose job id changed from version `oldId` to
+ * `newId`: a join of the two partitions on `job` where the id differs and neither side's
+ * (name, id) pair exists in the other version (so duplicate names are not reported), limited to
+ * 100 names; `truncated` says there are more.
+ */
+export async function renumberedJobs(db: Pool | PoolClient, oldId: string, newId: string): Promise<{ jobs: RenumberedJob[]; truncated: boolean }> {
+  const { rows } = await db.query<{ job: string; old_id: string; new_id: string }>(
+    format(
+      `SELECT o.job, o.job_id AS old_id, n.job_id AS new_id
+       FROM %I o JOIN %I n ON n.job = o.job AND n.job_id <> o.job_id
+       WHERE NOT EXISTS (SELECT 1 FROM %I x WHERE x.version_id = %s AND x.job_id = o.job_id AND x.job = o.job)
+         AND NOT EXISTS (SELECT 1 FROM %I y WHERE y.version_id = %s AND y.job_id = n.job_id AND y.job = n.job)
+       LIMIT %s`,
+      partitionName(oldId),
+      partitionName(newId),
+      partitionName(newId),
+      newId,
+      partitionName(oldId),
+      oldId,
+      RENUMBERED_LIMIT + 1,
+    ),
+  );
+  const byName = new Map<string, RenumberedJob>();
+  for (const r of rows) if (!byName.has(r.job)) byName.set(r.job, { job: r.job, previousJobId: r.old_id, jobId: r.new_id });
+  const jobs = [...byName.values()].sort((a, b) => a.job.localeCompare(b.job));
+  return { jobs: jobs.slice(0, RENUMBERED_LIMIT), truncated: rows.length > RENUMBERED_LIMIT };
+}
