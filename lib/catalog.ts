@@ -2,8 +2,11 @@
  * Catalog-side SQL: version partitions, page writes, checksums, bucket statistics, events.
  * Identifiers are escaped with pg-format's %I; values are always parameters.
  */
+import { once } from 'node:events';
+import { finished } from 'node:stream/promises';
 import format from 'pg-format';
 import { Pool, PoolClient } from 'pg';
+import { from as copyFrom } from 'pg-copy-streams';
 import { BucketStat, JOB_COLUMNS, SourceRow } from './sources/types';
 
 type Queryable = Pool | PoolClient;
@@ -67,9 +70,13 @@ const CASTS: Record<string, string> = {
 const UPDATABLE = JOB_COLUMNS.filter((c) => c !== 'job_id');
 
 /**
- * Upserts rows keyed by (version, job id), replacing the full record; a row found identical is
- * not rewritten (no dead tuple, no WAL). Values travel as text arrays through `unnest`.
- * Rows must be unique by job_id (ON CONFLICT cannot affect a row twice in one command).
+ * Upserts rows keyed by (version, job id), replacing the full record. A row found identical is
+ * neither rewritten nor locked: identical rows are filtered out (NOT EXISTS on the primary key)
+ * before `ON CONFLICT DO UPDATE`, which would otherwise lock every conflicting row (a WAL record
+ * and a dirtied heap page per row, a full-page image after a checkpoint) even when its `WHERE`
+ * refuses the update. A replayed page therefore writes only its ledger row. Values travel as text
+ * arrays through `unnest`. Rows must be unique by job_id (ON CONFLICT cannot affect a row twice in
+ * one command).
  * @returns rows inserted or changed.
  */
 export async function upsertRows(db: Queryable, versionId: string, pageNo: number, rows: SourceRow[]): Promise<number> {
@@ -77,22 +84,83 @@ export async function upsertRows(db: Queryable, versionId: string, pageNo: numbe
   const table = partitionName(versionId);
   const arrays = JOB_COLUMNS.map((c) => rows.map((r) => r[c]));
   const unnestArgs = JOB_COLUMNS.map((_, i) => `$${i + 3}::text[]`).join(', ');
-  const selectList = JOB_COLUMNS.map((c) => (CASTS[c] ? `u.${c}::${CASTS[c]}` : `u.${c}`)).join(', ');
+  const selectList = JOB_COLUMNS.map((c) => (CASTS[c] ? `u.${c}::${CASTS[c]} AS ${c}` : `u.${c}`)).join(', ');
   const sql = format(
     `INSERT INTO %I AS t (version_id, page_no, %I)
-     SELECT $1::bigint, $2::integer, ${selectList}
-     FROM unnest(${unnestArgs}) AS u(%I)
+     SELECT $1::bigint, $2::integer, s.* FROM (SELECT ${selectList} FROM unnest(${unnestArgs}) AS u(%I)) AS s
+     WHERE NOT EXISTS (SELECT 1 FROM %I AS x WHERE x.version_id = $1::bigint AND x.job_id = s.job_id
+                       AND (%s) IS NOT DISTINCT FROM (%s))
      ON CONFLICT (version_id, job_id) DO UPDATE SET page_no = EXCLUDED.page_no, %s
      WHERE (%s) IS DISTINCT FROM (%s)`,
     table,
     JOB_COLUMNS,
     JOB_COLUMNS,
+    table,
+    UPDATABLE.map((c) => `x.${c}`).join(', '),
+    UPDATABLE.map((c) => `s.${c}`).join(', '),
     UPDATABLE.map((c) => format('%I = EXCLUDED.%I', c, c)).join(', '),
     UPDATABLE.map((c) => `t.${c}`).join(', '),
     UPDATABLE.map((c) => `EXCLUDED.${c}`).join(', '),
   );
   const res = await db.query(sql, [versionId, pageNo, ...arrays]);
   return res.rowCount ?? 0;
+}
+
+/** A value in COPY text format (`\N` for NULL; backslash, newline, carriage return and tab escaped). */
+function copyValue(v: string | null): string {
+  if (v === null) return '\\N';
+  return /[\\\n\r\t]/.test(v) ? v.replace(/[\\\n\r\t]/g, (c) => (c === '\\' ? '\\\\' : c === '\n' ? '\\n' : c === '\r' ? '\\r' : '\\t')) : v;
+}
+
+/**
+ * Inserts rows with `COPY … FROM STDIN` (text format) into the version's table: about twice as fast
+ * as the unnest upsert for a page, in the database and in the worker (docs/performance.md). Only for
+ * rows that cannot exist yet: a duplicate key fails the COPY with SQLSTATE 23505 (see
+ * {@link copyOrUpsertRows}). Rows must be unique by job_id.
+ * @returns rows inserted.
+ */
+export async function copyRows(db: PoolClient, versionId: string, pageNo: number, rows: SourceRow[]): Promise<number> {
+  if (!rows.length) return 0;
+  const stream = db.query(copyFrom(format('COPY %I (version_id, page_no, %I) FROM STDIN', partitionName(versionId), JOB_COLUMNS)));
+  const done = finished(stream);
+  done.catch(() => undefined); // awaited below; never an unhandled rejection
+  const prefix = `${versionId}\t${pageNo}`;
+  let chunk = '';
+  for (const r of rows) {
+    let line = prefix;
+    for (const c of JOB_COLUMNS) line += `\t${copyValue(r[c])}`;
+    chunk += `${line}\n`;
+    if (chunk.length >= 65_536) {
+      const more = stream.write(chunk);
+      chunk = '';
+      if (!more) await Promise.race([once(stream, 'drain'), done]);
+    }
+  }
+  stream.end(chunk);
+  await done;
+  return stream.rowCount;
+}
+
+/**
+ * The first attempt at a page of a fresh version: `COPY` (no other attempt can have committed these
+ * keys: the ledger row inserted first serialises attempts), inside a savepoint; should a row exist
+ * after all (a page replayed by hand as attempt 1), the savepoint is rolled back and the rows are
+ * upserted instead, so the outcome is the same as {@link upsertRows}.
+ * Must run inside a transaction.
+ * @returns rows inserted or changed, and which write was used.
+ */
+export async function copyOrUpsertRows(db: PoolClient, versionId: string, pageNo: number, rows: SourceRow[]): Promise<{ rows: number; method: 'copy' | 'upsert' }> {
+  if (!rows.length) return { rows: 0, method: 'copy' };
+  await db.query('SAVEPOINT page_copy');
+  try {
+    const n = await copyRows(db, versionId, pageNo, rows);
+    await db.query('RELEASE SAVEPOINT page_copy');
+    return { rows: n, method: 'copy' };
+  } catch (err) {
+    if ((err as { code?: unknown } | null)?.code !== '23505') throw err;
+    await db.query('ROLLBACK TO SAVEPOINT page_copy');
+    return { rows: await upsertRows(db, versionId, pageNo, rows), method: 'upsert' };
+  }
 }
 
 /**
