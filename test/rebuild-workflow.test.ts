@@ -149,7 +149,10 @@ test('progress shows the plan (pagesTotal, checkpoint 0) before any page commits
     const pages = mock.calls.filter((c) => c.name === 'copyPage').map((c) => (c.input as CopyPageInput).pageNo);
     assert.deepEqual([...pages].sort((a, b) => a - b), [1, 2, 3, 4, 5, 6, 7, 8, 9, 10], 'each page scheduled exactly once');
     const order = mock.calls.map((c) => c.name).filter((n) => n !== 'copyPage');
-    assert.deepEqual(order, ['planRebuild', 'sealVersion', 'reconcile', 'publishVersion', 'retireVersions']);
+    assert.deepEqual(order, ['planRebuild', 'recordEvent', 'sealVersion', 'reconcile', 'publishVersion', 'retireVersions']);
+    const copied = mock.calls.find((c) => c.name === 'recordEvent')?.input as { kind: string; details: { rowsUpserted: number } };
+    assert.equal(copied.kind, 'copied', 'new rebuilds record the end of the copy phase (patch record-copy-phase-event)');
+    assert.equal(copied.details.rowsUpserted, 100);
   });
 });
 

@@ -11,6 +11,7 @@ import {
   executeChild,
   isCancellation,
   log,
+  patched,
   setCurrentDetails,
   setHandler,
   TemporalFailure,
@@ -290,6 +291,16 @@ export async function RebuildCatalog(input: RebuildCatalogInput): Promise<Rebuil
         await condition(() => wake !== w);
       }
       note(`copy phase done: ${st.pagesTotal} pages, ${st.rowsUpserted} rows, ${st.retries} retries`);
+      // Added after histories were recorded: running rebuilds without the marker skip it on replay.
+      if (patched('record-copy-phase-event')) {
+        await short.recordEvent({
+          catalog: input.catalog,
+          versionId: st.versionId,
+          kind: 'copied',
+          message: `copy phase done: ${st.pagesTotal} pages, ${st.rowsUpserted} rows, ${st.rejects} rejects, ${st.retries} retries, ${st.runs + 1} run(s)`,
+          details: { pagesTotal: st.pagesTotal, rowsUpserted: st.rowsUpserted, rejects: st.rejects, retries: st.retries, runs: st.runs + 1 },
+        });
+      }
 
       await short.sealVersion({ versionId: st.versionId });
       let round = 0;
