@@ -1,10 +1,11 @@
 /**
  * `catalog-rebuild` command line: a thin commander layer over the client library.
  * Exit codes: 0 success, 1 failure (including "finished but not published"), 2 usage error;
- * `check` follows Nagios (0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN and for its own errors).
+ * `check` follows Nagios (0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN, and 3 for its own usage and
+ * internal errors); `status --follow` ends like `wait` (0 published, 1 otherwise).
  */
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
-import { WorkflowFailedError } from '@temporalio/client';
+import { WorkflowFailedError, WorkflowNotFoundError } from '@temporalio/client';
 import { Pool } from 'pg';
 import {
   cancel,
@@ -19,13 +20,14 @@ import {
   startRebuild,
   TemporalSession,
   waitForResult,
-  workersPolling,
 } from './index';
 import { LIMITS } from '../workflows/definitions';
 import { CATALOG_NAME_PATTERN } from '../workflows/names';
 import { loadConfig } from '../lib/config';
 import { createPool, migrate } from '../lib/db';
-import { catalogStatusFromDatabase, formatProgress } from './status';
+import { rollbackCatalog } from '../lib/rollback';
+import { catalogStatusFromDatabase, followStatus, formatProgress, livePollers, LIVE_POLLER_WINDOW_SECONDS } from './status';
+import { checkCatalog, DEFAULT_LOOKBACK_SECONDS, DEFAULT_MAX_AGE_SECONDS, formatDuration, NagiosState, parseDuration, unknownLine } from './check';
 
 /** A CLI outcome: the exit code the entrypoint uses. */
 export class ExitCode extends Error {
@@ -82,19 +84,55 @@ function printResult(r: RebuildCatalogResult, out: (s: string) => void): void {
   }
 }
 
-async function waitAndReport(session: TemporalSession, catalog: string, out: (s: string) => void): Promise<number> {
+/**
+ * Waits for the rebuild to close and describes the outcome: code 0 when published, 1 otherwise
+ * (failed, cancelled, terminated, not published).
+ */
+async function rebuildOutcome(session: TemporalSession, catalog: string): Promise<{ code: number; lines: string[]; failure?: string }> {
   try {
     const r = await waitForResult(rebuildHandle(session.client, catalog));
-    printResult(r, out);
-    return r.published ? 0 : 1;
+    const lines: string[] = [];
+    printResult(r, (l) => lines.push(l));
+    return { code: r.published ? 0 : 1, lines };
   } catch (err) {
     if (err instanceof WorkflowFailedError) {
       let e: unknown = err;
       while (e instanceof Error && e.cause instanceof Error) e = e.cause;
-      throw new ExitCode(1, `rebuild of ${catalog} failed, not published: ${(e as Error).message}`);
+      const failure = `rebuild of ${catalog} failed, not published: ${(e as Error).message}`;
+      return { code: 1, lines: [failure], failure };
     }
+    if (err instanceof WorkflowNotFoundError) throw new ExitCode(1, `no rebuild of catalog ${catalog} exists (workflow ${rebuildHandle(session.client, catalog).workflowId})`);
     throw err;
   }
+}
+
+async function waitAndReport(session: TemporalSession, catalog: string, out: (s: string) => void): Promise<number> {
+  const r = await rebuildOutcome(session, catalog);
+  if (r.failure) throw new ExitCode(r.code, r.failure);
+  for (const l of r.lines) out(l);
+  return r.code;
+}
+
+function durationOption() {
+  return (value: string): number => {
+    try {
+      return parseDuration(value);
+    } catch (e) {
+      throw new InvalidArgumentError((e as Error).message);
+    }
+  };
+}
+
+function collect(value: string, previous: string[] | undefined): string[] {
+  if (!value.trim()) throw new InvalidArgumentError('--client needs a non-empty client name');
+  return [...(previous ?? []), value];
+}
+
+function isoTime(value: string): string {
+  if (!/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})$/.test(value) || Number.isNaN(Date.parse(value))) {
+    throw new InvalidArgumentError('--now must be an ISO 8601 time with a zone, e.g. 2026-11-01T20:00:00Z');
+  }
+  return value;
 }
 
 /** Builds the command tree. `out` receives normal output, `err` diagnostics. */
@@ -143,9 +181,41 @@ export function buildCli(out: (s: string) => void = (s) => console.log(s), err: 
     .description('show a rebuild\'s progress (from the workflow, else from the catalog database)')
     .requiredOption('--catalog <name>', 'catalog', catalogName)
     .option('--json', 'print JSON for scripts', false)
-    .action(async (o) =>
-      withTemporal(async (s) => {
+    .option('--follow', 'live progress until the rebuild ends; exit 0 when published, 1 otherwise', false)
+    .addOption(new Option('--stall-after <duration>', 'warn when no page committed for this long').argParser(durationOption()).default(600, '10m').hideHelp())
+    .action(async (o) => {
+      if (o.follow && o.json) throw new ExitCode(2, '--follow and --json cannot be combined');
+      await withTemporal(async (s) => {
         const handle = rebuildHandle(s.client, o.catalog);
+        const pollers = async () => (await livePollers(s)).length;
+        const noPollers = `no worker polled task queue ${s.taskQueue} in the last ${LIVE_POLLER_WINDOW_SECONDS} s`;
+        if (o.follow) {
+          let pool: Pool | null = null;
+          try {
+            const code = await followStatus(
+              {
+                query: () => getProgress(handle, 5_000),
+                fromDatabase: () => {
+                  pool ??= createPool(loadConfig().catalogDatabaseUrl, { applicationName: `catalog-rebuild:cli:${process.pid}`, max: 1 });
+                  return catalogStatusFromDatabase(pool, o.catalog);
+                },
+                pollers,
+                outcome: rebuildOutcome(s, o.catalog),
+              },
+              {
+                catalog: o.catalog,
+                taskQueue: s.taskQueue,
+                out,
+                tty: process.stdout.isTTY ? process.stdout : null,
+                stallAfterMs: o.stallAfter * 1000,
+              },
+            );
+            if (code) throw new ExitCode(code);
+          } finally {
+            await (pool as Pool | null)?.end().catch(() => undefined);
+          }
+          return;
+        }
         let progress: RebuildProgress | null = null;
         let note = '';
         try {
@@ -153,24 +223,73 @@ export function buildCli(out: (s: string) => void = (s) => console.log(s), err: 
         } catch (e) {
           note = (e as Error).message;
         }
-        const pollers = await workersPolling(s).catch(() => -1);
+        const workers = await pollers().catch(() => -1);
         if (progress) {
-          if (o.json) out(JSON.stringify({ answeredBy: 'workflow', workersPolling: pollers, ...progress }));
+          if (o.json) out(JSON.stringify({ answeredBy: 'workflow', workersPolling: workers, ...progress }));
           else {
             out(formatProgress(progress));
-            if (pollers === 0) out(`warning: no worker polls task queue ${s.taskQueue}`);
+            if (workers === 0) out(`warning: ${noPollers}`);
           }
           return;
         }
         const fromDb = await withCatalogPool((pool) => catalogStatusFromDatabase(pool, o.catalog));
-        if (o.json) out(JSON.stringify({ answeredBy: 'database', workersPolling: pollers, queryError: note, ...fromDb }));
-        else {
-          out(`no answer from the workflow (${note}); from the catalog database:`);
+        const why = `no worker answered the progress query within 5 s (${note}); this is the catalog database's view of the latest version`;
+        if (o.json) {
+          out(JSON.stringify({ answeredBy: 'database', note: why, workersPolling: workers, queryError: note, ...fromDb }));
+        } else {
+          out(`${why}:`);
           out(JSON.stringify(fromDb, null, 2));
-          if (pollers === 0) out(`warning: no worker polls task queue ${s.taskQueue}`);
+          if (workers === 0) out(`warning: ${noPollers}`);
         }
-      }),
-    );
+      });
+    });
+
+  program
+    .command('check')
+    .description('Nagios/Icinga backup check on the active catalog version: exit 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN')
+    .requiredOption('--catalog <name>', 'catalog', catalogName)
+    .addOption(
+      new Option('--max-age <duration>', 'newest good backup of each client at most this old (s, m, h, d)')
+        .argParser(durationOption())
+        .default(DEFAULT_MAX_AGE_SECONDS, formatDuration(DEFAULT_MAX_AGE_SECONDS)),
+    )
+    .addOption(
+      new Option('--lookback <duration>', 'clients with a backup job within this window are in scope')
+        .argParser(durationOption())
+        .default(DEFAULT_LOOKBACK_SECONDS, formatDuration(DEFAULT_LOOKBACK_SECONDS)),
+    )
+    .option('--client <name>', 'check this client (repeatable); default: every client with a backup in the lookback', collect)
+    .addOption(new Option('--timeout <duration>', 'give up (UNKNOWN) after this long').argParser(durationOption()).default(30, '30s'))
+    .addOption(new Option('--now <iso>', 'reference time instead of the database\'s now()').argParser(isoTime).hideHelp())
+    .action(async (o) => {
+      let config;
+      try {
+        config = loadConfig();
+      } catch (e) {
+        out(unknownLine((e as Error).message));
+        throw new ExitCode(NagiosState.UNKNOWN);
+      }
+      const pool = createPool(config.catalogDatabaseUrl, {
+        applicationName: `catalog-rebuild:check:${process.pid}`,
+        max: 1,
+        statementTimeoutMs: o.timeout * 1000,
+      });
+      let timer: NodeJS.Timeout | undefined;
+      try {
+        const timeout = new Promise<{ code: number; line: string }>((resolve) => {
+          timer = setTimeout(() => resolve({ code: NagiosState.UNKNOWN, line: unknownLine(`no answer from the catalog database within ${o.timeout} s`) }), o.timeout * 1000);
+        });
+        const r = await Promise.race([
+          checkCatalog(pool, { catalog: o.catalog, maxAgeSeconds: o.maxAge, lookbackSeconds: o.lookback, clients: o.client, now: o.now }),
+          timeout,
+        ]);
+        out(r.line);
+        if (r.code) throw new ExitCode(r.code);
+      } finally {
+        clearTimeout(timer);
+        await pool.end().catch(() => undefined);
+      }
+    });
 
   program
     .command('wait')
@@ -232,6 +351,17 @@ export function buildCli(out: (s: string) => void = (s) => console.log(s), err: 
     );
 
   program
+    .command('rollback')
+    .description('re-activate the previous retained version (one transaction, under the publish lock)')
+    .requiredOption('--catalog <name>', 'catalog', catalogName)
+    .action(async (o) =>
+      withCatalogPool(async (pool) => {
+        const r = await rollbackCatalog(pool, o.catalog);
+        out(`catalog ${r.catalog}: version ${r.versionId} is active again; version ${r.replacedVersionId} retired`);
+      }),
+    );
+
+  program
     .command('migrate')
     .description('apply the catalog schema migrations')
     .action(async () =>
@@ -249,17 +379,24 @@ export function buildCli(out: (s: string) => void = (s) => console.log(s), err: 
  */
 export async function runCli(argv: string[], out?: (s: string) => void, err?: (s: string) => void): Promise<number> {
   const e = err ?? ((s: string) => console.error(s));
-  const program = buildCli(out, e);
+  const o = out ?? ((s: string) => console.log(s));
+  const program = buildCli(o, e);
   if (!argv.length) {
     program.outputHelp();
     return 2;
   }
+  // `check` is a Nagios plugin: its own usage and internal errors are UNKNOWN (3), never 2.
+  const isCheck = argv[0] === 'check';
   try {
     await program.parseAsync(argv, { from: 'user' });
     return 0;
   } catch (x) {
     if (x instanceof CommanderError) {
       if (x.code === 'commander.helpDisplayed' || x.code === 'commander.version' || x.exitCode === 0) return 0;
+      if (isCheck) {
+        o(unknownLine(`usage: ${x.message.replace(/^error: /, '')}`));
+        return NagiosState.UNKNOWN;
+      }
       return 2;
     }
     if (x instanceof ExitCode) {
@@ -267,6 +404,10 @@ export async function runCli(argv: string[], out?: (s: string) => void, err?: (s
       return x.code;
     }
     e(`catalog-rebuild: ${(x as Error).message ?? String(x)}`);
+    if (isCheck) {
+      o(unknownLine(`internal error: ${(x as Error).message ?? String(x)}`));
+      return NagiosState.UNKNOWN;
+    }
     return 1;
   }
 }

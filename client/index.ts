@@ -11,7 +11,6 @@
 import { randomUUID } from 'node:crypto';
 import { Client, Connection, WorkflowHandle, WorkflowNotFoundError } from '@temporalio/client';
 import { loadClientConnectConfig } from '@temporalio/envconfig';
-import { temporal } from '@temporalio/proto';
 import {
   cancelSignal,
   pauseSignal,
@@ -26,6 +25,7 @@ import {
 import { rebuildWorkflowId } from '../workflows/names';
 import { CatalogNameKey, RebuildPhaseKey } from '../workflows/search-attributes';
 import { taskQueue as defaultTaskQueue } from '../lib/config';
+import { livePollers } from './status';
 
 export * from '../workflows/definitions';
 export { rebuildWorkflowId } from '../workflows/names';
@@ -156,19 +156,13 @@ export async function waitForResult(handle: WorkflowHandle): Promise<RebuildCata
   return (await handle.result()) as RebuildCatalogResult;
 }
 
-/** Whether any worker polls the task queue (workflow or activity pollers). */
+/**
+ * Workers polling the task queue now: identities seen by the server within the last
+ * LIVE_POLLER_WINDOW_SECONDS (a killed worker stays in the server's poller list for minutes;
+ * a live idle one refreshes its entry about once a minute).
+ */
 export async function workersPolling(session: TemporalSession): Promise<number> {
-  const kinds = [temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW, temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_ACTIVITY];
-  const identities = new Set<string>();
-  for (const taskQueueType of kinds) {
-    const r = await session.client.workflowService.describeTaskQueue({
-      namespace: session.namespace,
-      taskQueue: { name: session.taskQueue },
-      taskQueueType,
-    });
-    for (const p of r.pollers ?? []) if (p.identity) identities.add(p.identity);
-  }
-  return identities.size;
+  return (await livePollers(session)).length;
 }
 
 export { WorkflowNotFoundError };

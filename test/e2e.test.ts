@@ -127,6 +127,14 @@ test('readers keep the previous complete version during a rebuild until the atom
     `SELECT status, count(*)::int AS n FROM version WHERE catalog_name = 'main' GROUP BY status ORDER BY status`,
   );
   assert.deepEqual(versions.rows, [{ status: 'active', n: 1 }, { status: 'retired', n: 1 }]);
+
+  // Rollback re-activates the previous complete version; a catalog with nothing to go back to exits 1.
+  const rb = runCliProcess(['rollback', '--catalog', 'main'], env);
+  assert.equal(rb.code, 0, rb.stderr);
+  assert.match(rb.stdout, /is active again/);
+  assert.deepEqual(await activeState('main'), before);
+  const none = runCliProcess(['rollback', '--catalog', 'never-built'], env);
+  assert.equal(none.code, 1);
 });
 
 test('start attaches to a running rebuild; different flags exit 1; usage errors exit 2', async () => {

@@ -12,6 +12,7 @@ import { createPool, migrate } from '../lib/db';
 import { ConfigError } from '../lib/errors';
 import { SourceRegistry } from '../lib/sources/bareos';
 import { REQUIRED_SEARCH_ATTRIBUTES } from '../workflows/search-attributes';
+import { installMetricsRuntime, runtimePageMetrics } from './metrics';
 
 /** Build id of this worker (package version, or CATALOG_REBUILD_BUILD_ID), recorded on events. */
 export const BUILD_ID = process.env.CATALOG_REBUILD_BUILD_ID || `catalog-rebuild@${require('../../package.json').version}`;
@@ -53,6 +54,8 @@ export interface RunningWorker {
  */
 export async function createWorker(env: NodeJS.ProcessEnv = process.env, opts: { config?: Config } = {}): Promise<RunningWorker> {
   const config = opts.config ?? loadConfig(env);
+  // The SDK runtime (with the Prometheus endpoint, when configured) before any native connection.
+  const metricsAddress = installMetricsRuntime(env);
   const identity = `${process.pid}@${os.hostname()}`;
   const pool = createPool(config.catalogDatabaseUrl, {
     applicationName: `catalog-rebuild:worker:${process.pid}`,
@@ -76,6 +79,7 @@ export async function createWorker(env: NodeJS.ProcessEnv = process.env, opts: {
       throw err;
     }
     const connection = await NativeConnection.connect(connectionOptions);
+    if (metricsAddress) console.log(`catalog-rebuild worker ${process.pid} serves metrics on http://${metricsAddress}/metrics`);
     const client = new Client({ connection: clientConnection, namespace: ns });
     const faults: Faults | undefined = env.CATALOG_REBUILD_FAULTS ? (JSON.parse(env.CATALOG_REBUILD_FAULTS) as Faults) : undefined;
     const worker = await Worker.create({
@@ -83,7 +87,7 @@ export async function createWorker(env: NodeJS.ProcessEnv = process.env, opts: {
       namespace: ns,
       taskQueue: defaultTaskQueue(env),
       workflowBundle: await workflowBundle(),
-      activities: createActivities({ pool, sources, client, identity, buildId: BUILD_ID, faults }),
+      activities: createActivities({ pool, sources, client, identity, buildId: BUILD_ID, faults, onPageCommitted: runtimePageMetrics() }),
       identity,
       stickyQueueScheduleToStartTimeout: '3s',
       maxConcurrentActivityTaskExecutions: Number(env.CATALOG_REBUILD_MAX_ACTIVITIES || 8),

@@ -106,7 +106,7 @@ export async function startDevServer(o: DevServerOptions): Promise<DevServer> {
     'warn',
   ];
   if (o.headless) args.push('--headless');
-  else args.push('--ui-port', String(o.uiPort), '--ui-ip', '127.0.0.1');
+  else args.push('--ui-port', String(o.uiPort), '--ui-ip', '127.0.0.1', '--ui-disable-news-fetch');
   const out = fs.openSync(o.logFile, 'a');
   const child = spawn(o.cli, args, { stdio: ['ignore', out, out], detached: true });
   fs.closeSync(out);

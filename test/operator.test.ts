@@ -1,0 +1,363 @@
+/**
+ * Operator tools against a real private Temporal dev server (free ports, with the Web UI), real
+ * PostgreSQL and real worker processes:
+ * (a) the official `temporal` CLI pauses, queries, lists and resumes a rebuild, while our
+ *     `status --follow` watches it to the end;
+ * (b) with one worker and no restarts, the worker's Prometheus endpoint counts exactly the ledger;
+ * (c) with its worker killed, `status --json` answers from the catalog database with a note and
+ *     reports no polling worker, and `status --follow` warns (no answer, no worker, stalled) and
+ *     ends with exit 1 when the rebuild is terminated;
+ * (d) headless Chromium opens the Web UI page of the finished rebuild and finds its summary and
+ *     current details.
+ *
+ * The worker of (c) is killed first, so that the ~75 s after which the server's poller list stops
+ * counting it pass while (a), (b) and (d) run.
+ */
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { ChildProcess, execFile, spawn } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { promisify } from 'node:util';
+import { generateBareosSource } from '../lib/sources/bareos-generator';
+import { ensureTemporalCli } from '../lib/env/temporal-cli';
+import { DevServer, freePort, startDevServer } from '../lib/env/dev-server';
+import { projectRoot } from '../lib/paths';
+import { connectTemporal, rebuildHandle, startRebuild, TemporalSession } from '../client';
+import { LIVE_POLLER_WINDOW_SECONDS } from '../client/status';
+import {
+  compareCatalogToSource,
+  runCliAsync,
+  runCliProcess,
+  spawnWorker,
+  testDatabases,
+  TestDatabases,
+  testEnv,
+  uniqueQueue,
+  WorkerProcess,
+  writeConfig,
+} from './helpers/harness';
+
+const run = promisify(execFile);
+const CHROMIUM = '/usr/bin/chromium';
+
+let server: DevServer;
+let serverDir: string;
+let uiPort: number;
+let temporalCli: string;
+let dbs: TestDatabases;
+let sourceTz: string;
+let configFile: string;
+const workers: WorkerProcess[] = [];
+const children: ChildProcess[] = [];
+
+/** Rebuild (c): its worker dies mid-copy. */
+let dead: { env: NodeJS.ProcessEnv; killedAt: number; session: TemporalSession };
+
+before(async () => {
+  temporalCli = ensureTemporalCli();
+  serverDir = fs.mkdtempSync(path.join(os.tmpdir(), 'catalog-rebuild-operator-'));
+  uiPort = await freePort();
+  server = await startDevServer({
+    cli: temporalCli,
+    port: await freePort(),
+    uiPort,
+    dbFile: path.join(serverDir, 'temporal.db'),
+    logFile: path.join(serverDir, 'server.log'),
+    headless: false,
+  });
+  dbs = await testDatabases('operator');
+  await generateBareosSource({ databaseUrl: dbs.sourceUrl, jobs: 3000, seed: 7 });
+  sourceTz = (await dbs.sourcePool.query<{ tz: string }>(`SELECT current_setting('TimeZone') AS tz`)).rows[0].tz;
+  configFile = writeConfig(dbs);
+
+  // (c), first half: a worker dies while rebuild `c` copies its pages.
+  const env = testEnv({ address: server.address, configFile, taskQueue: uniqueQueue('dead') });
+  const w = await spawnWorker(env);
+  workers.push(w);
+  const session = await connectTemporal(env);
+  await startRebuild(session.client, { catalog: 'c', source: 'director', pageSize: 50, concurrency: 1, pauseBetweenPagesMs: 300 }, { taskQueue: env.CATALOG_REBUILD_TASK_QUEUE });
+  await until(async () => (await committedPages('c')) >= 3, 60_000, 'rebuild c commits 3 pages');
+  w.kill('SIGKILL');
+  await w.exited;
+  dead = { env, killedAt: Date.now(), session };
+});
+
+after(async () => {
+  for (const c of children) if (c.exitCode === null) c.kill('SIGKILL');
+  for (const w of workers) w.kill('SIGKILL');
+  await dead?.session.close().catch(() => undefined);
+  await server?.stop();
+  await dbs?.drop();
+});
+
+async function until(fn: () => Promise<boolean>, timeoutMs: number, what: string): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await fn())) {
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting until ${what}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/** Committed pages of the newest version of a catalog (the ledger). */
+async function committedPages(catalog: string): Promise<number> {
+  const { rows } = await dbs.catalogPool.query<{ n: number }>(
+    `SELECT count(p.committed_at)::int AS n FROM version v LEFT JOIN page p USING (version_id)
+     WHERE v.version_id = (SELECT max(version_id) FROM version WHERE catalog_name = $1)`,
+    [catalog],
+  );
+  return rows[0]?.n ?? 0;
+}
+
+/** Runs the official Temporal CLI against the private server. */
+async function temporal(args: string[]): Promise<string> {
+  const env = { ...process.env, TEMPORAL_ADDRESS: server.address, TEMPORAL_NAMESPACE: 'default' };
+  const { stdout } = await run(temporalCli, [...args, '--address', server.address, '--namespace', 'default'], { env, timeout: 60_000 });
+  return stdout;
+}
+
+/** A JSON document, or JSON lines, as one list. */
+function parseJsonOrLines<T>(text: string): T[] {
+  const t = text.trim();
+  if (!t) return [];
+  try {
+    const v = JSON.parse(t);
+    return Array.isArray(v) ? v : [v];
+  } catch {
+    return t.split('\n').filter(Boolean).map((l) => JSON.parse(l) as T);
+  }
+}
+
+/** Our CLI as a background process whose output can be awaited while it runs. */
+function cliInBackground(args: string[], env: NodeJS.ProcessEnv) {
+  const child = spawn(process.execPath, [path.join(projectRoot(), 'bin/catalog-rebuild.js'), ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  children.push(child);
+  let stdout = '';
+  let stderr = '';
+  child.stdout!.on('data', (d) => (stdout += d));
+  child.stderr!.on('data', (d) => (stderr += d));
+  const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
+  return {
+    output: () => stdout,
+    errors: () => stderr,
+    exited,
+    waitFor: (re: RegExp, timeoutMs: number) => until(async () => re.test(stdout), timeoutMs, `output matches ${re}:\n${stdout}\n${stderr}`),
+  };
+}
+
+test('(a) the temporal CLI pauses, queries, lists and resumes a rebuild; status --follow watches it to the end', async (t) => {
+  const t0 = Date.now();
+  const mark = (what: string) => t.diagnostic(`${((Date.now() - t0) / 1000).toFixed(1)} s: ${what}`);
+  const env = testEnv({ address: server.address, configFile, taskQueue: uniqueQueue('cli') });
+  workers.push(await spawnWorker(env));
+  const session = await connectTemporal(env);
+  try {
+    await startRebuild(session.client, { catalog: 'x', source: 'director', pageSize: 100, concurrency: 1, pauseBetweenPagesMs: 50 }, { taskQueue: env.CATALOG_REBUILD_TASK_QUEUE });
+    mark('worker up, rebuild started');
+    const follow = cliInBackground(['status', '--catalog', 'x', '--follow'], env);
+    await until(async () => (await committedPages('x')) >= 3, 60_000, 'rebuild x commits 3 pages');
+    mark('3 pages committed');
+
+    await temporal(['workflow', 'signal', '--workflow-id', 'catalog-rebuild/x', '--name', 'pause']);
+    let progress: Record<string, unknown> = {};
+    await until(
+      async () => {
+        const out = await temporal(['workflow', 'query', '--workflow-id', 'catalog-rebuild/x', '--type', 'progress', '--output', 'json']);
+        const parsed = JSON.parse(out) as { queryResult: Record<string, unknown>[] };
+        progress = parsed.queryResult[0];
+        return progress.paused === true && progress.inFlight === 0;
+      },
+      30_000,
+      'the query shows the rebuild paused and drained',
+    );
+    mark('paused and drained');
+    assert.equal(progress.phase, 'copying');
+    assert.equal(progress.pagesTotal, 30);
+    const pagesDone = progress.pagesDone as number;
+    assert.ok(pagesDone >= 3 && pagesDone < 30, `pagesDone ${pagesDone}`);
+    assert.equal(await committedPages('x'), pagesDone, 'the query agrees with the ledger');
+    // The text output of the query shows the same fields.
+    const text = await temporal(['workflow', 'query', '--workflow-id', 'catalog-rebuild/x', '--type', 'progress']);
+    assert.match(text, /"pagesDone":\s*\d+/);
+    assert.match(text, /"paused":\s*true/);
+
+    // No page starts while paused: our follower reports it, and the ledger does not move.
+    await follow.waitFor(/\(paused\)/, 15_000);
+    assert.equal(await committedPages('x'), pagesDone, 'no page committed while paused');
+
+    // Visibility: the CatalogName search attribute finds the rebuild.
+    let listed: { execution?: { workflowId?: string }; status?: string }[] = [];
+    await until(
+      async () => {
+        listed = parseJsonOrLines(await temporal(['workflow', 'list', '--query', "CatalogName='x'", '--output', 'json']));
+        return listed.some((w) => w.execution?.workflowId === 'catalog-rebuild/x');
+      },
+      15_000,
+      "temporal workflow list --query \"CatalogName='x'\" lists catalog-rebuild/x",
+    );
+    assert.ok(listed.every((w) => w.execution?.workflowId?.startsWith('catalog-rebuild/x')), JSON.stringify(listed));
+    const none = await temporal(['workflow', 'list', '--query', "CatalogName='nosuch'", '--output', 'json']);
+    assert.doesNotMatch(none, /catalog-rebuild\/x/);
+
+    mark('listed');
+    await temporal(['workflow', 'signal', '--workflow-id', 'catalog-rebuild/x', '--name', 'resume']);
+    const code = await follow.exited;
+    mark('follow exited');
+    assert.equal(code, 0, `${follow.output()}\n${follow.errors()}`);
+    const lines = follow.output().trim().split('\n');
+    assert.ok(lines.some((l) => /x: copying · page \d+\/30 \(\d+%\) · \d+ rows · \d+ rows\/s · eta \S+ · 0 retries/.test(l)), follow.output());
+    assert.match(follow.output(), /catalog x: version \d+ published; 30 pages, 3000 rows/);
+    assert.doesNotMatch(follow.output(), /warning:/, 'a healthy rebuild raises no warning');
+
+    const cmp = await compareCatalogToSource(dbs.catalogPool, dbs.sourcePool, 'x', sourceTz);
+    assert.equal(cmp.rows, 3000);
+    assert.equal(cmp.catalog, cmp.source);
+    mark('catalog compared with the source');
+  } finally {
+    await session.close();
+    mark('session closed');
+  }
+});
+
+test('(b) with one worker and no restarts, the Prometheus counters equal the ledger', async () => {
+  const port = await freePort();
+  const env = testEnv({
+    address: server.address,
+    configFile,
+    taskQueue: uniqueQueue('metrics'),
+    extra: { CATALOG_REBUILD_METRICS_ADDRESS: `127.0.0.1:${port}` },
+  });
+  const w = await spawnWorker(env);
+  workers.push(w);
+  assert.match(w.output(), new RegExp(`serves metrics on http://127\\.0\\.0\\.1:${port}/metrics`));
+  const r = await runCliAsync(['start', '--catalog', 'm', '--source', 'director', '--page-size', '70', '--concurrency', '3', '--wait'], env);
+  assert.equal(r.code, 0, `${r.stdout}\n${r.stderr}`);
+
+  const ledger = (
+    await dbs.catalogPool.query<{ pages: number; rows: string }>(
+      `SELECT count(*)::int AS pages, sum(p.rows)::text AS rows FROM page p JOIN version v USING (version_id) WHERE v.catalog_name = 'm'`,
+    )
+  ).rows[0];
+  assert.equal(ledger.pages, 43);
+  assert.equal(ledger.rows, '3000');
+
+  const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+  const value = (name: string): number => {
+    const m = new RegExp(`^${name}\\{[^}]*catalog="m"[^}]*\\} (\\S+)$`, 'm').exec(text);
+    assert.ok(m, `${name}{catalog="m"} in\n${text.split('\n').filter((l) => l.includes('catalog_rebuild')).join('\n')}`);
+    return Number(m[1]);
+  };
+  assert.equal(value('catalog_rebuild_pages_committed'), ledger.pages);
+  assert.equal(value('catalog_rebuild_rows_upserted'), Number(ledger.rows));
+  assert.equal(value('catalog_rebuild_page_duration_count'), ledger.pages);
+  assert.ok(value('catalog_rebuild_page_duration_sum') > 0);
+  assert.equal(value('catalog_rebuild_page_retries'), 0);
+  assert.equal(value('catalog_rebuild_rejects'), 0);
+  assert.match(text, /^# TYPE catalog_rebuild_page_duration histogram$/m);
+  // The SDK's own metrics share the endpoint.
+  assert.match(text, /^temporal_activity_execution_latency_bucket\{.*activity_type="copyPage"/m);
+  w.kill('SIGKILL');
+});
+
+test('(d) headless Chromium opens the Web UI page of the finished rebuild and finds its summary and current details', async (t) => {
+  if (!fs.existsSync(CHROMIUM)) {
+    t.skip(`${CHROMIUM} is missing (Debian package chromium; .ci/run installs it)`);
+    return;
+  }
+  const { chromium } = await import('playwright-core');
+  const browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    args: ['--no-sandbox', '--disable-background-networking', '--disable-gpu', '--disable-component-update', '--disable-sync', '--no-first-run'],
+  });
+  try {
+    const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
+    // Only this machine's loopback: the UI's external requests (news feed, fonts) are refused.
+    const blocked: string[] = [];
+    await page.route('**/*', (route) => {
+      const url = new URL(route.request().url());
+      if (['127.0.0.1', 'localhost', '[::1]'].includes(url.hostname) || url.protocol === 'data:') return route.continue();
+      blocked.push(url.href);
+      return route.abort();
+    });
+    const url = `http://127.0.0.1:${uiPort}/namespaces/default/workflows/${encodeURIComponent('catalog-rebuild/x')}`;
+    await page.goto(url, { waitUntil: 'domcontentloaded', timeout: 60_000 });
+    // The workflow page; its "User Metadata" tab shows the static summary and details (the UI
+    // renders that markdown in a sandboxed iframe, so every frame is searched).
+    const inAnyFrame = async (text: string, timeoutMs: number): Promise<boolean> => {
+      const deadline = Date.now() + timeoutMs;
+      for (;;) {
+        for (const frame of page.frames()) {
+          if (await frame.getByText(text).filter({ visible: true }).count().catch(() => 0)) return true;
+        }
+        if (Date.now() > deadline) return false;
+        await page.waitForTimeout(250);
+      }
+    };
+    let found = false;
+    let details = false;
+    try {
+      await page.getByText('RebuildCatalog').filter({ visible: true }).first().waitFor({ state: 'visible', timeout: 60_000 });
+      await page.getByText('User Metadata', { exact: true }).filter({ visible: true }).first().click({ timeout: 30_000 });
+      found = await inAnyFrame('Rebuild catalog x from source director', 30_000);
+      // Current details come from the workflow (a query its worker answers): the final state.
+      details = found && (await inAnyFrame('done · page 30 of 30', 30_000));
+    } catch (err) {
+      t.diagnostic(`waiting for the summary: ${(err as Error).message.split('\n')[0]}`);
+    }
+    const dir = path.join(projectRoot(), 'test-artifacts');
+    fs.mkdirSync(dir, { recursive: true });
+    const shot = path.join(dir, 'web-ui-rebuild-x.png');
+    await page.screenshot({ path: shot, fullPage: true });
+    assert.ok(found, `summary text not found on ${url} (screenshot ${shot}; blocked ${blocked.join(', ') || 'nothing'})`);
+    assert.ok(details, `current details "done · page 30 of 30" not shown (screenshot ${shot})`);
+    assert.ok(fs.statSync(shot).size > 10_000, 'a real screenshot');
+    t.diagnostic(`screenshot: ${shot}`);
+  } finally {
+    await browser.close();
+  }
+});
+
+test('(c) with its worker dead, status answers from the database, reports no polling worker, and --follow warns', async () => {
+  const env = dead.env;
+  // Followed from now on: it warns at once that no worker answers and that no page commits.
+  const follow = cliInBackground(['status', '--catalog', 'c', '--follow', '--stall-after', '1s'], env);
+  // The server lists a dead worker's pollers for minutes; status counts only recent polls.
+  let s: Record<string, unknown> = {};
+  await until(
+    async () => {
+      const r = runCliProcess(['status', '--catalog', 'c', '--json'], env, 60_000);
+      assert.equal(r.code, 0, r.stderr);
+      s = JSON.parse(r.stdout);
+      return s.workersPolling === 0;
+    },
+    Math.max(30_000, dead.killedAt + (LIVE_POLLER_WINDOW_SECONDS + 30) * 1000 - Date.now()),
+    'status --json reports workersPolling 0',
+  );
+  assert.equal(s.answeredBy, 'database');
+  assert.match(String(s.note), /no worker answered the progress query within 5 s.*catalog database/);
+  const latest = s.latest as { status: string; pagesCommitted: number; pagesTotal: number; rows: number; secondsSinceProgress: number };
+  assert.equal(latest.status, 'building');
+  assert.equal(latest.pagesTotal, 60);
+  assert.equal(latest.pagesCommitted, await committedPages('c'));
+  assert.ok(latest.pagesCommitted >= 3 && latest.pagesCommitted < 60);
+  assert.equal(latest.rows, latest.pagesCommitted * 50);
+  assert.ok(latest.secondsSinceProgress >= 1);
+
+  const text = runCliProcess(['status', '--catalog', 'c'], env, 60_000);
+  assert.equal(text.code, 0);
+  assert.match(text.stdout, /no worker answered the progress query/);
+  assert.match(text.stdout, /warning: no worker polled task queue catalog-rebuild-test-dead-\w+ in the last 75 s/);
+
+  // --follow: every warning, then exit 1 once the rebuild ends without a publish.
+  await follow.waitFor(/warning: no worker polls task queue catalog-rebuild-test-dead-/, 30_000);
+  const out = follow.output();
+  assert.match(out, /warning: stalled: no page committed for \d+/);
+  assert.match(out, /warning: no worker answered the progress query within 5 s; showing the catalog database/);
+  assert.ok(out.indexOf('warning: stalled') < out.indexOf('warning: no worker polls'), 'stalled and unanswered first, no poller once the window passed');
+  assert.match(out, /c: version \d+ building · page \d+\/60 \(\d+%\) · \d+ rows · last page \S+ ago \(from the database\) · STALLED/);
+  await rebuildHandle(dead.session.client, 'c').terminate('operator test: worker gone');
+  const code = await follow.exited;
+  assert.equal(code, 1, `${follow.output()}\n${follow.errors()}`);
+  assert.match(follow.output(), /rebuild of c failed, not published: operator test: worker gone/);
+});
