@@ -41,6 +41,11 @@ export function createPool(connectionString: string, opts: PoolOptions): Pool {
   pool.on('error', () => {
     /* an idle client lost its connection; the next checkout reconnects */
   });
+  // pg-pool removes its listener while a client is checked out: a connection lost between two
+  // statements of a transaction (server restart, 57P01) must fail the next query, not the process.
+  pool.on('connect', (client) => {
+    client.on('error', () => undefined);
+  });
   return pool;
 }
 

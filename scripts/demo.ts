@@ -403,7 +403,7 @@ async function main(): Promise<void> {
     await ensureSearchAttributes(cli);
 
     step('resolving PostgreSQL (DATABASE_URL, else 127.0.0.1:5432 as postgres)');
-    const adminUrl = await resolveAdminUrl((s) => info(s));
+    const adminUrl = await resolveAdminUrl((s) => info(s), process.env, { detached: true });
     info(redactUrl(adminUrl));
 
     killStaleWorkers();

@@ -48,7 +48,14 @@ test('a PostgreSQL restart mid-rebuild is survived: the rebuild completes and eq
       await new Promise((r) => setTimeout(r, 100));
     }
     pg!.restart();
-    const result = await waitForResult(handle);
+    // Restart again while pages are in flight, so a transaction is cut between statements.
+    await new Promise((r) => setTimeout(r, 1_500));
+    pg!.restart();
+    let timer: NodeJS.Timeout | undefined;
+    const deadline = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error('the rebuild did not finish within 180 s of the restart')), 180_000);
+    });
+    const result = await Promise.race([waitForResult(handle), deadline]).finally(() => clearTimeout(timer));
     assert.equal(result.published, true);
     assert.equal(result.rowsUpserted, 20_000);
     assert.ok(atRestart < result.pagesTotal, 'the restart happened during the copy phase');

@@ -1,0 +1,185 @@
+/**
+ * Bad configuration fails fast (issue 8 test 4; design.md G11, Configuration, Search attributes):
+ * the real worker process (`node dist/worker/main.js`) exits 1 with a message naming the key, before
+ * any workflow starts, for a source without `databaseUrl`, a non-PostgreSQL URL, an unknown key, a
+ * missing or non-JSON configuration file, and a Temporal namespace without the CatalogName and
+ * RebuildPhase search attributes (a private dev server started without them, on free ports). The
+ * printed `temporal operator search-attribute create` command is then run and the worker starts.
+ */
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn, ChildProcess } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { Connection } from '@temporalio/client';
+import { ensureTemporalCli } from '../lib/env/temporal-cli';
+import { freePort, waitForTemporal } from '../lib/env/dev-server';
+import { projectRoot } from '../lib/paths';
+import { spawnWorker, testDatabases, TestDatabases, testEnv, uniqueQueue, WorkerProcess, writeConfig } from './helpers/harness';
+
+let cli: string;
+let server: ChildProcess | undefined;
+let address: string;
+let dbs: TestDatabases;
+let tmp: string;
+let worker: WorkerProcess | undefined;
+
+/** `temporal server start-dev` on free ports WITHOUT the catalog-rebuild search attributes. */
+before(async () => {
+  cli = ensureTemporalCli();
+  tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'catalog-rebuild-config-test-'));
+  const port = await freePort();
+  const log = fs.openSync(path.join(tmp, 'server.log'), 'a');
+  server = spawn(
+    cli,
+    ['server', 'start-dev', '--headless', '--ip', '127.0.0.1', '--port', String(port), '--db-filename', path.join(tmp, 'temporal.db'), '--log-level', 'warn'],
+    { stdio: ['ignore', log, log], detached: true },
+  );
+  fs.closeSync(log);
+  address = `127.0.0.1:${port}`;
+  await waitForTemporal(address, 60_000);
+  dbs = await testDatabases('config');
+});
+
+after(async () => {
+  worker?.kill();
+  if (worker) await worker.exited;
+  if (server?.pid && server.exitCode === null) {
+    const exited = new Promise((r) => server!.once('exit', r));
+    try {
+      process.kill(-server.pid, 'SIGTERM');
+    } catch {
+      /* gone */
+    }
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([exited, new Promise((r) => (timer = setTimeout(r, 10_000)))]);
+    clearTimeout(timer);
+    try {
+      process.kill(-server.pid, 'SIGKILL');
+    } catch {
+      /* gone */
+    }
+  }
+  await dbs?.drop();
+  if (tmp) fs.rmSync(tmp, { recursive: true, force: true });
+});
+
+/** Runs the worker entrypoint to its exit (60 s at most); returns exit code and output. */
+function runWorker(env: NodeJS.ProcessEnv): Promise<{ code: number | null; out: string; ms: number }> {
+  const t0 = Date.now();
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [path.join(projectRoot(), 'dist/worker/main.js')], { env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+    let out = '';
+    child.stdout!.on('data', (d) => (out += d));
+    child.stderr!.on('data', (d) => (out += d));
+    const timer = setTimeout(() => {
+      try {
+        process.kill(-child.pid!, 'SIGKILL');
+      } catch {
+        /* gone */
+      }
+    }, 60_000);
+    child.on('exit', (code) => {
+      clearTimeout(timer);
+      resolve({ code, out, ms: Date.now() - t0 });
+    });
+  });
+}
+
+function configFile(name: string, content: unknown): string {
+  const file = path.join(tmp, name);
+  fs.writeFileSync(file, typeof content === 'string' ? content : JSON.stringify(content, null, 2));
+  return file;
+}
+
+function envFor(file: string, extra: Record<string, string> = {}): NodeJS.ProcessEnv {
+  return testEnv({ address, configFile: file, taskQueue: uniqueQueue('config'), extra });
+}
+
+/** No workflow on the server and no version row (and, before migrations, no catalog table at all). */
+async function assertNothingStarted(): Promise<void> {
+  const connection = await Connection.connect({ address });
+  try {
+    const r = await connection.workflowService.listWorkflowExecutions({ namespace: 'default', pageSize: 10 });
+    assert.equal(r.executions.length, 0, 'no workflow was started');
+  } finally {
+    await connection.close();
+  }
+  const t = await dbs.catalogPool.query<{ t: string | null }>(`SELECT to_regclass('public.version')::text AS t`);
+  if (t.rows[0].t) {
+    const v = await dbs.catalogPool.query<{ n: number }>('SELECT count(*)::int AS n FROM version');
+    assert.equal(v.rows[0].n, 0, 'no version row was created');
+  }
+}
+
+/** Asserts exit 1, the message, nothing started, and that no credential was printed. */
+async function expectConfigFailure(env: NodeJS.ProcessEnv, message: RegExp): Promise<string> {
+  const r = await runWorker(env);
+  assert.equal(r.code, 1, `exit code (output: ${r.out})`);
+  assert.match(r.out, message);
+  assert.doesNotMatch(r.out, /polling task queue/);
+  assert.doesNotMatch(r.out, /s3cret/, 'no password in the error');
+  assert.ok(r.ms < 30_000, `failed fast (${r.ms} ms)`);
+  await assertNothingStarted();
+  return r.out;
+}
+
+test('a source without databaseUrl: exit 1 naming sources.<name>.databaseUrl', async () => {
+  const file = configFile('no-url.json', { catalogDatabaseUrl: dbs.catalogUrl, sources: { director: { kind: 'bareos', timezone: 'Europe/Berlin' } } });
+  await expectConfigFailure(envFor(file), /sources\.director\.databaseUrl/);
+});
+
+test('a bad URL: exit 1 naming catalogDatabaseUrl (and sources.<name>.databaseUrl), without echoing the URL', async () => {
+  const file = configFile('bad-url.json', { catalogDatabaseUrl: 'mysql://user:s3cret@x/db', sources: { director: { kind: 'bareos', databaseUrl: dbs.sourceUrl } } });
+  await expectConfigFailure(envFor(file), /catalogDatabaseUrl: must be a postgres:\/\/ or postgresql:\/\/ URL/);
+  const file2 = configFile('bad-source-url.json', { catalogDatabaseUrl: dbs.catalogUrl, sources: { director: { kind: 'bareos', databaseUrl: 'mysql://u:s3cret@x/db' } } });
+  await expectConfigFailure(envFor(file2), /sources\.director\.databaseUrl: must be a postgres/);
+  // The environment override is checked too, and named.
+  const good = writeConfig(dbs);
+  await expectConfigFailure(envFor(good, { CATALOG_DATABASE_URL: 'mysql://u:s3cret@x/db' }), /CATALOG_DATABASE_URL: must be a postgres/);
+});
+
+test('an unknown key: exit 1 naming it (top level and inside a source)', async () => {
+  const file = configFile('unknown-key.json', { catalogDatabaseUrl: dbs.catalogUrl, catalogDatabseUrl: 'x', sources: { director: { kind: 'bareos', databaseUrl: dbs.sourceUrl } } });
+  await expectConfigFailure(envFor(file), /catalogDatabseUrl/);
+  const file2 = configFile('unknown-source-key.json', { catalogDatabaseUrl: dbs.catalogUrl, sources: { director: { kind: 'bareos', databaseUrl: dbs.sourceUrl, timeZone: 'UTC' } } });
+  await expectConfigFailure(envFor(file2), /sources\.director.*timeZone/);
+});
+
+test('CATALOG_REBUILD_CONFIG naming a missing file or invalid JSON: exit 1 naming the variable and the file', async () => {
+  const missing = path.join(tmp, 'does-not-exist.json');
+  await expectConfigFailure(envFor(missing), new RegExp(`CATALOG_REBUILD_CONFIG: cannot read ${missing.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')}`));
+  const broken = configFile('broken.json', '{ "catalogDatabaseUrl": "postgres://x", ');
+  await expectConfigFailure(envFor(broken), /CATALOG_REBUILD_CONFIG: .*broken\.json is not valid JSON/);
+});
+
+test('unregistered search attributes: exit 1 printing the create command; running it lets the worker start', async () => {
+  const env = envFor(writeConfig(dbs));
+  const out = await expectConfigFailure(env, /search attributes missing on namespace default: CatalogName, RebuildPhase/);
+  const m = /(temporal operator search-attribute create [^\n]*)/.exec(out);
+  assert.ok(m, out);
+  assert.match(m[1], /--name CatalogName --type Keyword/);
+  assert.match(m[1], /--name RebuildPhase --type Keyword/);
+  // The printed command is the fix: run it (the CLI reads TEMPORAL_ADDRESS like the worker does).
+  const args = m[1].trim().split(/\s+/).slice(1);
+  const fix = await new Promise<{ code: number | null; out: string }>((resolve) => {
+    const c = spawn(cli, args, { env: { ...process.env, TEMPORAL_ADDRESS: address }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let o = '';
+    c.stdout!.on('data', (d) => (o += d));
+    c.stderr!.on('data', (d) => (o += d));
+    c.on('exit', (code) => resolve({ code, out: o }));
+  });
+  assert.equal(fix.code, 0, fix.out);
+  // Search attributes become visible asynchronously on the dev server; the worker then starts and polls.
+  let lastErr: unknown;
+  for (let i = 0; i < 20 && !worker; i++) {
+    try {
+      worker = await spawnWorker(env);
+    } catch (err) {
+      lastErr = err;
+      await new Promise((r) => setTimeout(r, 500));
+    }
+  }
+  assert.ok(worker, `worker did not start after the fix: ${(lastErr as Error)?.message}`);
+});

@@ -1,0 +1,116 @@
+/**
+ * Operator controls against real workers and real PostgreSQL: pause holds the ledger still and
+ * resume completes; Temporal cancellation abandons the version and commits nothing after the abandon;
+ * a pause sent while runs continue as new is carried into the next run.
+ */
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { generateBareosSource } from '../lib/sources/bareos-generator';
+import { getProgress, pause, resume, startRebuild, waitForResult } from '../client';
+import { compareCatalogToSource, privateTemporal, spawnWorker, temporalClient, testDatabases, TestDatabases, testEnv, uniqueQueue, WorkerProcess, writeConfig } from './helpers/harness';
+
+let temporal: Awaited<ReturnType<typeof privateTemporal>>;
+let dbs: TestDatabases;
+let env: NodeJS.ProcessEnv;
+let worker: WorkerProcess;
+let client: Awaited<ReturnType<typeof temporalClient>>;
+let sourceTz: string;
+
+before(async () => {
+  temporal = await privateTemporal();
+  dbs = await testDatabases('controls');
+  await generateBareosSource({ databaseUrl: dbs.sourceUrl, jobs: 8_000, seed: 31 });
+  sourceTz = (await dbs.sourcePool.query<{ tz: string }>(`SELECT current_setting('TimeZone') AS tz`)).rows[0].tz;
+  env = testEnv({ address: temporal.address, configFile: writeConfig(dbs), taskQueue: uniqueQueue('controls') });
+  worker = await spawnWorker(env);
+  client = await temporalClient(temporal.address);
+});
+
+after(async () => {
+  await client?.close();
+  worker?.kill();
+  await temporal?.stop();
+  await dbs?.drop();
+});
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+async function ledger(catalog: string): Promise<{ n: number; last: Date | null }> {
+  const { rows } = await dbs.catalogPool.query<{ n: number; last: Date | null }>(
+    `SELECT count(p.committed_at)::int AS n, max(p.committed_at) AS last FROM page p JOIN version v USING (version_id)
+     WHERE v.catalog_name = $1 AND v.version_id = (SELECT max(version_id) FROM version WHERE catalog_name = $1)`,
+    [catalog],
+  );
+  return rows[0];
+}
+
+test('pause: no page commits while paused (ledger); resume completes; catalog = source', async () => {
+  const { handle } = await startRebuild(client.client, { catalog: 'p', source: 'director', pageSize: 100, concurrency: 2, pauseBetweenPagesMs: 50 }, { taskQueue: env.CATALOG_REBUILD_TASK_QUEUE });
+  while ((await getProgress(handle)).pagesDone < 10) await sleep(50);
+  await pause(handle);
+  for (;;) {
+    const p = await getProgress(handle);
+    if (p.paused && p.inFlight === 0) break;
+    await sleep(50);
+  }
+  const pausedAt = new Date();
+  const before = await ledger('p');
+  await sleep(2_000);
+  const during = await ledger('p');
+  assert.equal(during.n, before.n, 'no page committed while paused');
+  assert.ok(before.last! <= pausedAt);
+  assert.ok(before.n < 80);
+  await resume(handle);
+  const r = await waitForResult(handle);
+  assert.equal(r.published, true);
+  const after = await ledger('p');
+  assert.equal(after.n, 80);
+  const cmp = await compareCatalogToSource(dbs.catalogPool, dbs.sourcePool, 'p', sourceTz);
+  assert.equal(cmp.catalog, cmp.source);
+});
+
+test('Temporal cancellation: version abandoned, active version unchanged, nothing committed after the abandon', async () => {
+  const active = await dbs.catalogPool.query<{ version_id: string }>(`SELECT version_id::text FROM active WHERE catalog_name = 'p'`);
+  const { handle } = await startRebuild(client.client, { catalog: 'p', source: 'director', pageSize: 100, concurrency: 2, pauseBetweenPagesMs: 50 }, { taskQueue: env.CATALOG_REBUILD_TASK_QUEUE });
+  while ((await getProgress(handle)).pagesDone < 5) await sleep(50);
+  await handle.cancel();
+  await assert.rejects(handle.result());
+  const desc = await handle.describe();
+  assert.equal(desc.status.name, 'CANCELLED');
+  const v = await dbs.catalogPool.query<{ version_id: string; status: string; finished_at: Date }>(
+    `SELECT version_id::text, status, finished_at FROM version WHERE catalog_name = 'p' ORDER BY version_id DESC LIMIT 1`,
+  );
+  assert.equal(v.rows[0].status, 'abandoned');
+  const late = await dbs.catalogPool.query<{ n: number }>(
+    `SELECT count(*)::int AS n FROM page WHERE version_id = $1 AND committed_at > (SELECT min(created_at) FROM event WHERE version_id = $1 AND kind = 'abandoned')`,
+    [v.rows[0].version_id],
+  );
+  await sleep(1_000);
+  assert.equal(late.rows[0].n, 0, 'no page committed after the abandon');
+  const still = await dbs.catalogPool.query<{ version_id: string }>(`SELECT version_id::text FROM active WHERE catalog_name = 'p'`);
+  assert.deepEqual(still.rows, active.rows, 'the active version is untouched');
+});
+
+test('a pause sent while the rebuild continues as new every few pages is carried into the next run', async () => {
+  const { handle } = await startRebuild(client.client, { catalog: 'can', source: 'director', pageSize: 200, concurrency: 2, maxPagesPerRun: 3 }, { taskQueue: env.CATALOG_REBUILD_TASK_QUEUE });
+  while ((await getProgress(handle)).pagesDone < 4) await sleep(20);
+  await pause(handle);
+  let p = await getProgress(handle);
+  for (let i = 0; i < 100 && !(p.paused && p.inFlight === 0); i++) {
+    await sleep(50);
+    p = await getProgress(handle);
+  }
+  assert.equal(p.paused, true);
+  const runAtPause = p.run;
+  const held = await ledger('can');
+  await sleep(2_000);
+  const again = await getProgress(handle);
+  assert.equal(again.paused, true, 'the paused state survives continue-as-new');
+  assert.equal((await ledger('can')).n, held.n, 'no page committed while paused');
+  assert.ok(again.run >= runAtPause);
+  await resume(handle);
+  const r = await waitForResult(handle);
+  assert.equal(r.published, true);
+  assert.ok(r.runs >= 5, `continued as new (${r.runs} runs)`);
+  assert.equal((await ledger('can')).n, 40);
+});
