@@ -2,7 +2,7 @@
  * Activities of catalog-rebuild, built by `createActivities(deps)` from the worker's
  * dependencies (catalog pool, named sources, Temporal client). Workflows import only the type.
  */
-import { activityInfo, ApplicationFailure, log } from '@temporalio/activity';
+import { activityInfo, ApplicationFailure, Context, log } from '@temporalio/activity';
 import type { Client } from '@temporalio/client';
 import { Pool, PoolClient } from 'pg';
 import format from 'pg-format';
@@ -365,7 +365,28 @@ export function createActivities(deps: ActivityDeps) {
             }
 
             stage = 'writing';
+            // Cancellation (worker shutdown past its grace time, a cancelled rebuild) gives the page up:
+            // the statement in flight is cancelled, the transaction rolls back, another attempt retries.
+            const signal = Context.current().cancellationSignal;
+            if (signal.aborted) throw ApplicationFailure.retryable(`page ${input.pageNo} given up before writing: activity cancelled`, 'PAGE_CANCELLED');
             const result = await withTransaction(pool, async (c) => {
+              let live = true;
+              const backendPid = (c as unknown as { processID?: number }).processID;
+              const onAbort = () => {
+                if (live && backendPid) pool.query('SELECT pg_cancel_backend($1)', [backendPid]).catch(() => undefined);
+              };
+              signal.addEventListener('abort', onAbort, { once: true });
+              try {
+                return await writePage(c);
+              } catch (err) {
+                if (signal.aborted) throw ApplicationFailure.retryable(`page ${input.pageNo} given up while writing: activity cancelled (${(err as Error).message})`, 'PAGE_CANCELLED');
+                throw err;
+              } finally {
+                live = false;
+                signal.removeEventListener('abort', onAbort);
+              }
+            });
+            async function writePage(c: PoolClient): Promise<CopyPageResult | null> {
               const claimed = await c.query(
                 `INSERT INTO page (version_id, page_no, first_key, last_key, attempt, worker_identity)
                  VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING`,
@@ -389,7 +410,7 @@ export function createActivities(deps: ActivityDeps) {
                 [input.versionId, input.pageNo, sum.rows, sum.checksum],
               );
               return { pageNo: input.pageNo, rows: sum.rows, rejects: 0, checksum: sum.checksum, attempt, activityAttempt: attempt, alreadyCommitted: false, durationMs: 0, previousFailure };
-            });
+            }
             if (!result) {
               const other = await recorded();
               if (!other) throw ApplicationFailure.retryable(`page ${input.pageNo}: ledger row held by an attempt that did not commit`, 'PAGE_CONFLICT');

@@ -230,7 +230,6 @@ test('SIGTERM with a page longer than the shutdown grace time: nothing lost or d
   // design.md / issue 8: "in-flight pages finish within the shutdown grace time or are retried elsewhere".
   await t.test(
     'the page still running at the grace time is given up and retried on the other worker; the worker exits soon after the grace time',
-    { todo: 'copyPage ignores activity cancellation: a statement in flight (pg_sleep here) keeps the page, and the worker, going past the grace time' },
     () => {
       assert.ok(exitMs < graceMs + 4_000, `worker exited ${exitMs} ms after SIGTERM (grace ${graceMs} ms)`);
       assert.equal(committedBy, String(other.pid), 'page 3 committed by the other worker');
