@@ -11,6 +11,7 @@ import { Config, getSource, loadConfig, taskQueue as defaultTaskQueue } from '..
 import { createPool, migrate } from '../lib/db';
 import { ConfigError } from '../lib/errors';
 import { SourceRegistry } from '../lib/sources/bareos';
+import { startHealthServer } from './health';
 import { REQUIRED_SEARCH_ATTRIBUTES } from '../workflows/search-attributes';
 import { installMetricsRuntime, runtimePageMetrics } from './metrics';
 
@@ -93,12 +94,16 @@ export async function createWorker(env: NodeJS.ProcessEnv = process.env, opts: {
       maxConcurrentActivityTaskExecutions: Number(env.CATALOG_REBUILD_MAX_ACTIVITIES || 8),
       shutdownGraceTime: Number(env.CATALOG_REBUILD_SHUTDOWN_GRACE_MS || 20_000),
     });
+    const healthAddress = env.CATALOG_REBUILD_HEALTH_ADDRESS;
+    const closeHealth = healthAddress ? await startHealthServer(healthAddress, worker, pool) : async () => undefined;
+    if (healthAddress) console.log(`catalog-rebuild worker ${process.pid} serves its health check on http://${healthAddress}/healthz`);
     return {
       worker,
       async run() {
         try {
           await worker.run();
         } finally {
+          await closeHealth().catch(() => undefined);
           await connection.close().catch(() => undefined);
           await clientConnection.close().catch(() => undefined);
           await cleanup();
