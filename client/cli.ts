@@ -151,6 +151,7 @@ export function buildCli(out: (s: string) => void = (s) => console.log(s), err: 
     .option('--page-size <n>', `jobs per page (${LIMITS.pageSize.min}..${LIMITS.pageSize.max})`, intOption('--page-size', LIMITS.pageSize.min, LIMITS.pageSize.max), LIMITS.pageSize.default)
     .option('--concurrency <n>', `pages in flight (${LIMITS.concurrency.min}..${LIMITS.concurrency.max})`, intOption('--concurrency', LIMITS.concurrency.min, LIMITS.concurrency.max), LIMITS.concurrency.default)
     .option('--allow-shrink', 'publish even if buckets shrank beyond the shrink guard', false)
+    .option('--retention <n>', 'retired versions kept with their rows after the publish', intOption('--retention', 0, 100), 1)
     .addOption(new Option('--max-pages-per-run <n>', 'pages per run before continue-as-new').argParser(intOption('--max-pages-per-run', 1, 5000)).hideHelp())
     .addOption(new Option('--heartbeat-timeout-ms <n>', 'page heartbeat timeout (ms)').argParser(intOption('--heartbeat-timeout-ms', 1000, 600000)).hideHelp())
     .option('--wait', 'wait for the rebuild to end; exit 1 unless published', false)
@@ -162,6 +163,7 @@ export function buildCli(out: (s: string) => void = (s) => console.log(s), err: 
           pageSize: o.pageSize,
           concurrency: o.concurrency,
           allowShrink: o.allowShrink,
+          retention: o.retention,
           maxPagesPerRun: o.maxPagesPerRun,
           heartbeatTimeoutMs: o.heartbeatTimeoutMs,
         });
