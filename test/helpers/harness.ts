@@ -15,6 +15,7 @@ import { DevServer, freePort, startDevServer } from '../../lib/env/dev-server';
 import { createDatabase, dropDatabase, resolveAdminUrl } from '../../lib/env/postgres';
 import { projectRoot } from '../../lib/paths';
 import { createPool } from '../../lib/db';
+import { compareCatalogToSource as compareInSql } from '../../lib/verify';
 
 /** A private Temporal dev server for one test file. */
 export async function privateTemporal(opts: { dbFile?: string; port?: number } = {}): Promise<DevServer & { dir: string; dbFile: string; port: number; cli: string }> {
@@ -157,30 +158,9 @@ export async function temporalClient(address: string): Promise<{ client: Client;
 /** A unique task queue name for one test. */
 export const uniqueQueue = (tag: string): string => `catalog-rebuild-test-${tag}-${randomBytes(3).toString('hex')}`;
 
-/** Every field of the published catalog vs the source, as text, in key order; returns md5 of both. */
+/** Every field of the published catalog vs the source, as text, in key order; returns md5 of both (row counts when they differ). */
 export async function compareCatalogToSource(catalogPool: Pool, sourcePool: Pool, catalog: string, timezone = 'UTC'): Promise<{ catalog: string; source: string; rows: number }> {
-  const fmt = `'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'`;
-  const cat = await catalogPool.query<{ md5: string; n: number }>(
-    `SELECT md5(string_agg(concat_ws('|', job_id, job, job_name, client, type, level, status,
-        to_char(sched_time AT TIME ZONE 'UTC', ${fmt}), to_char(start_time AT TIME ZONE 'UTC', ${fmt}),
-        to_char(end_time AT TIME ZONE 'UTC', ${fmt}), to_char(real_end_time AT TIME ZONE 'UTC', ${fmt}),
-        files::text, bytes::text, read_bytes::text, job_errors::text, pool, fileset, prior_job_id,
-        job_tdate::text, vol_session_id::text, vol_session_time::text, comment, bucket::text), E'\\n' ORDER BY job_id::bigint)) AS md5,
-        count(*)::int AS n
-     FROM active_jobs WHERE catalog_name = $1`,
-    [catalog],
-  );
-  const src = await sourcePool.query<{ md5: string; n: number }>(
-    `SELECT md5(string_agg(concat_ws('|', j.jobid::text, j.job, j.name, c.name, j.type::text, NULLIF(j.level::text, ''), j.jobstatus::text,
-        to_char((j.schedtime AT TIME ZONE $1) AT TIME ZONE 'UTC', ${fmt}), to_char((j.starttime AT TIME ZONE $1) AT TIME ZONE 'UTC', ${fmt}),
-        to_char((j.endtime AT TIME ZONE $1) AT TIME ZONE 'UTC', ${fmt}), to_char((j.realendtime AT TIME ZONE $1) AT TIME ZONE 'UTC', ${fmt}),
-        j.jobfiles::text, j.jobbytes::text, j.readbytes::text, j.joberrors::text, p.name, f.fileset, NULLIF(j.priorjobid, 0)::text,
-        j.jobtdate::text, j.volsessionid::text, j.volsessiontime::text, j.comment, j.starttime::date::text), E'\\n' ORDER BY j.jobid)) AS md5,
-        count(*)::int AS n
-     FROM job j LEFT JOIN client c ON c.clientid = j.clientid LEFT JOIN pool p ON p.poolid = j.poolid
-     LEFT JOIN fileset f ON f.filesetid = j.filesetid`,
-    [timezone],
-  );
-  if (cat.rows[0].n !== src.rows[0].n) return { catalog: `${cat.rows[0].n} rows`, source: `${src.rows[0].n} rows`, rows: src.rows[0].n };
-  return { catalog: cat.rows[0].md5, source: src.rows[0].md5, rows: src.rows[0].n };
+  const r = await compareInSql(catalogPool, sourcePool, catalog, timezone);
+  if (r.catalogRows !== r.sourceRows) return { catalog: `${r.catalogRows} rows`, source: `${r.sourceRows} rows`, rows: r.sourceRows };
+  return { catalog: r.catalog, source: r.source, rows: r.sourceRows };
 }
