@@ -16,11 +16,13 @@ import {
   rangeChecksum,
   recordEvent,
   upsertRows,
+  writeRejects,
 } from '../lib/catalog';
 import { withTransaction } from '../lib/db';
 import { CatalogRebuildError, isTransientDbError, NotPublishableError, VersionFencedError } from '../lib/errors';
-import { SourceRegistry } from '../lib/sources/bareos';
-import { BucketStat, SourceRow } from '../lib/sources/types';
+import { SourceRegistry } from '../lib/sources';
+import { BucketStat, JOB_COLUMNS, SourceRow } from '../lib/sources/types';
+import { KNOWN_CODES, RejectRecord, validateRows, ValidatedRows } from '../lib/validate';
 import type {
   CopyPageInput,
   CopyPageResult,
@@ -193,6 +195,8 @@ export function createActivities(deps: ActivityDeps) {
         }
       }
       client.release();
+      await pool.query(`DELETE FROM staged_record WHERE version_id = $1`, [id]);
+      await pool.query(`DELETE FROM reject WHERE version_id = $1`, [id]);
       await recordEvent(pool, { catalog, versionId: id, kind: 'dropped', message: `version ${id} rows dropped (was ${claim.from})`, details: { was: claim.from, buildId: deps.buildId } });
       dropped.push(id);
     }
@@ -218,7 +222,10 @@ export function createActivities(deps: ActivityDeps) {
       workflowId: string;
       firstRunId: string;
     }): Promise<PlanResult> {
-      return guard(async () => {
+      // Heartbeats from a timer: reading a listing command or a large source's page boundaries can
+      // take longer than the heartbeat timeout.
+      let stage = 'planning';
+      return withHeartbeat(() => ({ stage }), () => guard(async () => {
         const findExisting = async (): Promise<PlanResult | null> => {
         const existing = await pool.query<{
           version_id: string;
@@ -245,9 +252,11 @@ export function createActivities(deps: ActivityDeps) {
         };
         const found = await findExisting();
         if (found) return found;
-        const source = sources.get(input.source);
-        const [wm, timezone] = await Promise.all([source.watermark(), source.timezone()]);
-        const firstKeys = wm.maxKey ? await source.pageFirstKeys(wm.maxKey, input.pageSize) : [];
+        stage = 'reading the source';
+        const prepared = await sources.prepare(input.source);
+        stage = 'storing the plan';
+        const { watermark: wm, timezone } = prepared;
+        const firstKeys = wm.maxKey ? await prepared.pageFirstKeys(wm.maxKey, input.pageSize) : [];
         const lastKeys = firstKeys.map((_, i) => (i + 1 < firstKeys.length ? (BigInt(firstKeys[i + 1]) - 1n).toString() : wm.maxKey!));
         const result = await withTransaction(pool, async (c) => {
           await c.query(PUBLISH_LOCK_SQL, [input.catalog]);
@@ -273,6 +282,10 @@ export function createActivities(deps: ActivityDeps) {
             [input.catalog, input.source, input.workflowId, input.firstRunId, input.pageSize, firstKeys.length, wm.rows, wm.maxKey, wm.time, timezone],
           );
           const versionId = ins.rows[0].version_id;
+          if (prepared.stage) {
+            await prepared.stage(c, versionId);
+            await c.query(`UPDATE version SET source_snapshot = $2, source_duplicates = $3 WHERE version_id = $1`, [versionId, prepared.snapshot, prepared.duplicates]);
+          }
           const table = await createVersionPartition(c, versionId);
           await c.query(format('UPDATE version SET partition_table = %L WHERE version_id = $1', table), [versionId]);
           if (firstKeys.length) {
@@ -286,8 +299,18 @@ export function createActivities(deps: ActivityDeps) {
             catalog: input.catalog,
             versionId,
             kind: 'planned',
-            message: `planned version ${versionId}: ${firstKeys.length} pages of ${input.pageSize} jobs, watermark job ${wm.maxKey ?? 'none'} at ${wm.time}`,
-            details: { pagesTotal: firstKeys.length, pageSize: input.pageSize, watermarkKey: wm.maxKey, watermarkTime: wm.time, sourceRows: wm.rows, buildId: deps.buildId },
+            message: `planned version ${versionId}: ${firstKeys.length} pages of ${input.pageSize} jobs, watermark ${
+              prepared.snapshot ? `listing sha256 ${prepared.snapshot} (${wm.rows} records staged${prepared.duplicates ? `, ${prepared.duplicates} repeated ids dropped, the last listed kept` : ''})` : `job ${wm.maxKey ?? 'none'}`
+            } at ${wm.time}`,
+            details: {
+              pagesTotal: firstKeys.length,
+              pageSize: input.pageSize,
+              watermarkKey: wm.maxKey,
+              watermarkTime: wm.time,
+              sourceRows: wm.rows,
+              ...(prepared.snapshot ? { snapshotSha256: prepared.snapshot, duplicateRecords: prepared.duplicates } : {}),
+              buildId: deps.buildId,
+            },
           });
           return { versionId, pagesTotal: firstKeys.length, sourceRows: wm.rows, watermark: { jobKey: wm.maxKey, time: wm.time }, timezone };
         });
@@ -304,7 +327,7 @@ export function createActivities(deps: ActivityDeps) {
         );
         await dropVersions(input.catalog, dead.rows.map((r) => r.version_id));
         return result;
-      });
+      }));
     },
 
     /**
@@ -333,13 +356,13 @@ export function createActivities(deps: ActivityDeps) {
             if (!plan.rowCount) throw new NotPublishableError(`page ${input.pageNo} of version ${input.versionId} is not in the plan`);
             const { first_key: firstKey, last_key: lastKey } = plan.rows[0];
             const recorded = async (): Promise<CopyPageResult | null> => {
-              const r = await pool.query<{ rows: number; rejects: number; checksum: string; attempt: number }>(
-                `SELECT rows, rejects, checksum, attempt FROM page WHERE version_id = $1 AND page_no = $2 AND committed_at IS NOT NULL`,
+              const r = await pool.query<{ rows: number; rejects: number; warnings: number; duplicates: number; checksum: string; attempt: number }>(
+                `SELECT rows, rejects, warnings, duplicates, checksum, attempt FROM page WHERE version_id = $1 AND page_no = $2 AND committed_at IS NOT NULL`,
                 [input.versionId, input.pageNo],
               );
               if (!r.rowCount) return null;
               const p = r.rows[0];
-              return { pageNo: input.pageNo, rows: p.rows, rejects: p.rejects, checksum: p.checksum, attempt: p.attempt, activityAttempt: attempt, alreadyCommitted: true, durationMs: Date.now() - started, previousFailure: null };
+              return { pageNo: input.pageNo, rows: p.rows, rejects: p.rejects, warnings: p.warnings, duplicates: p.duplicates, checksum: p.checksum, attempt: p.attempt, activityAttempt: attempt, alreadyCommitted: true, durationMs: Date.now() - started, previousFailure: null };
             };
             await pool.query(
               `INSERT INTO page_attempt (version_id, page_no, attempt, worker_identity) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING`,
@@ -353,9 +376,11 @@ export function createActivities(deps: ActivityDeps) {
             if (plan.rows[0].status !== 'building') throw new VersionFencedError(input.versionId, plan.rows[0].status);
 
             stage = 'reading';
-            const rows = await sources.get(input.source).readRange(firstKey, lastKey);
+            const rows = await sources.get(input.source, input.versionId).readRange(firstKey, lastKey);
             rowsRead = rows.length;
-            const unique = dedupeByJobId(rows);
+            // Malformed records are quarantined (never fail the page); repeated ids keep the last row read.
+            const checked = validateRows(rows);
+            const unique = checked.valid;
 
             const hold = deps.faults?.holdAfterRead;
             if (hold && hold.pageNo === input.pageNo && hold.attempt === attempt) {
@@ -403,13 +428,45 @@ export function createActivities(deps: ActivityDeps) {
               // upsert should any exist); a retry upserts, writing nothing for identical rows.
               if (attempt === 1) await copyOrUpsertRows(c, input.versionId, input.pageNo, unique);
               else await upsertRows(c, input.versionId, input.pageNo, unique);
+              const rejects = checked.rejects.length;
+              if (rejects) {
+                await writeRejects(c, input.versionId, input.pageNo, checked.rejects);
+                await recordEvent(c, {
+                  catalog: input.catalog,
+                  versionId: input.versionId,
+                  kind: 'rejected',
+                  message: `page ${input.pageNo}: ${rejects} source records quarantined: ${describeRejects(checked.rejects)}`,
+                  details: { pageNo: input.pageNo, rejects, first: checked.rejects.slice(0, 5).map((r) => ({ jobKey: r.jobKey, jobId: r.jobId, reason: r.reason })), buildId: deps.buildId },
+                });
+              }
+              if (checked.duplicates) {
+                await recordEvent(c, {
+                  catalog: input.catalog,
+                  versionId: input.versionId,
+                  kind: 'duplicates',
+                  message: `page ${input.pageNo}: ${checked.duplicates} rows repeated a job id of the page; the last row read was kept`,
+                  details: { pageNo: input.pageNo, duplicates: checked.duplicates, buildId: deps.buildId },
+                });
+              }
               const sum = await rangeChecksum(c, input.versionId, firstKey, lastKey);
               await c.query(
-                `UPDATE page SET rows = $3, rejects = 0, checksum = $4, committed_at = clock_timestamp()
+                `UPDATE page SET rows = $3, rejects = $5, warnings = $6, duplicates = $7, checksum = $4, committed_at = clock_timestamp()
                  WHERE version_id = $1 AND page_no = $2`,
-                [input.versionId, input.pageNo, sum.rows, sum.checksum],
+                [input.versionId, input.pageNo, sum.rows, sum.checksum, rejects, checked.warnings, checked.duplicates],
               );
-              return { pageNo: input.pageNo, rows: sum.rows, rejects: 0, checksum: sum.checksum, attempt, activityAttempt: attempt, alreadyCommitted: false, durationMs: 0, previousFailure };
+              return {
+                pageNo: input.pageNo,
+                rows: sum.rows,
+                rejects,
+                warnings: checked.warnings,
+                duplicates: checked.duplicates,
+                checksum: sum.checksum,
+                attempt,
+                activityAttempt: attempt,
+                alreadyCommitted: false,
+                durationMs: 0,
+                previousFailure,
+              };
             }
             if (!result) {
               const other = await recorded();
@@ -498,10 +555,12 @@ export function createActivities(deps: ActivityDeps) {
         () =>
           guard(async () => {
             const v = await loadVersion(input.versionId);
-            const source = sources.get(input.source);
+            const source = sources.get(input.source, input.versionId);
             const table = partitionName(input.versionId);
             const maxKey = v.watermark_key;
             const cat = await catalogBucketStats(pool, input.versionId);
+            const quarantine = await pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM reject WHERE version_id = $1`, [input.versionId]);
+            const rejects = quarantine.rows[0].n;
             let src: BucketStat[];
             let delta: number;
             try {
@@ -566,7 +625,7 @@ export function createActivities(deps: ActivityDeps) {
                 const c = byId.get(s.job_id!);
                 if (!c) continue;
                 seen.add(s.job_id!);
-                const fields = (Object.keys(s) as (keyof SourceRow)[]).filter((f) => s[f] !== c[f]);
+                const fields = JOB_COLUMNS.filter((f) => (s[f] ?? null) !== (c[f] ?? null));
                 if (fields.length) {
                   sampleMismatches++;
                   if (sampleDiffs.length < 20) sampleDiffs.push({ jobId: s.job_id, fields });
@@ -585,21 +644,68 @@ export function createActivities(deps: ActivityDeps) {
             }
             mismatched.sort((a, b) => a.bucket.localeCompare(b.bucket));
             const sourceRows = src.reduce((n, s) => n + s.count, 0);
-            const catalogRows = cat.reduce((n, s) => n + s.count, 0);
+            // Bucket statistics of the catalog include its quarantined records: source = catalog + rejects.
+            const catalogRows = cat.reduce((n, s) => n + s.count, 0) - rejects;
+            const [dst, codes, dups] = await Promise.all([
+              maxKey
+                ? readSource(`source ${input.source}`, () => source.dstReport(maxKey)).catch((err: unknown) => {
+                    // A report only: it never blocks the publish, but says why it is missing.
+                    log.warn('could not count DST-affected start times', { source: input.source, error: (err as Error).message });
+                    return { error: (err as Error).message };
+                  })
+                : Promise.resolve(null),
+              pool.query<{ field: string; code: string; jobs: number }>(
+                format(
+                  `SELECT f.field, f.code, count(*)::int AS jobs FROM %I t
+                   CROSS JOIN LATERAL (VALUES ('type', t.type), ('level', t.level), ('status', t.status)) AS f(field, code)
+                   WHERE f.code IS NOT NULL AND NOT (f.code = ANY (CASE f.field WHEN 'type' THEN $1::text[] WHEN 'level' THEN $2::text[] ELSE $3::text[] END))
+                   GROUP BY 1, 2 ORDER BY 1, 2`,
+                  table,
+                ),
+                [[...KNOWN_CODES.type], [...KNOWN_CODES.level], [...KNOWN_CODES.status]],
+              ),
+              pool.query<{ n: number }>(
+                `SELECT (SELECT source_duplicates FROM version WHERE version_id = $1) + coalesce((SELECT sum(duplicates)::int FROM page WHERE version_id = $1), 0) AS n`,
+                [input.versionId],
+              ),
+            ]);
+            const unknownCodes = codes.rows;
+            const warnings = unknownCodes.reduce((n, c) => n + c.jobs, 0);
             const summary: ReconcileSummary = {
               round: input.round,
               ok: mismatched.length === 0 && sampleMismatches === 0,
               buckets: srcMap.size,
               sourceRows,
               catalogRows,
-              rejects: 0,
+              rejects,
               mismatched: mismatched.map((m) => m.bucket),
               delta,
               duplicateJobNames: Number(dup.rows[0].n),
               sampleMismatches,
               sampled: sample.rowCount ?? 0,
             };
-            const report = { ...summary, mismatchedBuckets: mismatched.slice(0, 1000), sampleDiffs, watermarkKey: maxKey };
+            const maxRejects = sources.config(input.source).maxRejects ?? 0;
+            const rejectSample = rejects
+              ? (await pool.query<{ job_key: string; job_id: string | null; reason: string }>(
+                  `SELECT job_key::text, job_id, reason FROM reject WHERE version_id = $1 ORDER BY job_key LIMIT 20`,
+                  [input.versionId],
+                )).rows
+              : [];
+            const overThreshold = summary.ok && rejects > maxRejects;
+            if (overThreshold) summary.ok = false;
+            const report = {
+              ...summary,
+              mismatchedBuckets: mismatched.slice(0, 1000),
+              sampleDiffs,
+              watermarkKey: maxKey,
+              sourceEqualsCatalogPlusRejects: sourceRows === catalogRows + rejects,
+              maxRejects,
+              rejectSample,
+              warnings,
+              unknownCodes,
+              duplicateRecords: dups.rows[0].n,
+              ...(dst ? { dst } : {}),
+            };
             await pool.query(
               `INSERT INTO reconciliation (version_id, round, ok, report) VALUES ($1, $2, $3, $4)
                ON CONFLICT (version_id, round) DO UPDATE SET ok = EXCLUDED.ok, report = EXCLUDED.report, created_at = now()`,
@@ -610,10 +716,28 @@ export function createActivities(deps: ActivityDeps) {
               versionId: input.versionId,
               kind: 'reconciled',
               message: summary.ok
-                ? `round ${input.round}: ${summary.buckets} buckets match (${sourceRows} jobs; delta ${delta} jobs after the watermark)`
-                : `round ${input.round}: ${mismatched.length} buckets differ (${summary.mismatched.slice(0, 10).join(', ')}${mismatched.length > 10 ? ', …' : ''}), ${sampleMismatches} sampled jobs differ`,
+                ? `round ${input.round}: ${summary.buckets} buckets match (${sourceRows} jobs = ${catalogRows} in the catalog + ${rejects} quarantined; delta ${delta} jobs after the watermark)${warningsNote()}`
+                : overThreshold
+                  ? `round ${input.round}: ${summary.buckets} buckets match, but ${rejects} source records are quarantined (threshold ${maxRejects})${warningsNote()}`
+                  : `round ${input.round}: ${mismatched.length} buckets differ (${summary.mismatched.slice(0, 10).join(', ')}${mismatched.length > 10 ? ', …' : ''}), ${sampleMismatches} sampled jobs differ`,
               details: report,
             });
+            function warningsNote(): string {
+              const parts: string[] = [];
+              if (warnings) parts.push(`${warnings} jobs with unknown codes kept verbatim (${unknownCodes.slice(0, 5).map((c) => `${c.field} ${JSON.stringify(c.code)} × ${c.jobs}`).join(', ')})`);
+              if (dst && 'error' in dst) parts.push(`DST counts unavailable: ${dst.error}`);
+              else if (dst && (dst.nonexistent || dst.ambiguous)) parts.push(`${dst.nonexistent} nonexistent and ${dst.ambiguous} ambiguous start times at DST changes in ${dst.zone}`);
+              if (dups.rows[0].n) parts.push(`${dups.rows[0].n} repeated job ids dropped`);
+              return parts.length ? `; warnings: ${parts.join('; ')}` : '';
+            }
+            if (overThreshold) {
+              const reasons = rejectSample.slice(0, 3).map((r) => `record ${r.job_key}${r.job_id ? ` (${r.job_id.slice(0, 16)})` : ''}: ${r.reason}`).join('; ');
+              throw new NotPublishableError(
+                `${rejects} source records of ${input.source} are quarantined, more than the threshold of ${maxRejects}: ${reasons}${rejects > 3 ? '; …' : ''}. ` +
+                  `Version ${input.versionId} is not published. The reject table holds every reason and raw record ` +
+                  `(SELECT * FROM reject WHERE version_id = ${input.versionId}); fix the source, or raise maxRejects of source ${input.source} to publish with them.`,
+              );
+            }
             return summary;
           }),
       );
@@ -631,17 +755,17 @@ export function createActivities(deps: ActivityDeps) {
           guard(async () => {
             const v = await loadVersion(input.versionId);
             if (!v.watermark_key) return { bucket: input.bucket, upserted: 0, deleted: 0, ok: true };
-            const source = sources.get(input.source);
+            const source = sources.get(input.source, input.versionId);
             const table = partitionName(input.versionId);
             const maxKey = v.watermark_key;
             const what = `bucket ${input.bucket ?? 'none'} of source ${input.source}`;
-            let rows: SourceRow[];
+            let read: ValidatedRows;
             let stillThere: Set<string>;
-            let movedRows: SourceRow[];
+            let moved: ValidatedRows;
             let strays: { job_id: string; job_key: string }[];
             try {
-              rows = await readSource(what, () => source.readBucket(input.bucket, maxKey));
-              const ids = new Set(rows.map((r) => r.job_id!));
+              read = validateRows(await readSource(what, () => source.readBucket(input.bucket, maxKey)));
+              const ids = new Set(read.valid.map((r) => r.job_id!));
               const inCatalog = await pool.query<{ job_id: string; job_key: string }>(
                 format(`SELECT job_id, job_key::text FROM %I WHERE bucket IS NOT DISTINCT FROM $1::date`, table),
                 [input.bucket],
@@ -650,7 +774,7 @@ export function createActivities(deps: ActivityDeps) {
               const strayKeys = strays.map((r) => r.job_key);
               stillThere = await readSource(what, () => source.existingJobIds(strayKeys, maxKey));
               const movedKeys = strays.filter((r) => stillThere.has(r.job_key)).map((r) => r.job_key);
-              movedRows = movedKeys.length ? await readSource(what, () => source.readKeys(movedKeys)) : [];
+              moved = validateRows(movedKeys.length ? await readSource(what, () => source.readKeys(movedKeys)) : []);
             } catch (err) {
               if (err instanceof SourceUnreadable) {
                 // An unreadable bucket is never repaired as if empty: the rebuild fails naming it.
@@ -660,29 +784,45 @@ export function createActivities(deps: ActivityDeps) {
               }
               throw err;
             }
-            const moved = strays.filter((r) => stillThere.has(r.job_key));
             const gone = strays.filter((r) => !stillThere.has(r.job_key));
+            // Records that are quarantined now lose their catalog row; quarantined records of the bucket
+            // that are valid now (or gone) leave the reject table.
+            const rejected = [...read.rejects, ...moved.rejects];
+            const rejectedKeys = rejected.map((r) => r.jobKey);
             const { upserted, deleted } = await withTransaction(pool, async (c) => {
               const s = await c.query<{ status: string }>(`SELECT status FROM version WHERE version_id = $1 FOR SHARE`, [input.versionId]);
               const status = s.rows[0]?.status ?? 'missing';
               if (status !== 'building' && status !== 'verifying') throw new VersionFencedError(input.versionId, status);
-              const n = await upsertRows(c, input.versionId, 0, dedupeByJobId([...rows, ...movedRows]));
+              const n = await upsertRows(c, input.versionId, 0, dedupeByJobId([...read.valid, ...moved.valid]));
               const d = gone.length
                 ? await c.query(format('DELETE FROM %I WHERE job_id = ANY($1::text[])', table), [gone.map((r) => r.job_id)])
                 : { rowCount: 0 };
-              return { upserted: n, deleted: d.rowCount ?? 0 };
+              const q = rejectedKeys.length
+                ? await c.query(format('DELETE FROM %I WHERE job_key = ANY($1::bigint[])', table), [rejectedKeys])
+                : { rowCount: 0 };
+              await c.query(
+                `DELETE FROM reject WHERE version_id = $1 AND bucket IS NOT DISTINCT FROM $2::date AND NOT (job_key = ANY($3::bigint[]))`,
+                [input.versionId, input.bucket, rejectedKeys],
+              );
+              await writeRejects(c, input.versionId, 0, rejected);
+              return { upserted: n, deleted: (d.rowCount ?? 0) + (q.rowCount ?? 0) };
             });
             const after = await pool.query<{ n: string }>(
-              format(`SELECT count(*)::text AS n FROM %I WHERE bucket IS NOT DISTINCT FROM $1::date`, table),
+              format(
+                `SELECT ((SELECT count(*) FROM %I WHERE bucket IS NOT DISTINCT FROM $1::date)
+                       + (SELECT count(*) FROM reject WHERE version_id = %s AND bucket IS NOT DISTINCT FROM $1::date))::text AS n`,
+                table,
+                input.versionId,
+              ),
               [input.bucket],
             );
-            const ok = Number(after.rows[0].n) === rows.length;
+            const ok = Number(after.rows[0].n) === read.valid.length + read.rejects.length;
             await recordEvent(pool, {
               catalog: input.catalog,
               versionId: input.versionId,
               kind: 'repaired',
-              message: `bucket ${input.bucket ?? 'none'}: ${upserted} rows upserted, ${deleted} deleted, ${moved.length} moved; ${ok ? 'verified' : 'still differs'}`,
-              details: { bucket: input.bucket, upserted, deleted, moved: moved.length, ok, buildId: deps.buildId },
+              message: `bucket ${input.bucket ?? 'none'}: ${upserted} rows upserted, ${deleted} deleted, ${moved.valid.length + moved.rejects.length} moved, ${rejected.length} quarantined; ${ok ? 'verified' : 'still differs'}`,
+              details: { bucket: input.bucket, upserted, deleted, moved: moved.valid.length + moved.rejects.length, rejects: rejected.length, ok, buildId: deps.buildId },
             });
             return { bucket: input.bucket, upserted, deleted, ok };
           }),
@@ -808,6 +948,12 @@ export function createActivities(deps: ActivityDeps) {
           [input.catalog, input.retention],
         );
         const leftovers = await pool.query<{ version_id: string }>(LEFTOVER_TABLES_SQL, [input.catalog]);
+        // Staged listings are only read while a version is built and verified.
+        await pool.query(
+          `DELETE FROM staged_record s USING version v
+           WHERE s.version_id = v.version_id AND v.catalog_name = $1 AND v.status IN ('active', 'retired', 'dropped')`,
+          [input.catalog],
+        );
         return dropVersions(input.catalog, [...old.rows, ...leftovers.rows].map((r) => r.version_id));
       });
     },
@@ -848,6 +994,16 @@ export function createActivities(deps: ActivityDeps) {
 
 /** The activity functions registered by the worker. */
 export type Activities = ReturnType<typeof createActivities>;
+
+/** The first quarantined records of a list, for messages: `key (id): reason`. */
+export function describeRejects(rejects: RejectRecord[], limit = 3): string {
+  return (
+    rejects
+      .slice(0, limit)
+      .map((r) => `record ${r.jobKey}${r.jobId ? ` (${r.jobId.length > 16 ? `${r.jobId.slice(0, 12)}…` : r.jobId})` : ''}: ${r.reason}`)
+      .join('; ') + (rejects.length > limit ? '; …' : '')
+  );
+}
 
 /**
  * De-duplicates rows by job id, keeping the LAST row read for an id (the source orders by key,

@@ -8,6 +8,7 @@ import format from 'pg-format';
 import { Pool, PoolClient } from 'pg';
 import { from as copyFrom } from 'pg-copy-streams';
 import { BucketStat, JOB_COLUMNS, SourceRow } from './sources/types';
+import type { RejectRecord } from './validate';
 
 type Queryable = Pool | PoolClient;
 
@@ -28,7 +29,7 @@ export const CATALOG_ROW_AS_TEXT = `
   t.files::text AS files, t.bytes::text AS bytes, t.read_bytes::text AS read_bytes,
   t.job_errors::text AS job_errors, t.pool, t.fileset, t.prior_job_id, t.job_tdate::text AS job_tdate,
   t.vol_session_id::text AS vol_session_id, t.vol_session_time::text AS vol_session_time,
-  t.comment, t.bucket::text AS bucket`;
+  t.comment, t.bucket::text AS bucket, t.extra::text AS extra`;
 
 /** The fingerprint input of one catalog row; equals the source's for an identical job. */
 export const CATALOG_FINGERPRINT_ROW = `t.job_id || '|' || coalesce(t.status, '\\N') || '|' || coalesce(${utcText(
@@ -69,6 +70,7 @@ const CASTS: Record<string, string> = {
   vol_session_id: 'bigint',
   vol_session_time: 'bigint',
   bucket: 'date',
+  extra: 'jsonb',
 };
 
 const UPDATABLE = JOB_COLUMNS.filter((c) => c !== 'job_id');
@@ -111,7 +113,7 @@ export async function upsertRows(db: Queryable, versionId: string, pageNo: numbe
 }
 
 /** A value in COPY text format (`\N` for NULL; backslash, newline, carriage return and tab escaped). */
-function copyValue(v: string | null): string {
+export function copyValue(v: string | null): string {
   if (v === null) return '\\N';
   return /[\\\n\r\t]/.test(v) ? v.replace(/[\\\n\r\t]/g, (c) => (c === '\\' ? '\\\\' : c === '\n' ? '\\n' : c === '\r' ? '\\r' : '\\t')) : v;
 }
@@ -189,17 +191,52 @@ export async function rangeChecksum(
   return rows[0];
 }
 
-/** Per-bucket counts and fingerprints of a version's rows (same definition as the source's). */
+/**
+ * Per-bucket counts and fingerprints of a version: its rows together with its quarantined records
+ * (`reject`, with the bucket and fingerprint input the source gave them), so that for every bucket
+ * source = catalog + rejects. Same definition as the sources'.
+ */
 export async function catalogBucketStats(db: Queryable, versionId: string): Promise<BucketStat[]> {
   const { rows } = await db.query<{ bucket: string | null; count: string; fingerprint: string }>(
     format(
-      `SELECT t.bucket::text AS bucket, count(*)::text AS count,
-              md5(string_agg(${CATALOG_FINGERPRINT_ROW}, E'\\n' ORDER BY t.job_key)) AS fingerprint
-       FROM %I t GROUP BY 1 ORDER BY 1 NULLS FIRST`,
+      `SELECT s.bucket::text AS bucket, count(*)::text AS count, md5(string_agg(s.fp, E'\\n' ORDER BY s.k)) AS fingerprint
+       FROM (SELECT t.bucket, t.job_key AS k, ${CATALOG_FINGERPRINT_ROW} AS fp FROM %I t
+             UNION ALL
+             SELECT r.bucket, r.job_key, r.fingerprint_row FROM reject r WHERE r.version_id = %s) s
+       GROUP BY 1 ORDER BY 1 NULLS FIRST`,
       partitionName(versionId),
+      versionId,
     ),
   );
   return rows.map((r) => ({ bucket: r.bucket, count: Number(r.count), fingerprint: r.fingerprint }));
+}
+
+/**
+ * Records quarantined records of a page (or a repaired bucket) in `reject`, one per (version,
+ * paging key): a later attempt or repair replaces the reason and raw record.
+ * @returns rejects written.
+ */
+export async function writeRejects(db: Queryable, versionId: string, pageNo: number, rejects: RejectRecord[]): Promise<number> {
+  if (!rejects.length) return 0;
+  const res = await db.query(
+    `INSERT INTO reject (version_id, page_no, job_key, job_id, bucket, fingerprint_row, reason, raw)
+     SELECT $1::bigint, $2::integer, u.k::bigint, u.id, u.b::date, u.fp, u.reason, u.raw
+     FROM unnest($3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[]) AS u(k, id, b, fp, reason, raw)
+     ON CONFLICT (version_id, job_key) DO UPDATE
+       SET page_no = EXCLUDED.page_no, job_id = EXCLUDED.job_id, bucket = EXCLUDED.bucket,
+           fingerprint_row = EXCLUDED.fingerprint_row, reason = EXCLUDED.reason, raw = EXCLUDED.raw, created_at = now()`,
+    [
+      versionId,
+      pageNo,
+      rejects.map((r) => r.jobKey),
+      rejects.map((r) => r.jobId),
+      rejects.map((r) => r.bucket),
+      rejects.map((r) => r.fingerprintRow),
+      rejects.map((r) => r.reason),
+      rejects.map((r) => r.raw),
+    ],
+  );
+  return res.rowCount ?? 0;
 }
 
 /** One entry of a catalog's event log. */

@@ -6,6 +6,25 @@ const postgresUrl = z
   .string()
   .refine((s) => /^postgres(ql)?:\/\//.test(s), { message: 'must be a postgres:// or postgresql:// URL' });
 
+/** An IANA time zone name that this Node.js knows (the same tz database names PostgreSQL uses). */
+const ianaZone = z
+  .string()
+  .min(1)
+  .refine(
+    (tz) => {
+      try {
+        new Intl.DateTimeFormat('en-US', { timeZone: tz });
+        return true;
+      } catch {
+        return false;
+      }
+    },
+    { message: 'must be an IANA time zone name such as Europe/Berlin or UTC' },
+  );
+
+/** Quarantined records a rebuild may have and still publish; default 0. */
+const maxRejects = z.number().int().min(0).optional();
+
 /** A Bareos or Bacula director catalog in PostgreSQL. */
 export const databaseSourceSchema = z
   .object({
@@ -13,24 +32,68 @@ export const databaseSourceSchema = z
     /** Connection URL of the director's catalog database (read-only use). */
     databaseUrl: postgresUrl,
     /** IANA zone of the director's naive timestamps; default: the source database's TimeZone setting. */
-    timezone: z.string().min(1).optional(),
+    timezone: ianaZone.optional(),
     /** Per-statement timeout on source sessions (ms), default 60,000. */
     statementTimeoutMs: z.number().int().positive().optional(),
+    /** Quarantined records allowed in a published rebuild (default 0). */
+    maxRejects,
   })
   .strict();
+
+/**
+ * A restic (`restic snapshots --json`) or borg (`borg list --json`) listing, read from a file
+ * (`path`) or from a command's standard output (`command`, an argv array run without a shell).
+ */
+export const fileSourceSchema = z
+  .object({
+    kind: z.enum(['restic-json', 'borg-json']),
+    /** Listing file. */
+    path: z.string().min(1).optional(),
+    /** Command printing the listing, as an argv array (no shell). */
+    command: z.array(z.string().min(1)).min(1).optional(),
+    /**
+     * Time limit of the command (ms), default 90,000, at most 100,000: the plan runs it inside an
+     * activity with a 2-minute start-to-close timeout. Slower listings: write them to a file first.
+     */
+    commandTimeoutMs: z.number().int().positive().max(100_000, { message: 'at most 100000 ms (the plan activity has 2 minutes); write slower listings to a file and use "path"' }).optional(),
+    /** IANA zone of naive times (borg 1.x) and of buckets; default UTC. */
+    timezone: ianaZone.optional(),
+    /** Client (host) name of the jobs, for listings that do not carry one (borg); default NULL. */
+    client: z.string().min(1).optional(),
+    /** Quarantined records allowed in a published rebuild (default 0). */
+    maxRejects,
+  })
+  .strict()
+  .refine((s) => (s.path === undefined) !== (s.command === undefined), {
+    message: 'a file source needs exactly one of "path" (a listing file) or "command" (an argv array printing the listing)',
+  });
+
+/** Any source: a director catalog database or a backup tool's JSON listing. */
+export const sourceSchema = z.discriminatedUnion('kind', [databaseSourceSchema, fileSourceSchema], {
+  error: () => 'kind must be one of "bareos", "bacula" (director catalog databases), "restic-json", "borg-json" (listings)',
+});
 
 /** The worker-side configuration file named by CATALOG_REBUILD_CONFIG. */
 export const configSchema = z
   .object({
     catalogDatabaseUrl: postgresUrl.optional(),
-    sources: z.record(z.string().regex(/^[A-Za-z0-9_.-]+$/, 'source names use letters, digits, _ . -'), databaseSourceSchema).default({}),
+    sources: z.record(z.string().regex(/^[A-Za-z0-9_.-]+$/, 'source names use letters, digits, _ . -'), sourceSchema).default({}),
   })
   .strict();
 
 /** Parsed configuration: the catalog database and the named sources (with their credentials). */
 export type Config = z.infer<typeof configSchema> & { catalogDatabaseUrl: string };
 /** One source's settings. */
-export type SourceConfig = z.infer<typeof databaseSourceSchema>;
+export type SourceConfig = z.infer<typeof sourceSchema>;
+/** A director catalog source's settings. */
+export type DatabaseSourceConfig = z.infer<typeof databaseSourceSchema>;
+/** A file or command source's settings. */
+export type FileSourceConfig = z.infer<typeof fileSourceSchema>;
+
+/** True for sources staged into the catalog database at plan time (restic, borg listings). */
+export function isFileSource(c: SourceConfig): c is FileSourceConfig {
+  return c.kind === 'restic-json' || c.kind === 'borg-json';
+}
 
 function formatIssues(err: z.ZodError, file: string): string {
   return err.issues

@@ -58,6 +58,17 @@ export class NotPublishableError extends CatalogRebuildError {
   }
 }
 
+/**
+ * Thrown when a source cannot be used as data: a listing that is not JSON or not of its kind's
+ * shape, a listing file that cannot be read, a listing command that fails. Retrying cannot help;
+ * the message names the source and the fix.
+ */
+export class SourceDataInvalidError extends CatalogRebuildError {
+  constructor(message: string) {
+    super('SOURCE_DATA_INVALID', message);
+  }
+}
+
 /** Error types the workflows never retry. */
 export const NON_RETRYABLE_TYPES = [
   'CONFIG_INVALID',

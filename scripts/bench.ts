@@ -45,7 +45,7 @@ import { copyOrUpsertRows, partitionName, rangeChecksum, upsertRows } from '../l
 import { createPool, migrate, withTransaction } from '../lib/db';
 import { createDatabase, dropDatabase } from '../lib/env/postgres';
 import { generateBareosSource } from '../lib/sources/bareos-generator';
-import { SourceRegistry } from '../lib/sources/bareos';
+import { SourceRegistry } from '../lib/sources';
 import { JOB_COLUMNS, SourceRow } from '../lib/sources/types';
 import type { CopyPageInput, CopyPageResult, PlanResult } from '../workflows/definitions';
 import { LIMITS } from '../workflows/definitions';
@@ -131,7 +131,7 @@ SELECT j.jobid::text AS job_key, j.jobid::text AS job_id, j.job, j.name AS job_n
        j.jobfiles::text AS files, j.jobbytes::text AS bytes, j.readbytes::text AS read_bytes, j.joberrors::text AS job_errors,
        p.name AS pool, f.fileset AS fileset, NULLIF(j.priorjobid, 0)::text AS prior_job_id, j.jobtdate::text AS job_tdate,
        j.volsessionid::text AS vol_session_id, j.volsessiontime::text AS vol_session_time, j.comment AS comment,
-       j.starttime::date::text AS bucket
+       j.starttime::date::text AS bucket, NULL::text AS extra
 FROM job j
 LEFT JOIN client c ON c.clientid = j.clientid
 LEFT JOIN pool p ON p.poolid = j.poolid
@@ -607,7 +607,7 @@ async function main(): Promise<void> {
              SELECT 1, 0, j.jobid, j.jobid::text, j.job, j.name, c.name, NULLIF(j.type::text, ''), NULLIF(j.level::text, ''), NULLIF(j.jobstatus::text, ''),
                     j.schedtime AT TIME ZONE %L, j.starttime AT TIME ZONE %L, j.endtime AT TIME ZONE %L, j.realendtime AT TIME ZONE %L,
                     j.jobfiles, j.jobbytes, j.readbytes, j.joberrors, p.name, f.fileset, NULLIF(j.priorjobid, 0)::text, j.jobtdate,
-                    j.volsessionid, j.volsessiontime, j.comment, j.starttime::date
+                    j.volsessionid, j.volsessiontime, j.comment, j.starttime::date, NULL::jsonb
              FROM bench_src.job j
              LEFT JOIN bench_src.client c ON c.clientid = j.clientid
              LEFT JOIN bench_src.pool p ON p.poolid = j.poolid

@@ -147,6 +147,16 @@ test('an unknown key: exit 1 naming it (top level and inside a source)', async (
   await expectConfigFailure(envFor(file2), /sources\.director.*timeZone/);
 });
 
+test('source kinds and listing sources: an unknown kind, path and command together, an unknown time zone: exit 1 naming the key', async () => {
+  const bad = (name: string, source: Record<string, unknown>) => configFile(name, { catalogDatabaseUrl: dbs.catalogUrl, sources: { fleet: source } });
+  await expectConfigFailure(envFor(bad('kind.json', { kind: 'restic', path: '/x.json' })), /sources\.fleet\.kind: kind must be one of "bareos", "bacula".*"restic-json", "borg-json"/);
+  await expectConfigFailure(
+    envFor(bad('both.json', { kind: 'restic-json', path: '/x.json', command: ['restic', 'snapshots', '--json'] })),
+    /sources\.fleet: a file source needs exactly one of "path".*or "command"/,
+  );
+  await expectConfigFailure(envFor(bad('tz.json', { kind: 'borg-json', path: '/x.json', timezone: 'Europe/Berln' })), /sources\.fleet\.timezone: must be an IANA time zone name/);
+});
+
 test('CATALOG_REBUILD_CONFIG naming a missing file or invalid JSON: exit 1 naming the variable and the file', async () => {
   const missing = path.join(tmp, 'does-not-exist.json');
   await expectConfigFailure(envFor(missing), new RegExp(`CATALOG_REBUILD_CONFIG: cannot read ${missing.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')}`));

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { createActivities, Activities } from '../activities';
 import { generateBareosSource } from '../lib/sources/bareos-generator';
-import { SourceRegistry } from '../lib/sources/bareos';
+import { SourceRegistry } from '../lib/sources';
 import { migrate } from '../lib/db';
 import { testDatabases, TestDatabases } from './helpers/harness';
 import { PlanResult, ReconcileSummary } from '../workflows/definitions';

@@ -21,7 +21,7 @@ import { createPool } from '../lib/db';
 import { createDatabase, databaseUrl, dropDatabase, resolveAdminUrl } from '../lib/env/postgres';
 import { NothingToRollBackError, rollbackCatalog } from '../lib/rollback';
 import { generateBareosSource } from '../lib/sources/bareos-generator';
-import { SourceRegistry } from '../lib/sources/bareos';
+import { SourceRegistry } from '../lib/sources';
 import { compareCatalogToSource, privateTemporal, runCliProcess, spawnWorker, temporalClient, testEnv, uniqueQueue, WorkerProcess } from './helpers/harness';
 
 const SOURCES = ['repair', 'unreadable', 'delta', 'shrink', 'rollback'] as const;

@@ -10,7 +10,7 @@ import { createActivities, Faults } from '../activities';
 import { Config, getSource, loadConfig, taskQueue as defaultTaskQueue } from '../lib/config';
 import { createPool, migrate } from '../lib/db';
 import { ConfigError } from '../lib/errors';
-import { SourceRegistry } from '../lib/sources/bareos';
+import { SourceRegistry } from '../lib/sources';
 import { startHealthServer } from './health';
 import { REQUIRED_SEARCH_ATTRIBUTES } from '../workflows/search-attributes';
 import { installMetricsRuntime, runtimePageMetrics } from './metrics';
@@ -63,7 +63,7 @@ export async function createWorker(env: NodeJS.ProcessEnv = process.env, opts: {
     statementTimeoutMs: Number(env.CATALOG_REBUILD_STATEMENT_TIMEOUT_MS || 30_000),
     max: 16,
   });
-  const sources = new SourceRegistry((name) => getSource(config, name));
+  const sources = new SourceRegistry((name) => getSource(config, name), pool);
   const cleanup = async () => {
     await sources.close().catch(() => undefined);
     await pool.end().catch(() => undefined);

@@ -113,6 +113,10 @@ export interface CopyPageResult {
   rows: number;
   /** Quarantined source records of the page. */
   rejects: number;
+  /** Jobs of the page with a type, level or status code the product does not know (kept verbatim). */
+  warnings?: number;
+  /** Rows of the page dropped because a later row had the same job id (the last one read wins). */
+  duplicates?: number;
   /** md5 of the page's catalog rows in key order. */
   checksum: string;
   /** Temporal attempt number that committed the page (from the ledger). */

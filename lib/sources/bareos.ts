@@ -1,7 +1,7 @@
 import { Pool } from 'pg';
 import { createPool } from '../db';
-import { BucketStat, JobSource, SourceRow, SourceWatermark } from './types';
-import { SourceConfig } from '../config';
+import { BucketStat, DST_RULE, DstReport, JobSource, ReadRow, SourceWatermark } from './types';
+import { DatabaseSourceConfig } from '../config';
 
 /** Text form of a naive source timestamp as a UTC instant, in the source's zone ($1). */
 const utc = (col: string): string =>
@@ -35,14 +35,28 @@ SELECT j.jobid::text                         AS job_key,
        j.volsessionid::text                  AS vol_session_id,
        j.volsessiontime::text                AS vol_session_time,
        j.comment                             AS comment,
-       j.starttime::date::text               AS bucket
+       j.starttime::date::text               AS bucket,
+       NULL::text                            AS extra
 FROM job j
 LEFT JOIN client c  ON c.clientid = j.clientid
 LEFT JOIN pool p    ON p.poolid = j.poolid
 LEFT JOIN fileset f ON f.filesetid = j.filesetid`;
 
+/**
+ * SELECT list counting naive timestamps `col` that do not exist in zone `tz` (the round trip
+ * through the zone changes them) and that are ambiguous (another instant 30 or 60 minutes away has
+ * the same wall-clock time): `nonexistent`, `ambiguous` (int).
+ */
+export const DST_COUNTS = (col: string, tz: string): string => {
+  const at = `(${col} AT TIME ZONE ${tz})`;
+  const same = (shift: string) => `(${at} ${shift}) AT TIME ZONE ${tz} = ${col}`;
+  return `count(*) FILTER (WHERE ${at} AT TIME ZONE ${tz} <> ${col})::int AS nonexistent,
+          count(*) FILTER (WHERE ${at} AT TIME ZONE ${tz} = ${col} AND (${same("- interval '1 hour'")} OR ${same("+ interval '1 hour'")}
+                           OR ${same("- interval '30 minutes'")} OR ${same("+ interval '30 minutes'")}))::int AS ambiguous`;
+};
+
 /** The fingerprint input of one job: id, status, end time (UTC text), files, bytes. */
-export const SOURCE_FINGERPRINT_ROW = `j.jobid::text || '|' || coalesce(j.jobstatus::text, '\\N') || '|' || coalesce(${utc(
+export const SOURCE_FINGERPRINT_ROW = `j.jobid::text || '|' || coalesce(NULLIF(j.jobstatus::text, ''), '\\N') || '|' || coalesce(${utc(
   'j.endtime',
 )}, '\\N') || '|' || coalesce(j.jobfiles::text, '\\N') || '|' || coalesce(j.jobbytes::text, '\\N')`;
 
@@ -60,7 +74,7 @@ export class BareosSource implements JobSource {
    * @param name source name from the configuration (used in `application_name`).
    * @param config the source's settings (connection URL stays inside the worker).
    */
-  constructor(name: string, config: SourceConfig) {
+  constructor(name: string, config: DatabaseSourceConfig) {
     this.kind = config.kind;
     this.configuredZone = config.timezone;
     this.pool = createPool(config.databaseUrl, {
@@ -100,28 +114,28 @@ export class BareosSource implements JobSource {
     return rows.map((r) => r.k);
   }
 
-  async readRange(firstKey: string, lastKey: string): Promise<SourceRow[]> {
+  async readRange(firstKey: string, lastKey: string): Promise<ReadRow[]> {
     const tz = await this.timezone();
-    const { rows } = await this.pool.query<SourceRow>(
+    const { rows } = await this.pool.query<ReadRow>(
       `${SELECT_JOB} WHERE j.jobid BETWEEN $2::bigint AND $3::bigint ORDER BY j.jobid`,
       [tz, firstKey, lastKey],
     );
     return rows;
   }
 
-  async readKeys(keys: string[]): Promise<SourceRow[]> {
+  async readKeys(keys: string[]): Promise<ReadRow[]> {
     if (!keys.length) return [];
     const tz = await this.timezone();
-    const { rows } = await this.pool.query<SourceRow>(`${SELECT_JOB} WHERE j.jobid = ANY($2::bigint[]) ORDER BY j.jobid`, [tz, keys]);
+    const { rows } = await this.pool.query<ReadRow>(`${SELECT_JOB} WHERE j.jobid = ANY($2::bigint[]) ORDER BY j.jobid`, [tz, keys]);
     return rows;
   }
 
-  async readBucket(bucket: string | null, maxKey: string): Promise<SourceRow[]> {
+  async readBucket(bucket: string | null, maxKey: string): Promise<ReadRow[]> {
     const tz = await this.timezone();
     const cond = bucket === null ? 'j.starttime IS NULL' : 'j.starttime >= $3::date AND j.starttime < $3::date + 1';
     const params: unknown[] = [tz, maxKey];
     if (bucket !== null) params.push(bucket);
-    const { rows } = await this.pool.query<SourceRow>(
+    const { rows } = await this.pool.query<ReadRow>(
       `${SELECT_JOB} WHERE j.jobid <= $2::bigint AND ${cond} ORDER BY j.jobid`,
       params,
     );
@@ -149,6 +163,15 @@ export class BareosSource implements JobSource {
     return rows.map((r) => ({ bucket: r.bucket, count: Number(r.count), fingerprint: r.fingerprint }));
   }
 
+  async dstReport(maxKey: string): Promise<DstReport> {
+    const tz = await this.timezone();
+    const { rows } = await this.pool.query<{ nonexistent: number; ambiguous: number }>(
+      `SELECT ${DST_COUNTS('s', '$1')} FROM (SELECT starttime AS s FROM job WHERE jobid <= $2::bigint AND starttime IS NOT NULL) j`,
+      [tz, maxKey],
+    );
+    return { zone: tz, nonexistent: rows[0].nonexistent, ambiguous: rows[0].ambiguous, rule: DST_RULE };
+  }
+
   async deltaCount(maxKey: string | null): Promise<number> {
     const { rows } = await this.pool.query<{ n: string }>(
       `SELECT count(*)::text AS n FROM job WHERE $1::bigint IS NULL OR jobid > $1::bigint`,
@@ -159,34 +182,5 @@ export class BareosSource implements JobSource {
 
   async close(): Promise<void> {
     await this.pool.end();
-  }
-}
-
-/** Named sources, opened lazily from the worker's configuration and shared by all activities. */
-export class SourceRegistry {
-  private readonly open = new Map<string, JobSource>();
-  /**
-   * @param lookup returns the source's settings or throws UnknownSourceError.
-   */
-  constructor(private readonly lookup: (name: string) => SourceConfig) {}
-
-  /**
-   * The source called `name`.
-   * @throws UnknownSourceError when the configuration does not define it.
-   */
-  get(name: string): JobSource {
-    let s = this.open.get(name);
-    if (!s) {
-      const config = this.lookup(name);
-      s = new BareosSource(name, config);
-      this.open.set(name, s);
-    }
-    return s;
-  }
-
-  /** Closes every opened source. */
-  async close(): Promise<void> {
-    await Promise.all([...this.open.values()].map((s) => s.close()));
-    this.open.clear();
   }
 }

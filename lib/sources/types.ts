@@ -30,6 +30,7 @@ export const JOB_COLUMNS = [
   'vol_session_time',
   'comment',
   'bucket',
+  'extra',
 ] as const;
 
 /** Name of one catalog column carried by a source row. */
@@ -39,9 +40,33 @@ export type JobColumn = (typeof JOB_COLUMNS)[number];
  * One job as read from a source: every field as text or NULL.
  * Times are UTC instants `YYYY-MM-DDTHH:MM:SS.ffffffZ`; `bucket` is the source-local date
  * (`YYYY-MM-DD`) of the start time, NULL for jobs that never started; `job_key` is the
- * decimal paging key (Bareos `jobid`).
+ * decimal paging key (Bareos `jobid`, a staged listing's record number); `extra` is a JSON object
+ * in PostgreSQL's jsonb text form (source extras), NULL for database sources.
  */
 export type SourceRow = Record<JobColumn, string | null>;
+
+/**
+ * A record as a source read it: the job's fields, and for a record that already failed validation
+ * when its listing was staged, why (`reject_reason`) and the record as the source wrote it (`raw`).
+ */
+export type ReadRow = SourceRow & { reject_reason?: string | null; raw?: string | null };
+
+/** Counts of naive start times that a DST change makes nonexistent or ambiguous, and the rule applied. */
+export interface DstReport {
+  /** IANA zone the naive times were read in. */
+  zone: string;
+  /** Start times that do not exist in the zone (skipped by a spring-forward change). */
+  nonexistent: number;
+  /** Start times that occur twice in the zone (repeated by a fall-back change). */
+  ambiguous: number;
+  /** The documented rule, in words. */
+  rule: string;
+}
+
+/** How naive times at a DST change are read (PostgreSQL's `AT TIME ZONE`), stated in reports. */
+export const DST_RULE =
+  'a nonexistent wall-clock time is read with the UTC offset in force before the change (02:30 on a spring-forward day in Europe/Berlin is 01:30 UTC, shown as 03:30 local); ' +
+  'an ambiguous one is read as standard time, the later of its two instants (02:30 on a fall-back day in Europe/Berlin is 01:30 UTC); the bucket is the wall-clock date as written';
 
 /** Count and fingerprint of one bucket (source-local day of the start time; `null` = no start time). */
 export interface BucketStat {
@@ -65,7 +90,7 @@ export interface SourceWatermark {
 
 /** A readable source of job records, keyed by a numeric paging key. */
 export interface JobSource {
-  /** Source kind from the configuration (`bareos`, `bacula`). */
+  /** Source kind from the configuration (`bareos`, `bacula`, `restic-json`, `borg-json`). */
   readonly kind: string;
   /** IANA zone of the source's naive times (configured, or the source database's TimeZone). */
   timezone(): Promise<string>;
@@ -74,11 +99,13 @@ export interface JobSource {
   /** First keys of the fixed pages of `pageSize` jobs at or below `maxKey`, ascending (decimal text). */
   pageFirstKeys(maxKey: string, pageSize: number): Promise<string[]>;
   /** Rows with `firstKey <= key <= lastKey`, ascending by key. */
-  readRange(firstKey: string, lastKey: string): Promise<SourceRow[]>;
+  readRange(firstKey: string, lastKey: string): Promise<ReadRow[]>;
   /** Rows with the given keys (decimal text), ascending by key. */
-  readKeys(keys: string[]): Promise<SourceRow[]>;
+  readKeys(keys: string[]): Promise<ReadRow[]>;
   /** Rows of one bucket at or below `maxKey`, ascending by key. */
-  readBucket(bucket: string | null, maxKey: string): Promise<SourceRow[]>;
+  readBucket(bucket: string | null, maxKey: string): Promise<ReadRow[]>;
+  /** Naive start times at or below `maxKey` made nonexistent or ambiguous by DST; null when the source has no naive times. */
+  dstReport(maxKey: string): Promise<DstReport | null>;
   /** Job ids at or below `maxKey` among `jobIds` (to tell deleted jobs from moved ones). */
   existingJobIds(jobIds: string[], maxKey: string): Promise<Set<string>>;
   /** Per-bucket counts and fingerprints at or below `maxKey`. */

@@ -1,0 +1,103 @@
+/**
+ * Named sources of a worker: director catalog databases (`bareos`, `bacula`) read directly, and
+ * listings (`restic-json`, `borg-json`) staged into the catalog database at plan time.
+ */
+import { Pool, PoolClient } from 'pg';
+import { isFileSource, SourceConfig } from '../config';
+import { BareosSource } from './bareos';
+import { readListing, StagedSource, stageListing } from './staged';
+import { JobSource, SourceWatermark } from './types';
+
+export { BareosSource } from './bareos';
+export { StagedSource } from './staged';
+export * from './types';
+
+/** What planRebuild needs from a source before the version exists. */
+export interface PreparedSource {
+  /** Max paging key, rows and time at plan. */
+  watermark: SourceWatermark;
+  /** IANA zone of the source's naive times and buckets. */
+  timezone: string;
+  /** First keys of the fixed pages of `pageSize` jobs at or below `maxKey` (decimal text). */
+  pageFirstKeys(maxKey: string, pageSize: number): Promise<string[]>;
+  /** sha256 of a staged listing (file sources), null for database sources. */
+  snapshot: string | null;
+  /** Listing records dropped as repeats of an id (file sources). */
+  duplicates: number;
+  /** Stages the listing for the new version, inside the plan transaction (file sources only). */
+  stage?(c: PoolClient, versionId: string): Promise<void>;
+}
+
+/** Named sources, opened lazily from the worker's configuration and shared by all activities. */
+export class SourceRegistry {
+  private readonly open = new Map<string, JobSource>();
+  /**
+   * @param lookup returns the source's settings or throws UnknownSourceError.
+   * @param catalogPool the catalog database, where file sources are staged (required for them).
+   */
+  constructor(
+    private readonly lookup: (name: string) => SourceConfig,
+    private readonly catalogPool?: Pool,
+  ) {}
+
+  /** The settings of source `name`. @throws UnknownSourceError when it is not configured. */
+  config(name: string): SourceConfig {
+    return this.lookup(name);
+  }
+
+  /**
+   * The source called `name`, as seen by version `versionId` (file sources read that version's
+   * staged snapshot; database sources ignore it).
+   * @throws UnknownSourceError when the configuration does not define it.
+   */
+  get(name: string, versionId?: string): JobSource {
+    const config = this.lookup(name);
+    if (isFileSource(config)) {
+      if (!versionId) throw new Error(`source ${name} (${config.kind}) is staged per version: a version id is required`);
+      if (!this.catalogPool) throw new Error(`source ${name} (${config.kind}) needs the catalog database to stage its listing`);
+      return new StagedSource(name, config, this.catalogPool, versionId);
+    }
+    let s = this.open.get(name);
+    if (!s) {
+      s = new BareosSource(name, config);
+      this.open.set(name, s);
+    }
+    return s;
+  }
+
+  /**
+   * Takes what a plan needs. A database source is asked for its watermark and page boundaries; a
+   * file source's listing is read and parsed now (so every worker pages this snapshot) and staged
+   * by `stage` in the plan transaction.
+   * @throws UnknownSourceError, SourceDataInvalidError (unreadable or malformed listing).
+   */
+  async prepare(name: string): Promise<PreparedSource> {
+    const config = this.lookup(name);
+    if (!isFileSource(config)) {
+      const source = this.get(name);
+      const [watermark, timezone] = await Promise.all([source.watermark(), source.timezone()]);
+      return { watermark, timezone, snapshot: null, duplicates: 0, pageFirstKeys: (maxKey, size) => source.pageFirstKeys(maxKey, size) };
+    }
+    const listing = await readListing(name, config);
+    const n = listing.records.length;
+    const now = new Date().toISOString().replace(/Z$/, '000Z');
+    return {
+      watermark: { maxKey: n ? String(n) : null, rows: String(n), time: now },
+      timezone: config.timezone ?? 'UTC',
+      snapshot: listing.sha256,
+      duplicates: listing.duplicates,
+      async pageFirstKeys(maxKey, size) {
+        const keys: string[] = [];
+        for (let k = 1; k <= Number(maxKey); k += size) keys.push(String(k));
+        return keys;
+      },
+      stage: (c, versionId) => stageListing(c, versionId, listing.records),
+    };
+  }
+
+  /** Closes every opened database source. */
+  async close(): Promise<void> {
+    await Promise.all([...this.open.values()].map((s) => s.close()));
+    this.open.clear();
+  }
+}

@@ -1,0 +1,225 @@
+/**
+ * File and command sources (restic, borg listings): read once by planRebuild, staged into the
+ * catalog database (`staged_record`, one listing per version), then paged from there by every
+ * worker, so all of them see the same snapshot. Times are converted in SQL: offset times as
+ * instants, naive ones in the source's zone; never through Node's local zone.
+ */
+import { execFile } from 'node:child_process';
+import * as fs from 'node:fs/promises';
+import { finished } from 'node:stream/promises';
+import { Pool, PoolClient } from 'pg';
+import { from as copyFrom } from 'pg-copy-streams';
+import { FileSourceConfig } from '../config';
+import { SourceDataInvalidError } from '../errors';
+import { copyValue } from '../catalog';
+import { DST_COUNTS } from './bareos';
+import { parseListing, StagedListing, StagedRecord } from './listing';
+import { BucketStat, DST_RULE, DstReport, JobSource, ReadRow, SourceWatermark } from './types';
+
+/** Largest listing read from a command's standard output (bytes). */
+const MAX_LISTING_BYTES = 1 << 30;
+
+/**
+ * Reads a file source's listing: the file, or the standard output of its command (argv, no shell).
+ * @throws SourceDataInvalidError naming the source when the file cannot be read or the command fails
+ *   (the command's arguments are not echoed: they may hold secrets).
+ */
+export async function readListingBytes(name: string, config: FileSourceConfig): Promise<Buffer> {
+  if (config.path) {
+    try {
+      return await fs.readFile(config.path);
+    } catch (err) {
+      throw new SourceDataInvalidError(`source ${name}: cannot read the listing file ${config.path}: ${(err as Error).message}`);
+    }
+  }
+  const [cmd, ...args] = config.command!;
+  return new Promise((resolve, reject) => {
+    execFile(
+      cmd,
+      args,
+      { encoding: 'buffer', maxBuffer: MAX_LISTING_BYTES, timeout: config.commandTimeoutMs ?? 90_000, windowsHide: true },
+      (err, stdout, stderr) => {
+        if (err) {
+          const e = err as NodeJS.ErrnoException & { code?: unknown; killed?: boolean; signal?: string };
+          const why = e.killed ? `timed out after ${config.commandTimeoutMs ?? 90_000} ms` : typeof e.code === 'number' ? `exited with status ${e.code}` : e.signal ? `killed by ${e.signal}` : e.message;
+          const tail = stderr?.toString('utf8').trim().split('\n').slice(-3).join(' | ').slice(0, 500);
+          reject(new SourceDataInvalidError(`source ${name}: listing command ${cmd} ${why}${tail ? `: ${tail}` : ''}`));
+        } else resolve(stdout);
+      },
+    );
+  });
+}
+
+/** Reads and parses a file source's listing. */
+export async function readListing(name: string, config: FileSourceConfig): Promise<StagedListing> {
+  return parseListing(config.kind, await readListingBytes(name, config), { source: name, client: config.client ?? null });
+}
+
+const STAGED_COLUMNS = [
+  'version_id', 'seq', 'job_id', 'job', 'job_name', 'client', 'type', 'level', 'status', 'time_kind',
+  'start_text', 'end_text', 'files', 'bytes', 'comment', 'extra', 'reject_reason', 'raw',
+] as const;
+
+/**
+ * Stages a listing for a version with COPY (records numbered from 1 in listing order: the paging key).
+ * Must run inside the plan transaction.
+ */
+export async function stageListing(c: PoolClient, versionId: string, records: StagedRecord[]): Promise<void> {
+  if (!records.length) return;
+  const stream = c.query(copyFrom(`COPY staged_record (${STAGED_COLUMNS.join(', ')}) FROM STDIN`));
+  const done = finished(stream);
+  done.catch(() => undefined);
+  let chunk = '';
+  records.forEach((r, i) => {
+    const values = [versionId, String(i + 1), r.jobId, r.job, r.jobName, r.client, r.type, r.level, r.status, r.timeKind,
+      r.startText, r.endText, r.files, r.bytes, r.comment, r.extra, r.rejectReason, r.raw];
+    chunk += `${values.map(copyValue).join('\t')}\n`;
+    if (chunk.length >= 65_536) {
+      stream.write(chunk);
+      chunk = '';
+    }
+  });
+  stream.end(chunk);
+  await done;
+}
+
+const FMT = `'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'`;
+/** A staged time as an instant: offset times as written, naive ones in the source's zone ($1). */
+const instant = (col: string) => `(CASE s.time_kind WHEN 'naive' THEN s.${col}::timestamp AT TIME ZONE $1 ELSE s.${col}::timestamptz END)`;
+const utcText = (col: string) => `CASE WHEN s.reject_reason IS NULL THEN to_char(${instant(col)} AT TIME ZONE 'UTC', ${FMT}) END`;
+
+/** Staged records of version $2 as catalog rows (text), with `reject_reason` and `raw`. */
+const SELECT_STAGED = `
+SELECT s.seq::text AS job_key, s.job_id, s.job, s.job_name, s.client, s.type, s.level, s.status,
+       NULL::text AS sched_time,
+       ${utcText('start_text')} AS start_time,
+       ${utcText('end_text')} AS end_time,
+       ${utcText('end_text')} AS real_end_time,
+       s.files, s.bytes, NULL::text AS read_bytes, NULL::text AS job_errors, NULL::text AS pool, NULL::text AS fileset,
+       NULL::text AS prior_job_id, NULL::text AS job_tdate, NULL::text AS vol_session_id, NULL::text AS vol_session_time,
+       s.comment,
+       CASE WHEN s.reject_reason IS NULL THEN
+         (CASE s.time_kind WHEN 'naive' THEN s.start_text::timestamp::date ELSE (s.start_text::timestamptz AT TIME ZONE $1)::date END)::text
+       END AS bucket,
+       s.extra::text AS extra,
+       s.reject_reason, s.raw, s.seq
+FROM staged_record s WHERE s.version_id = $2`;
+
+/** The fingerprint input of a staged row (the same text as `fingerprintRow`). */
+const STAGED_FINGERPRINT = `coalesce(x.job_id, '\\N') || '|' || coalesce(x.status, '\\N') || '|' || coalesce(x.end_time, '\\N') || '|' || coalesce(x.files, '\\N') || '|' || coalesce(x.bytes, '\\N')`;
+
+/**
+ * A staged listing (one version's snapshot of a file source), read from the catalog database.
+ * Paging key = record number in the listing.
+ */
+export class StagedSource implements JobSource {
+  readonly kind: string;
+
+  /**
+   * @param pool the catalog database (where the listing is staged).
+   * @param versionId the version whose snapshot is read.
+   */
+  constructor(
+    private readonly name: string,
+    private readonly config: FileSourceConfig,
+    private readonly pool: Pool,
+    private readonly versionId: string,
+  ) {
+    this.kind = config.kind;
+  }
+
+  async timezone(): Promise<string> {
+    return this.config.timezone ?? 'UTC';
+  }
+
+  async watermark(): Promise<SourceWatermark> {
+    const { rows } = await this.pool.query<{ max_key: string | null; rows: string; time: string }>(
+      `SELECT max(seq)::text AS max_key, count(*)::text AS rows, to_char(now() AT TIME ZONE 'UTC', ${FMT}) AS time
+       FROM staged_record WHERE version_id = $1`,
+      [this.versionId],
+    );
+    return { maxKey: rows[0].max_key, rows: rows[0].rows, time: rows[0].time };
+  }
+
+  async pageFirstKeys(maxKey: string, pageSize: number): Promise<string[]> {
+    const n = BigInt(maxKey);
+    const keys: string[] = [];
+    for (let k = 1n; k <= n; k += BigInt(pageSize)) keys.push(k.toString());
+    return keys;
+  }
+
+  private async select(where: string, params: unknown[]): Promise<ReadRow[]> {
+    const tz = await this.timezone();
+    const { rows } = await this.pool.query<ReadRow & { seq?: string }>(
+      `SELECT * FROM (${SELECT_STAGED}) x WHERE ${where} ORDER BY x.seq`,
+      [tz, this.versionId, ...params],
+    );
+    for (const r of rows) delete r.seq;
+    return rows;
+  }
+
+  readRange(firstKey: string, lastKey: string): Promise<ReadRow[]> {
+    return this.select('x.seq BETWEEN $3::bigint AND $4::bigint', [firstKey, lastKey]);
+  }
+
+  readKeys(keys: string[]): Promise<ReadRow[]> {
+    if (!keys.length) return Promise.resolve([]);
+    return this.select('x.seq = ANY($3::bigint[])', [keys]);
+  }
+
+  readBucket(bucket: string | null, maxKey: string): Promise<ReadRow[]> {
+    return this.select('x.seq <= $3::bigint AND x.bucket IS NOT DISTINCT FROM $4::text', [maxKey, bucket]);
+  }
+
+  async existingJobIds(jobKeys: string[], maxKey: string): Promise<Set<string>> {
+    if (!jobKeys.length) return new Set();
+    const { rows } = await this.pool.query<{ k: string }>(
+      `SELECT seq::text AS k FROM staged_record WHERE version_id = $1 AND seq = ANY($2::bigint[]) AND seq <= $3::bigint`,
+      [this.versionId, jobKeys, maxKey],
+    );
+    return new Set(rows.map((r) => r.k));
+  }
+
+  async bucketStats(maxKey: string): Promise<BucketStat[]> {
+    const tz = await this.timezone();
+    const { rows } = await this.pool.query<{ bucket: string | null; count: string; fingerprint: string }>(
+      `SELECT x.bucket, count(*)::text AS count, md5(string_agg(${STAGED_FINGERPRINT}, E'\\n' ORDER BY x.seq)) AS fingerprint
+       FROM (${SELECT_STAGED}) x WHERE x.seq <= $3::bigint GROUP BY 1 ORDER BY 1 NULLS FIRST`,
+      [tz, this.versionId, maxKey],
+    );
+    return rows.map((r) => ({ bucket: r.bucket, count: Number(r.count), fingerprint: r.fingerprint }));
+  }
+
+  async dstReport(maxKey: string): Promise<DstReport | null> {
+    const tz = await this.timezone();
+    const { rows } = await this.pool.query<{ nonexistent: number; ambiguous: number; naive: number }>(
+      `SELECT ${DST_COUNTS('t', '$1')}, count(*)::int AS naive FROM (
+         SELECT s.start_text::timestamp AS t FROM staged_record s
+         WHERE s.version_id = $2 AND s.seq <= $3::bigint AND s.time_kind = 'naive' AND s.reject_reason IS NULL AND s.start_text IS NOT NULL) x`,
+      [tz, this.versionId, maxKey],
+    );
+    if (!rows[0].naive) return null;
+    return { zone: tz, nonexistent: rows[0].nonexistent, ambiguous: rows[0].ambiguous, rule: DST_RULE };
+  }
+
+  /**
+   * Records of the listing now that are not in the staged snapshot (by id): the follow-up delta.
+   * Re-reads a listing file (0 when its sha256 is unchanged); a command source is not re-run and reports 0.
+   */
+  async deltaCount(): Promise<number> {
+    if (!this.config.path) return 0;
+    const { rows } = await this.pool.query<{ snapshot: string | null }>(`SELECT source_snapshot AS snapshot FROM version WHERE version_id = $1`, [this.versionId]);
+    const now = await readListing(this.name, this.config);
+    if (now.sha256 === rows[0]?.snapshot) return 0;
+    const ids = now.records.map((r) => r.jobId).filter((id): id is string => id !== null);
+    const { rows: known } = await this.pool.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM unnest($2::text[]) AS u(id) WHERE NOT EXISTS (SELECT 1 FROM staged_record s WHERE s.version_id = $1 AND s.job_id = u.id)`,
+      [this.versionId, ids],
+    );
+    return known[0].n;
+  }
+
+  async close(): Promise<void> {
+    /* the catalog pool belongs to the worker */
+  }
+}

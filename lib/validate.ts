@@ -1,0 +1,152 @@
+/**
+ * Per-record validation of source rows before a page writes them: malformed records are
+ * quarantined (never fail the page), unknown codes are kept verbatim and counted as warnings,
+ * and repeated job ids are de-duplicated with a fixed winner.
+ */
+import { z } from 'zod';
+import { JOB_COLUMNS, ReadRow, SourceRow } from './sources/types';
+
+/** Largest value of a PostgreSQL bigint. */
+const INT8_MAX = 9223372036854775807n;
+/** Largest value of a PostgreSQL integer. */
+const INT4_MAX = 2147483647n;
+
+const wholeNumber = (max: bigint, what: string) =>
+  z
+    .string()
+    .regex(/^\d+$/, { message: 'must be a non-negative whole number' })
+    .refine((s) => BigInt(s) <= max, { message: `exceeds the ${what} range` });
+const signedNumber = (max: bigint, what: string) =>
+  z
+    .string()
+    .regex(/^-?\d+$/, { message: 'must be a whole number' })
+    .refine((s) => BigInt(s) <= max && BigInt(s) >= -max - 1n, { message: `exceeds the ${what} range` });
+/** A UTC instant as sources produce it: `YYYY-MM-DDTHH:MM:SS.ffffffZ`. */
+const instant = z.string().regex(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/, { message: 'is not a time' });
+
+/** What a row must satisfy to be written as a job (every value is text or NULL, as read). */
+export const jobRowSchema = z.object({
+  job_key: z.string().regex(/^\d+$/, { message: 'paging key must be a non-negative whole number' }),
+  job_id: z.string({ message: 'no job id' }).min(1, { message: 'no job id' }),
+  sched_time: instant.nullable(),
+  start_time: instant.nullable(),
+  end_time: instant.nullable(),
+  real_end_time: instant.nullable(),
+  files: wholeNumber(INT8_MAX, '64-bit').nullable(),
+  bytes: z.string().regex(/^\d{1,20}$/, { message: 'must be a non-negative whole number of at most 20 digits' }).nullable(),
+  read_bytes: z.string().regex(/^\d{1,20}$/, { message: 'must be a non-negative whole number of at most 20 digits' }).nullable(),
+  job_errors: signedNumber(INT4_MAX, '32-bit').nullable(),
+  job_tdate: signedNumber(INT8_MAX, '64-bit').nullable(),
+  vol_session_id: signedNumber(INT8_MAX, '64-bit').nullable(),
+  vol_session_time: signedNumber(INT8_MAX, '64-bit').nullable(),
+  bucket: z.string().regex(/^\d{4}-\d{2}-\d{2}$/, { message: 'is not a date' }).nullable(),
+});
+
+/**
+ * Bareos/Bacula codes (from the products' catalog documentation). Others are kept verbatim and
+ * counted as warnings: products add codes over versions.
+ */
+export const KNOWN_CODES = {
+  type: new Set(['B', 'M', 'V', 'R', 'U', 'I', 'D', 'A', 'C', 'c', 'g', 'S', 'O']),
+  level: new Set(['F', 'I', 'D', 'S', 'f', 'B', 'C', 'V', 'O', 'd', 'A']),
+  status: new Set(['T', 'W', 'E', 'e', 'f', 'D', 'A', 'I', 'C', 'R', 'B', 'F', 'S', 'm', 'M', 's', 'j', 'c', 'd', 't', 'p', 'a', 'i', 'l', 'q', 'L', 'u', 'w']),
+} as const;
+
+/** A quarantined record: where it was, why, and the record as read. */
+export interface RejectRecord {
+  /** Paging key (decimal text). */
+  jobKey: string;
+  /** Job id when the record had one. */
+  jobId: string | null;
+  /** Bucket the source assigns the record (NULL when its time is unusable). */
+  bucket: string | null;
+  /** The record's fingerprint input, the same text the source's bucket fingerprint uses. */
+  fingerprintRow: string;
+  /** Why it was quarantined: `field: problem (value)`, joined with `; `. */
+  reason: string;
+  /** The record as the source wrote it (listings) or as read (database sources, JSON of the row). */
+  raw: string;
+}
+
+/** The outcome of validating one page's rows. */
+export interface ValidatedRows {
+  /** Rows to write, unique by job id (the last row read for an id wins). */
+  valid: SourceRow[];
+  /** Quarantined records. */
+  rejects: RejectRecord[];
+  /** Rows with a type, level or status code not in {@link KNOWN_CODES} (kept verbatim). */
+  warnings: number;
+  /** Rows dropped because a later row in the page had the same job id. */
+  duplicates: number;
+}
+
+/**
+ * The fingerprint input of one job: `job id|status|end time|files|bytes` with `\N` for NULL; equals
+ * the SQL fingerprints of the sources and the catalog for the same values.
+ */
+export function fingerprintRow(r: SourceRow): string {
+  const v = (x: string | null) => x ?? '\\N';
+  return `${v(r.job_id)}|${v(r.status)}|${v(r.end_time)}|${v(r.files)}|${v(r.bytes)}`;
+}
+
+/** Only the job columns of a read row. */
+export function jobColumns(r: ReadRow): SourceRow {
+  const out = {} as SourceRow;
+  for (const c of JOB_COLUMNS) out[c] = r[c] ?? null;
+  return out;
+}
+
+/** True when the row carries a type, level or status code that is not a known Bareos/Bacula code. */
+export function hasUnknownCode(r: SourceRow): boolean {
+  return (
+    (r.type !== null && !KNOWN_CODES.type.has(r.type)) ||
+    (r.level !== null && !KNOWN_CODES.level.has(r.level)) ||
+    (r.status !== null && !KNOWN_CODES.status.has(r.status))
+  );
+}
+
+function describeIssues(err: z.ZodError, row: Record<string, unknown>): string {
+  return err.issues
+    .map((i) => {
+      const field = i.path.join('.');
+      const value = i.path.length === 1 ? row[String(i.path[0])] : undefined;
+      return `${field}: ${i.message}${value !== undefined && value !== null ? ` (${JSON.stringify(value)})` : ''}`;
+    })
+    .join('; ');
+}
+
+/**
+ * Validates one page's rows (ascending by key): rows already marked by staging (`reject_reason`) or
+ * failing {@link jobRowSchema} are quarantined with their reason; the rest are de-duplicated by job
+ * id, the LAST row read winning (deterministic: sources read in key order), and counted.
+ */
+export function validateRows(rows: ReadRow[]): ValidatedRows {
+  const rejects: RejectRecord[] = [];
+  const byId = new Map<string, SourceRow>();
+  let accepted = 0;
+  let warnings = 0;
+  for (const r of rows) {
+    const row = jobColumns(r);
+    let reason = r.reject_reason ?? null;
+    if (!reason) {
+      const parsed = jobRowSchema.safeParse(row);
+      if (!parsed.success) reason = describeIssues(parsed.error, row);
+    }
+    if (reason) {
+      rejects.push({
+        jobKey: row.job_key!,
+        jobId: row.job_id,
+        bucket: row.bucket,
+        fingerprintRow: fingerprintRow(row),
+        reason,
+        raw: r.raw ?? JSON.stringify(row),
+      });
+      continue;
+    }
+    accepted++;
+    if (hasUnknownCode(row)) warnings++;
+    byId.delete(row.job_id!); // re-insert so the map keeps key order of the winners
+    byId.set(row.job_id!, row);
+  }
+  return { valid: [...byId.values()], rejects, warnings, duplicates: accepted - byId.size };
+}
