@@ -15,19 +15,29 @@ const wholeNumber = (max: bigint, what: string) =>
   z
     .string()
     .regex(/^\d+$/, { message: 'must be a non-negative whole number' })
-    .refine((s) => BigInt(s) <= max, { message: `exceeds the ${what} range` });
+    .refine((s) => !/^\d+$/.test(s) || BigInt(s) <= max, { message: `exceeds the ${what} range` });
 const signedNumber = (max: bigint, what: string) =>
   z
     .string()
     .regex(/^-?\d+$/, { message: 'must be a whole number' })
-    .refine((s) => BigInt(s) <= max && BigInt(s) >= -max - 1n, { message: `exceeds the ${what} range` });
+    .refine((s) => !/^-?\d+$/.test(s) || (BigInt(s) <= max && BigInt(s) >= -max - 1n), { message: `exceeds the ${what} range` });
+/** Longest job id or client name (bytes): both are index keys, and a btree entry must fit a third of a page. */
+export const MAX_KEY_BYTES = 1024;
+
 /** A UTC instant as sources produce it: `YYYY-MM-DDTHH:MM:SS.ffffffZ`. */
 const instant = z.string().regex(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/, { message: 'is not a time' });
 
 /** What a row must satisfy to be written as a job (every value is text or NULL, as read). */
 export const jobRowSchema = z.object({
   job_key: z.string().regex(/^\d+$/, { message: 'paging key must be a non-negative whole number' }),
-  job_id: z.string({ message: 'no job id' }).min(1, { message: 'no job id' }),
+  job_id: z
+    .string({ message: 'no job id' })
+    .min(1, { message: 'no job id' })
+    .refine((s) => Buffer.byteLength(s) <= MAX_KEY_BYTES, { message: `is longer than ${MAX_KEY_BYTES} bytes (an index key)` }),
+  client: z
+    .string()
+    .refine((s) => Buffer.byteLength(s) <= MAX_KEY_BYTES, { message: `is longer than ${MAX_KEY_BYTES} bytes (an index key)` })
+    .nullable(),
   sched_time: instant.nullable(),
   start_time: instant.nullable(),
   end_time: instant.nullable(),
@@ -110,7 +120,8 @@ function describeIssues(err: z.ZodError, row: Record<string, unknown>): string {
     .map((i) => {
       const field = i.path.join('.');
       const value = i.path.length === 1 ? row[String(i.path[0])] : undefined;
-      return `${field}: ${i.message}${value !== undefined && value !== null ? ` (${JSON.stringify(value)})` : ''}`;
+      const shown = value !== undefined && value !== null ? JSON.stringify(value) : '';
+      return `${field}: ${i.message}${shown ? ` (${shown.length > 80 ? `${shown.slice(0, 77)}…` : shown})` : ''}`;
     })
     .join('; ');
 }

@@ -26,7 +26,9 @@ CREATE UNIQUE INDEX IF NOT EXISTS reject_version_key ON reject (version_id, job_
 -- One staged listing per version: records in listing order (seq = paging key, from 1), mapped to
 -- catalog fields as text; times as the source wrote them (converted in SQL when read).
 CREATE TABLE IF NOT EXISTS staged_record (
-  version_id     bigint NOT NULL,
+  -- The plan transaction names its version with SET LOCAL catalog_rebuild.staging_version, so the
+  -- listing's COPY text (made off the main thread before the version exists) carries no version id.
+  version_id     bigint NOT NULL DEFAULT (current_setting('catalog_rebuild.staging_version'))::bigint,
   seq            bigint NOT NULL,
   job_id         text,
   job            text,
@@ -43,9 +45,10 @@ CREATE TABLE IF NOT EXISTS staged_record (
   bytes          text,
   comment        text,
   extra          jsonb,
-  -- Set when the record failed validation: it is quarantined by its page, never written as a job.
+  -- Set when the record failed validation: it is quarantined by its page, never written as a job;
+  -- raw is then the record as listed (numbers exact).
   reject_reason  text,
-  raw            text   NOT NULL,
+  raw            text,
   PRIMARY KEY (version_id, seq)
 );
 

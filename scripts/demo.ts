@@ -463,7 +463,7 @@ async function main(): Promise<void> {
     );
     if (r.reconciliation) {
       const x = r.reconciliation;
-      console.log(`  reconciliation  ${x.ok ? 'ok' : 'MISMATCH'}: ${x.buckets} buckets, source ${x.sourceRows} = catalog ${x.catalogRows}, ${x.sampled} records sampled, ${x.sampleMismatches} differ`);
+      console.log(`  reconciliation  ${x.ok ? 'ok' : 'MISMATCH'}: ${x.buckets} buckets, source ${x.sourceRows} = catalog ${x.catalogRows}${x.rejects ? ` + ${x.rejects} quarantined` : ''}, ${x.sampled} records sampled, ${x.sampleMismatches} differ`);
     }
     console.log(`  catalog = source ${equal ? 'yes' : 'NO'}: ${cmp.catalogRows} rows md5 ${cmp.catalog} vs source ${cmp.sourceRows} rows md5 ${cmp.source}${isActive ? '' : ` (active version is ${active.rows[0]?.version_id ?? 'none'}, not ${r.versionId})`}`);
     console.log(`  page retries    ${retries.rowCount} event(s) of type page_retry:`);

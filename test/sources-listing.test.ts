@@ -10,7 +10,10 @@ import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
+import { spawnSync } from 'node:child_process';
 import { parseListing, normalizeTime } from '../lib/sources/listing';
+import { parseListingInThread } from '../lib/sources/listing-thread';
+import { readListingBytes } from '../lib/sources/staged';
 import { validateRows } from '../lib/validate';
 import { ReadRow } from '../lib/sources/types';
 import { projectRoot } from '../lib/paths';
@@ -120,7 +123,7 @@ describe('listing parser (no services)', () => {
     assert.match(reasons[2]!, /^time: is not a calendar date/);
     assert.match(reasons[4]!, /summary\.total_bytes_processed: must be a non-negative whole number/);
     assert.match(reasons[5]!, /^time: is not an RFC 3339 time/);
-    assert.equal(JSON.parse(l.records[4].raw).summary.total_bytes_processed, -5, 'raw record kept as listed');
+    assert.equal(JSON.parse(l.records[4].raw!).summary.total_bytes_processed, -5, 'raw record kept as listed');
     assert.deepEqual(normalizeTime('2024-13-01T00:00:00Z'), { error: 'is not a calendar date' });
     assert.deepEqual(normalizeTime('0000-01-01T00:00:00Z'), { error: 'is not a calendar date' });
     assert.deepEqual(normalizeTime('2024-02-29T23:59:59.1234567-03:30'), { text: '2024-02-29T23:59:59.123456-03:30', offset: true });
@@ -137,6 +140,81 @@ describe('listing parser (no services)', () => {
     assert.match(v.rejects[0].reason, /^bytes: must be a non-negative whole number.*\("-5"\)/);
     assert.match(v.rejects[1].reason, /^job_id: no job id/);
     assert.equal(v.rejects[0].fingerprintRow, '2|T|\\N|1|-5');
+  });
+});
+
+describe('listing edge cases (no services)', () => {
+  const one = (snap: string) => parseListing('restic-json', Buffer.from(`[${snap}]`), { source: 's' }).records[0];
+  test('fractional or exponent sizes, NUL characters, offsets PostgreSQL cannot hold, mixed naive/offset times and over-long ids are quarantined, never thrown', () => {
+    for (const n of ['1.5', '1.0', '1e400', '0.0']) {
+      assert.match(one(`{"id":"a","time":"2024-01-01T00:00:00Z","summary":{"total_bytes_processed":${n}}}`).rejectReason!, /total_bytes_processed: must be a non-negative whole number/, n);
+      assert.match(one(`{"id":"a","time":"2024-01-01T00:00:00Z","uid":${n}}`).rejectReason!, /uid: must be a non-negative whole number/, n);
+    }
+    const nul = one('{"id":"a","time":"2024-01-01T00:00:00Z","hostname":"web\\u00001","paths":["/x"]}');
+    assert.match(nul.rejectReason!, /^hostname: contains a NUL character/);
+    assert.equal(nul.client, null, 'nothing with a NUL is staged');
+    assert.ok(!nul.raw!.includes('\u0000') && nul.raw!.includes('\\u0000'), 'raw keeps the NUL escaped');
+    assert.match(one('{"id":"a","time":"2024-01-01T00:00:00+20:00"}').rejectReason!, /time: has a UTC offset beyond ±15:59/);
+    assert.equal(one('{"id":"a","time":"2024-01-01T00:00:00+14:00"}').rejectReason, null);
+    assert.match(
+      one('{"id":"a","time":"2024-01-01T00:00:00Z","summary":{"backup_start":"2024-01-01T00:00:00+05:00","backup_end":"2024-01-01T01:00:00"}}').rejectReason!,
+      /summary\.backup_end: has no UTC offset while the start has one/,
+    );
+    const noEnd = one('{"id":"a","time":"2024-01-01T00:00:00Z","summary":{"backup_start":"2024-01-01T00:00:05Z"}}');
+    assert.deepEqual([noEnd.startText, noEnd.endText], ['2024-01-01T00:00:05.000000Z', null], 'a summary without backup_end has no end time');
+    assert.match(one('{"id":5,"time":"2024-01-01T00:00:00Z"}').rejectReason!, /^id: must be a string, not a number/);
+    assert.match(parseListing('borg-json', Buffer.from('{"archives":[{"id":"x","name":5,"start":"2024-01-01T00:00:00"}]}'), { source: 's' }).records[0].rejectReason!, /^name: must be a string, not a number/);
+    // A 10,000-character id passes the listing (it is a string) and is quarantined by the page (index key limit).
+    const long = validateRows([{ job_key: '1', job_id: 'x'.repeat(10_000), job: null, job_name: null, client: 'h', type: 'B', level: null, status: 'T', sched_time: null, start_time: null, end_time: null, real_end_time: null, files: null, bytes: null, read_bytes: null, job_errors: null, pool: null, fileset: null, prior_job_id: null, job_tdate: null, vol_session_id: null, vol_session_time: null, comment: null, bucket: null, extra: null }]);
+    assert.equal(long.valid.length, 0);
+    assert.match(long.rejects[0].reason, /^job_id: is longer than 1024 bytes \(an index key\) \("x{20,}…\)$/);
+  });
+
+  test('a later invalid record does not replace a valid one with the same id; the last valid record wins', () => {
+    const l = parseListing('restic-json', Buffer.from('[{"id":"a","time":"2024-01-01T00:00:00Z","paths":["/first"]},{"id":"a","time":"bogus"},{"id":"b","time":"2024-01-01T00:00:00Z"},{"id":"b","time":"2024-01-02T00:00:00Z","paths":["/last"]}]'), { source: 's' });
+    assert.deepEqual(l.records.map((r) => [r.jobId, r.jobName, r.rejectReason === null]), [['a', '/first', true], ['a', null, false], ['b', '/last', true]]);
+    assert.equal(l.duplicates, 1);
+  });
+
+  test('listing bytes: a UTF-8 byte order mark is dropped; empty output, invalid UTF-8 and a broken element say so', () => {
+    assert.equal(parseListing('restic-json', Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), fs.readFileSync(RESTIC_MANUAL)]), { source: 's' }).records.length, 2);
+    assert.throws(() => parseListing('restic-json', Buffer.from(''), { source: 's' }), /listing is empty \(0 bytes\); restic prints \[\] or null/);
+    assert.throws(() => parseListing('restic-json', Buffer.from([0x5b, 0x22, 0xff, 0x22, 0x5d]), { source: 's' }), /not valid UTF-8 \(byte 2\)/);
+    assert.throws(() => parseListing('restic-json', Buffer.from('[{"id":"a"},,{"id":"b"}]'), { source: 's' }), /not valid JSON \(element 2, at character 12\)/);
+    assert.throws(() => parseListing('restic-json', Buffer.from('[{"id":"a"}] trailing'), { source: 's' }), /Expected end of input/);
+    assert.match(one('3').rejectReason!, /^record: is not a JSON object/);
+  });
+
+  test('a listing command that ignores SIGTERM, or leaves a process behind, is killed with its whole process group at its timeout', async () => {
+    const marker = `catalog-rebuild-test-${process.pid}-${Date.now()}`;
+    for (const script of [`trap '' TERM; exec -a ${marker} sleep 300`, `(exec -a ${marker} sleep 300) & wait`]) {
+      const started = Date.now();
+      await assert.rejects(readListingBytes('fleet', { kind: 'restic-json', command: ['bash', '-c', script], commandTimeoutMs: 1500 }), /source fleet: listing command bash timed out after 1500 ms/);
+      assert.ok(Date.now() - started < 5_000, `gave up after ${Date.now() - started} ms`);
+    }
+    await new Promise((r) => setTimeout(r, 200));
+    const left = spawnSync('pgrep', ['-f', marker], { encoding: 'utf8' });
+    assert.equal(left.stdout.trim(), '', 'no process of the command is left');
+    const ok = await readListingBytes('fleet', { kind: 'restic-json', command: ['bash', '-c', `echo '[]'; (exec -a ${marker} sleep 300) &`] });
+    assert.equal(ok.toString(), '[]\n');
+    await new Promise((r) => setTimeout(r, 200));
+    assert.equal(spawnSync('pgrep', ['-f', marker], { encoding: 'utf8' }).stdout.trim(), '', 'a process left behind by a finished command is killed');
+  });
+
+  test('a listing too large for the parser heap fails with a clear error; the process survives', async () => {
+    const parts: string[] = [];
+    for (let i = 0; i < 60_000; i++) parts.push(`{"id":"${String(i).padStart(64, '0')}","time":"2024-05-01T22:30:00Z","paths":["/a/b/c/d"],"hostname":"h"}`);
+    const saved = process.env.CATALOG_REBUILD_LISTING_HEAP_MB;
+    process.env.CATALOG_REBUILD_LISTING_HEAP_MB = '64';
+    try {
+      await assert.rejects(parseListingInThread('restic-json', Buffer.from(`[${parts.join(',')}]`), { source: 'big' }), /source big: the listing \(\d+ bytes\) does not fit the parser's 64 MB heap/);
+    } finally {
+      if (saved === undefined) delete process.env.CATALOG_REBUILD_LISTING_HEAP_MB;
+      else process.env.CATALOG_REBUILD_LISTING_HEAP_MB = saved;
+    }
+    const small = await parseListingInThread('restic-json', fs.readFileSync(RESTIC_MANUAL), { source: 's' }, true);
+    assert.equal(small.records, 2);
+    assert.equal(small.ids!.length, 2);
   });
 });
 

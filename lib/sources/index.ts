@@ -79,7 +79,7 @@ export class SourceRegistry {
       return { watermark, timezone, snapshot: null, duplicates: 0, pageFirstKeys: (maxKey, size) => source.pageFirstKeys(maxKey, size) };
     }
     const listing = await readListing(name, config);
-    const n = listing.records.length;
+    const n = listing.records;
     const now = new Date().toISOString().replace(/Z$/, '000Z');
     return {
       watermark: { maxKey: n ? String(n) : null, rows: String(n), time: now },
@@ -91,7 +91,7 @@ export class SourceRegistry {
         for (let k = 1; k <= Number(maxKey); k += size) keys.push(String(k));
         return keys;
       },
-      stage: (c, versionId) => stageListing(c, versionId, listing.records),
+      stage: (c, versionId) => stageListing(c, versionId, listing),
     };
   }
 

@@ -6,6 +6,7 @@
 import { createHash } from 'node:crypto';
 import { isLosslessNumber, LosslessNumber, parse, stringify } from 'lossless-json';
 import { z } from 'zod';
+import { copyValue } from '../catalog';
 import { SourceDataInvalidError } from '../errors';
 
 /** One listing record mapped to catalog fields (text), ready to be staged. */
@@ -30,8 +31,8 @@ export interface StagedRecord {
   extra: string | null;
   /** Why the record is quarantined; null for a valid record. */
   rejectReason: string | null;
-  /** The record as listed (exact numbers). */
-  raw: string;
+  /** A quarantined record as listed (exact numbers); null for a valid record (its fields are staged). */
+  raw: string | null;
 }
 
 /** A parsed listing. */
@@ -64,7 +65,8 @@ export function normalizeTime(s: string): { text: string; offset: boolean } | { 
   const daysInMonth = new Date(Date.UTC(Number(y), month, 0)).getUTCDate();
   if (Number(y) < 1 || month < 1 || month > 12 || day < 1 || day > daysInMonth) return { error: 'is not a calendar date' };
   if (Number(h) > 23 || Number(mi) > 59 || Number(se) > 59) return { error: 'is not a clock time' };
-  if (off && off.toUpperCase() !== 'Z' && (Number(off.slice(1, 3)) > 23 || Number(off.slice(4, 6)) > 59)) return { error: 'has an invalid UTC offset' };
+  // PostgreSQL accepts offsets up to ±15:59 (real zones span −12:00 … +14:00).
+  if (off && off.toUpperCase() !== 'Z' && (Number(off.slice(1, 3)) > 15 || Number(off.slice(4, 6)) > 59)) return { error: 'has a UTC offset beyond ±15:59' };
   const micro = (frac ?? '').slice(0, 6).padEnd(6, '0');
   return { text: `${y}-${mo}-${d}T${h}:${mi}:${se}.${micro}${off ? (off.toUpperCase() === 'Z' ? 'Z' : off) : ''}`, offset: !!off };
 }
@@ -76,16 +78,19 @@ const counter = exactNumber.pipe(
   z
     .string()
     .regex(/^\d+$/, { message: 'must be a non-negative whole number' })
-    .refine((s) => BigInt(s) <= 18446744073709551615n, { message: 'exceeds 64 bits' }),
+    .refine((s) => !/^\d+$/.test(s) || BigInt(s) <= 18446744073709551615n, { message: 'exceeds 64 bits' }),
 );
 const text = z.string();
+/** A non-empty string; `missing` names what is absent (a value of another type says so). */
+const requiredString = (missing: string) =>
+  z.string({ error: (iss) => (iss.input === undefined || iss.input === null ? missing : `must be a string, not ${Array.isArray(iss.input) ? 'an array' : typeof iss.input === 'object' && isLosslessNumber(iss.input) ? 'a number' : typeof iss.input}`) }).min(1, { message: missing });
 const time = z.string({ message: 'is missing' }).superRefine((s, ctx) => {
   const t = normalizeTime(s);
   if ('error' in t) ctx.addIssue({ code: 'custom', message: t.error });
 });
 
 const resticSnapshot = z.looseObject({
-  id: z.string({ message: 'no snapshot id' }).min(1, { message: 'no snapshot id' }),
+  id: requiredString('no snapshot id'),
   short_id: text.nullish(),
   time,
   tree: text.nullish(),
@@ -110,8 +115,8 @@ const resticSnapshot = z.looseObject({
 });
 
 const borgArchive = z.looseObject({
-  id: z.string({ message: 'no archive id' }).min(1, { message: 'no archive id' }),
-  name: z.string({ message: 'no archive name' }).min(1, { message: 'no archive name' }),
+  id: requiredString('no archive id'),
+  name: requiredString('no archive name'),
   archive: text.nullish(),
   barchive: text.nullish(),
   start: time.nullish(),
@@ -146,23 +151,67 @@ function compact(o: Record<string, unknown>): string {
   return JSON.stringify(out);
 }
 
-/** Maps one restic snapshot; invalid snapshots keep what could be read and carry the reason. */
-function resticRecord(rec: unknown): StagedRecord {
-  const raw = stringify(rec) ?? 'null';
-  const r = (rec && typeof rec === 'object' && !Array.isArray(rec) ? rec : {}) as Record<string, unknown>;
-  const parsed = resticSnapshot.safeParse(rec);
-  const reason = rec === null || typeof rec !== 'object' || Array.isArray(rec) ? 'record: is not a JSON object' : parsed.success ? null : issues(parsed.error);
-  const id = typeof r.id === 'string' && r.id ? r.id : null;
-  if (!parsed.success || reason) {
-    return {
-      jobId: id, job: id, jobName: null, client: typeof r.hostname === 'string' ? r.hostname : null, type: 'B', level: null, status: 'T',
-      timeKind: 'offset', startText: null, endText: null,
-      files: null, bytes: null, comment: null, extra: null, rejectReason: reason ?? 'record: invalid', raw,
-    };
+/** Path of the first string (value or key) holding a NUL character, which PostgreSQL text cannot store. */
+function nulPath(v: unknown, at: string[] = []): string | null {
+  if (typeof v === 'string') return v.includes('\u0000') ? at.join('.') || 'record' : null;
+  if (Array.isArray(v)) {
+    for (let i = 0; i < v.length; i++) {
+      const p = nulPath(v[i], [...at, String(i)]);
+      if (p) return p;
+    }
+    return null;
   }
+  if (v && typeof v === 'object' && !isLosslessNumber(v)) {
+    for (const [k, x] of Object.entries(v)) {
+      if (k.includes('\u0000')) return [...at, k.replace(/\u0000/g, '\\u0000')].join('.');
+      const p = nulPath(x, [...at, k]);
+      if (p) return p;
+    }
+  }
+  return null;
+}
+
+/** Problems that make a record unusable before its fields are read: not an object, a NUL character. */
+function recordProblem(rec: unknown): string | null {
+  if (rec === null || typeof rec !== 'object' || Array.isArray(rec) || isLosslessNumber(rec)) return 'record: is not a JSON object';
+  const nul = nulPath(rec);
+  return nul ? `${nul}: contains a NUL character (\\u0000), which PostgreSQL text cannot store` : null;
+}
+
+/** A quarantined record: the id and names that can be read safely, the reason, the raw record. */
+function rejected(rec: unknown, reason: string, raw: string, fields: Partial<StagedRecord>): StagedRecord {
+  const r = (rec && typeof rec === 'object' && !Array.isArray(rec) ? rec : {}) as Record<string, unknown>;
+  const safe = (v: unknown) => (typeof v === 'string' && v && !v.includes('\u0000') ? v : null);
+  return {
+    jobId: safe(r.id), job: null, jobName: null, client: null, type: 'B', level: null, status: null,
+    timeKind: 'offset', startText: null, endText: null, files: null, bytes: null, comment: null, extra: null,
+    ...fields,
+    rejectReason: reason,
+    raw,
+  };
+}
+
+/** Start and end as staged: both with an offset, or both naive (one kind per record). */
+function times(start: string | null | undefined, end: string | null | undefined): { kind: 'offset' | 'naive'; start: string | null; end: string | null } | { error: string } {
+  const a = timeOf(start);
+  const b = timeOf(end);
+  if (a.offset !== null && b.offset !== null && a.offset !== b.offset) {
+    return { error: 'end: has no UTC offset while the start has one (or the reverse): the instant would be ambiguous' };
+  }
+  return { kind: a.offset === false || b.offset === false ? 'naive' : 'offset', start: a.text, end: b.text };
+}
+
+/** Maps one restic snapshot; invalid snapshots keep their id and carry the reason. */
+function resticRecord(rec: unknown): StagedRecord {
+  const raw = () => stringify(rec) ?? 'null';
+  const problem = recordProblem(rec);
+  if (problem) return rejected(rec, problem, raw(), {});
+  const parsed = resticSnapshot.safeParse(rec);
+  if (!parsed.success) return rejected(rec, issues(parsed.error), raw(), {});
   const s = parsed.data;
-  const start = timeOf(s.summary?.backup_start ?? s.time);
-  const end = timeOf(s.summary?.backup_end ?? s.time);
+  // summary.backup_start/backup_end when present, else time; a summary with a start but no end has no end.
+  const t = times(s.summary?.backup_start ?? s.time, s.summary?.backup_end ?? (s.summary?.backup_start ? null : s.time));
+  if ('error' in t) return rejected(rec, `summary.backup_${t.error}`, raw(), {});
   const paths = s.paths ?? [];
   const tags = s.tags ?? [];
   return {
@@ -173,9 +222,9 @@ function resticRecord(rec: unknown): StagedRecord {
     type: 'B',
     level: null,
     status: 'T',
-    timeKind: start.offset === false || end.offset === false ? 'naive' : 'offset',
-    startText: start.text,
-    endText: end.text,
+    timeKind: t.kind,
+    startText: t.start,
+    endText: t.end,
     files: s.summary?.total_files_processed ?? null,
     bytes: s.summary?.total_bytes_processed ?? null,
     comment: null,
@@ -195,7 +244,7 @@ function resticRecord(rec: unknown): StagedRecord {
       program_version: s.program_version,
     }),
     rejectReason: null,
-    raw,
+    raw: null,
   };
 }
 
@@ -204,23 +253,17 @@ const CHECKPOINT = /\.checkpoint(\.\d+)?$/;
 
 /** Maps one borg archive; `client` is the configured client name (borg listings carry none). */
 function borgRecord(rec: unknown, client: string | null): StagedRecord {
-  const raw = stringify(rec) ?? 'null';
-  const r = (rec && typeof rec === 'object' && !Array.isArray(rec) ? rec : {}) as Record<string, unknown>;
+  const raw = () => stringify(rec) ?? 'null';
+  const problem = recordProblem(rec);
+  const name = typeof (rec as { name?: unknown } | null)?.name === 'string' ? ((rec as { name: string }).name || null) : null;
+  const known = { job: name && !name.includes('\u0000') ? name : null, jobName: name && !name.includes('\u0000') ? name : null, client, timeKind: 'naive' as const };
+  if (problem) return rejected(rec, problem, raw(), known);
   const parsed = borgArchive.safeParse(rec);
-  let reason = rec === null || typeof rec !== 'object' || Array.isArray(rec) ? 'record: is not a JSON object' : parsed.success ? null : issues(parsed.error);
-  if (!reason && parsed.success && !parsed.data.start && !parsed.data.time) reason = 'start: is missing (neither start nor time)';
-  const id = typeof r.id === 'string' && r.id ? r.id : null;
-  const name = scalarText(r.name);
-  if (!parsed.success || reason) {
-    return {
-      jobId: id, job: name, jobName: name, client, type: 'B', level: null, status: null,
-      timeKind: 'naive', startText: null, endText: null,
-      files: null, bytes: null, comment: null, extra: null, rejectReason: reason ?? 'record: invalid', raw,
-    };
-  }
+  if (!parsed.success) return rejected(rec, issues(parsed.error), raw(), known);
   const a = parsed.data;
-  const start = timeOf(a.start ?? a.time);
-  const end = timeOf(a.end);
+  if (!a.start && !a.time) return rejected(rec, 'start: is missing (neither start nor time)', raw(), known);
+  const t = times(a.start ?? a.time, a.end);
+  if ('error' in t) return rejected(rec, t.error, raw(), known);
   return {
     jobId: a.id,
     job: a.name,
@@ -229,61 +272,179 @@ function borgRecord(rec: unknown, client: string | null): StagedRecord {
     type: 'B',
     level: null,
     status: CHECKPOINT.test(a.name) ? 'I' : 'T',
-    timeKind: start.offset || end.offset ? 'offset' : 'naive',
-    startText: start.text,
-    endText: end.text,
+    timeKind: t.kind,
+    startText: t.start,
+    endText: t.end,
     files: null,
     bytes: null,
     comment: a.comment ?? null,
     extra: compact({ archive: a.archive, barchive: a.barchive, time: a.time, hostname: a.hostname, username: a.username }),
     rejectReason: null,
-    raw,
+    raw: null,
   };
+}
+
+/** Maps one record, quarantining it (never failing the listing) should the mapping itself fail. */
+function mapRecord(map: (rec: unknown) => StagedRecord, rec: unknown): StagedRecord {
+  try {
+    return map(rec);
+  } catch (err) {
+    return rejected(rec, `record: cannot be read: ${(err as Error).message}`, stringify(rec) ?? 'null', {});
+  }
+}
+
+const UTF8 = new TextDecoder('utf-8', { fatal: true });
+
+/** The listing's text: UTF-8 (as restic and borg write JSON), a leading byte order mark dropped. */
+function listingText(kind: string, bytes: Buffer, source: string): string {
+  let text: string;
+  try {
+    text = UTF8.decode(bytes);
+  } catch {
+    const at = firstInvalidUtf8(bytes);
+    throw new SourceDataInvalidError(`source ${source}: the ${kind} listing is not valid UTF-8 (byte ${at}); restic and borg write UTF-8 JSON: is the file damaged or converted?`);
+  }
+  if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
+  if (!text.trim()) {
+    throw new SourceDataInvalidError(
+      `source ${source}: the ${kind} listing is empty (${bytes.length} bytes); ${kind === 'restic-json' ? 'restic prints [] or null when a repository has no snapshots' : 'borg prints {"archives": []} for an empty repository'}`,
+    );
+  }
+  return text;
+}
+
+/** Offset of the first byte that does not start or continue a valid UTF-8 sequence. */
+function firstInvalidUtf8(bytes: Buffer): number {
+  for (let lo = 0, hi = bytes.length; ; ) {
+    if (hi - lo <= 1) return lo;
+    const mid = (lo + hi) >> 1;
+    try {
+      UTF8.decode(bytes.subarray(0, mid));
+      lo = mid;
+    } catch {
+      hi = mid;
+    }
+  }
+}
+
+/**
+ * The elements of a top-level JSON array as text slices, found by tracking strings and nesting
+ * (each slice is then parsed on its own). Null when the text is not a well-formed array at the top
+ * level: the caller parses the whole text, which reports the precise error.
+ */
+function arrayElements(text: string): { index: number; start: number; text: string }[] | null {
+  const ws = (c: number) => c === 32 || c === 10 || c === 13 || c === 9;
+  let i = 0;
+  while (i < text.length && ws(text.charCodeAt(i))) i++;
+  if (text.charCodeAt(i) !== 91 /* [ */) return null;
+  i++;
+  const out: { index: number; start: number; text: string }[] = [];
+  let j = i;
+  while (j < text.length && ws(text.charCodeAt(j))) j++;
+  if (text.charCodeAt(j) === 93 /* ] */) {
+    i = j + 1;
+  } else {
+    for (;;) {
+      const start = i;
+      let depth = 0;
+      for (; i < text.length; i++) {
+        const c = text.charCodeAt(i);
+        if (c === 34 /* " */) {
+          for (i++; i < text.length && text.charCodeAt(i) !== 34; i++) if (text.charCodeAt(i) === 92 /* \\ */) i++;
+        } else if (c === 123 || c === 91) depth++;
+        else if (c === 125 || c === 93) {
+          if (depth === 0) break;
+          depth--;
+        } else if (c === 44 /* , */ && depth === 0) break;
+      }
+      const end = text.charCodeAt(i);
+      if (i >= text.length || (end !== 44 && end !== 93)) return null;
+      out.push({ index: out.length, start, text: text.slice(start, i) });
+      i++;
+      if (end === 93) break;
+    }
+  }
+  while (i < text.length && ws(text.charCodeAt(i))) i++;
+  return i === text.length ? out : null;
 }
 
 /**
  * Parses a listing's bytes into staged records.
  * restic: an array of snapshots, `null` (no snapshots), or `--group-by` groups
  * (`[{ "group_key": …, "snapshots": [...] }]`, flattened). borg: `{ "archives": [...] }`.
- * Records repeating an earlier id are dropped, the last one listed wins; records without an id are
- * kept (to be quarantined).
- * @throws SourceDataInvalidError when the listing is not JSON or not of the kind's shape.
+ * Of the valid records with the same id the last one listed is kept (the others are counted as
+ * duplicates); invalid records are all kept, to be quarantined with their reason.
+ * @throws SourceDataInvalidError when the listing is empty, not UTF-8, not JSON, or not of the kind's shape.
  */
 export function parseListing(kind: 'restic-json' | 'borg-json', bytes: Buffer, opts: { source: string; client?: string | null }): StagedListing {
   const sha256 = createHash('sha256').update(bytes).digest('hex');
-  let doc: unknown;
-  try {
-    doc = parse(bytes.toString('utf8'));
-  } catch (err) {
-    throw new SourceDataInvalidError(`source ${opts.source}: the ${kind} listing is not valid JSON: ${(err as Error).message}`);
-  }
-  let items: unknown[];
+  const text = listingText(kind, bytes, opts.source);
+  const invalid = (err: unknown, where = '') =>
+    new SourceDataInvalidError(`source ${opts.source}: the ${kind} listing is not valid JSON${where}: ${(err as Error).message}`);
   let groups = 0;
-  let records: StagedRecord[];
-  if (kind === 'restic-json') {
-    if (doc === null) items = [];
-    else if (!Array.isArray(doc)) {
-      throw new SourceDataInvalidError(`source ${opts.source}: a restic listing must be a JSON array of snapshots (restic snapshots --json), or null; found ${typeof doc}`);
-    } else if (doc.some((g) => g && typeof g === 'object' && !Array.isArray(g) && 'group_key' in g)) {
-      items = [];
-      for (const g of doc as Record<string, unknown>[]) {
-        if (!g || typeof g !== 'object' || !('group_key' in g) || !(g.snapshots === null || Array.isArray(g.snapshots))) {
-          throw new SourceDataInvalidError(`source ${opts.source}: a restic --group-by listing must hold only groups { "group_key", "snapshots": [...] }`);
-        }
-        groups++;
-        items.push(...((g.snapshots as unknown[] | null) ?? []));
+  let records: StagedRecord[] = [];
+  // A restic listing is an array: its elements are parsed one at a time, so memory holds one
+  // parsed snapshot at a time instead of the whole document as objects.
+  const elements = kind === 'restic-json' ? arrayElements(text) : null;
+  if (elements) {
+    let grouped: boolean | null = null;
+    for (const el of elements) {
+      let item: unknown;
+      try {
+        item = parse(el.text);
+      } catch (err) {
+        throw invalid(err, ` (element ${el.index + 1}, at character ${el.start})`);
       }
-    } else items = doc;
-    records = items.map(resticRecord);
-  } else {
-    if (!doc || typeof doc !== 'object' || Array.isArray(doc) || !('archives' in doc) || !Array.isArray((doc as { archives: unknown }).archives)) {
-      throw new SourceDataInvalidError(`source ${opts.source}: a borg listing must be an object with an "archives" array (borg list --json)`);
+      const isGroup = !!item && typeof item === 'object' && !Array.isArray(item) && 'group_key' in item;
+      grouped ??= isGroup;
+      if (!grouped) {
+        records.push(mapRecord(resticRecord, item));
+        continue;
+      }
+      const g = item as Record<string, unknown>;
+      if (!isGroup || !(g.snapshots === null || Array.isArray(g.snapshots))) {
+        throw new SourceDataInvalidError(`source ${opts.source}: a restic --group-by listing must hold only groups { "group_key", "snapshots": [...] }`);
+      }
+      groups++;
+      for (const snap of (g.snapshots as unknown[] | null) ?? []) records.push(mapRecord(resticRecord, snap));
     }
-    items = (doc as { archives: unknown[] }).archives;
-    records = items.map((a) => borgRecord(a, opts.client ?? null));
+  } else {
+    let doc: unknown;
+    try {
+      doc = parse(text);
+    } catch (err) {
+      throw invalid(err);
+    }
+    if (kind === 'restic-json') {
+      if (doc !== null) {
+        throw new SourceDataInvalidError(`source ${opts.source}: a restic listing must be a JSON array of snapshots (restic snapshots --json), or null; found ${Array.isArray(doc) ? 'an array' : typeof doc}`);
+      }
+    } else {
+      if (!doc || typeof doc !== 'object' || Array.isArray(doc) || !('archives' in doc) || !Array.isArray((doc as { archives: unknown }).archives)) {
+        throw new SourceDataInvalidError(`source ${opts.source}: a borg listing must be an object with an "archives" array (borg list --json)`);
+      }
+      records = (doc as { archives: unknown[] }).archives.map((a) => mapRecord((x) => borgRecord(x, opts.client ?? null), a));
+    }
   }
   const last = new Map<string, number>();
-  records.forEach((r, i) => r.jobId !== null && last.set(r.jobId, i));
-  const unique = records.filter((r, i) => r.jobId === null || last.get(r.jobId) === i);
+  records.forEach((r, i) => r.jobId !== null && r.rejectReason === null && last.set(r.jobId, i));
+  const unique = records.filter((r, i) => r.jobId === null || r.rejectReason !== null || last.get(r.jobId) === i);
   return { sha256, records: unique, duplicates: records.length - unique.length, listed: records.length, groups };
+}
+
+/** Columns of `staged_record` in the order of {@link toCopyText} (version_id comes from the session's default). */
+export const STAGED_COPY_COLUMNS = [
+  'seq', 'job_id', 'job', 'job_name', 'client', 'type', 'level', 'status', 'time_kind',
+  'start_text', 'end_text', 'files', 'bytes', 'comment', 'extra', 'reject_reason', 'raw',
+] as const;
+
+/** The records as `COPY staged_record (STAGED_COPY_COLUMNS) FROM STDIN` text, numbered from 1. */
+export function toCopyText(records: StagedRecord[]): string {
+  const lines: string[] = [];
+  records.forEach((r, i) => {
+    const values = [String(i + 1), r.jobId, r.job, r.jobName, r.client, r.type, r.level, r.status, r.timeKind,
+      r.startText, r.endText, r.files, r.bytes, r.comment, r.extra, r.rejectReason, r.raw];
+    lines.push(`${values.map(copyValue).join('\t')}\n`);
+  });
+  return lines.join('');
 }

@@ -4,7 +4,8 @@
  * worker, so all of them see the same snapshot. Times are converted in SQL: offset times as
  * instants, naive ones in the source's zone; never through Node's local zone.
  */
-import { execFile } from 'node:child_process';
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
 import * as fs from 'node:fs/promises';
 import { finished } from 'node:stream/promises';
 import { Pool, PoolClient } from 'pg';
@@ -13,7 +14,8 @@ import { FileSourceConfig } from '../config';
 import { SourceDataInvalidError } from '../errors';
 import { copyValue } from '../catalog';
 import { DST_COUNTS } from './bareos';
-import { parseListing, StagedListing, StagedRecord } from './listing';
+import { STAGED_COPY_COLUMNS } from './listing';
+import { ListingForStaging, parseListingInThread } from './listing-thread';
 import { BucketStat, DST_RULE, DstReport, JobSource, ReadRow, SourceWatermark } from './types';
 
 /** Largest listing read from a command's standard output (bytes). */
@@ -32,54 +34,85 @@ export async function readListingBytes(name: string, config: FileSourceConfig): 
       throw new SourceDataInvalidError(`source ${name}: cannot read the listing file ${config.path}: ${(err as Error).message}`);
     }
   }
-  const [cmd, ...args] = config.command!;
-  return new Promise((resolve, reject) => {
-    execFile(
-      cmd,
-      args,
-      { encoding: 'buffer', maxBuffer: MAX_LISTING_BYTES, timeout: config.commandTimeoutMs ?? 90_000, windowsHide: true },
-      (err, stdout, stderr) => {
-        if (err) {
-          const e = err as NodeJS.ErrnoException & { code?: unknown; killed?: boolean; signal?: string };
-          const why = e.killed ? `timed out after ${config.commandTimeoutMs ?? 90_000} ms` : typeof e.code === 'number' ? `exited with status ${e.code}` : e.signal ? `killed by ${e.signal}` : e.message;
-          const tail = stderr?.toString('utf8').trim().split('\n').slice(-3).join(' | ').slice(0, 500);
-          reject(new SourceDataInvalidError(`source ${name}: listing command ${cmd} ${why}${tail ? `: ${tail}` : ''}`));
-        } else resolve(stdout);
-      },
-    );
-  });
+  return runListingCommand(name, config.command!, config.commandTimeoutMs ?? 90_000);
 }
-
-/** Reads and parses a file source's listing. */
-export async function readListing(name: string, config: FileSourceConfig): Promise<StagedListing> {
-  return parseListing(config.kind, await readListingBytes(name, config), { source: name, client: config.client ?? null });
-}
-
-const STAGED_COLUMNS = [
-  'version_id', 'seq', 'job_id', 'job', 'job_name', 'client', 'type', 'level', 'status', 'time_kind',
-  'start_text', 'end_text', 'files', 'bytes', 'comment', 'extra', 'reject_reason', 'raw',
-] as const;
 
 /**
- * Stages a listing for a version with COPY (records numbered from 1 in listing order: the paging key).
- * Must run inside the plan transaction.
+ * Runs a listing command (argv, no shell) in its own process group and returns its standard
+ * output. On timeout the whole group is killed with SIGKILL (a command ignoring SIGTERM, or a
+ * grandchild, cannot outlive it); when the command exits, processes it left behind in its group are
+ * killed too.
+ * @throws SourceDataInvalidError naming the source and the program (its arguments are not echoed:
+ *   they may hold secrets) when it cannot start, fails, times out or prints more than 1 GiB.
  */
-export async function stageListing(c: PoolClient, versionId: string, records: StagedRecord[]): Promise<void> {
-  if (!records.length) return;
-  const stream = c.query(copyFrom(`COPY staged_record (${STAGED_COLUMNS.join(', ')}) FROM STDIN`));
+function runListingCommand(name: string, argv: string[], timeoutMs: number): Promise<Buffer> {
+  const [cmd, ...args] = argv;
+  return new Promise((resolve, reject) => {
+    const child = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'], detached: true, windowsHide: true });
+    const out: Buffer[] = [];
+    let outBytes = 0;
+    let err = '';
+    let failure: string | null = null;
+    const killGroup = () => {
+      try {
+        if (child.pid) process.kill(-child.pid, 'SIGKILL');
+      } catch {
+        /* already gone */
+      }
+    };
+    const timer = setTimeout(() => {
+      failure = `timed out after ${timeoutMs} ms`;
+      killGroup();
+    }, timeoutMs);
+    child.stdout!.on('data', (d: Buffer) => {
+      outBytes += d.length;
+      if (outBytes > MAX_LISTING_BYTES) {
+        failure ??= `printed more than ${MAX_LISTING_BYTES} bytes`;
+        killGroup();
+      } else out.push(d);
+    });
+    child.stderr!.on('data', (d: Buffer) => {
+      if (err.length < 64_000) err += d.toString('utf8');
+    });
+    child.once('exit', () => killGroup()); // nothing of the command outlives it
+    child.once('error', (e) => {
+      clearTimeout(timer);
+      reject(new SourceDataInvalidError(`source ${name}: listing command ${cmd} cannot be run: ${e.message}`));
+    });
+    child.once('close', (code, signal) => {
+      clearTimeout(timer);
+      const why = failure ?? (code !== 0 ? (code === null ? `was killed by ${signal}` : `exited with status ${code}`) : null);
+      if (!why) return resolve(Buffer.concat(out));
+      const tail = err.trim().split('\n').slice(-3).join(' | ').slice(0, 500);
+      reject(new SourceDataInvalidError(`source ${name}: listing command ${cmd} ${why}${tail ? `: ${tail}` : ''}`));
+    });
+  });
+}
+
+/** Reads a file source's listing and parses it in a worker thread (the event loop keeps heartbeating). */
+export async function readListing(name: string, config: FileSourceConfig, withIds = false): Promise<ListingForStaging> {
+  return parseListingInThread(config.kind, await readListingBytes(name, config), { source: name, client: config.client ?? null }, withIds);
+}
+
+/**
+ * Stages a parsed listing for a version with COPY, in 1 MiB chunks that wait for the server
+ * (backpressure). Must run inside the plan transaction: the version id reaches the rows through the
+ * transaction-local setting `catalog_rebuild.staging_version` (the column's default).
+ */
+export async function stageListing(c: PoolClient, versionId: string, listing: ListingForStaging): Promise<void> {
+  if (!listing.records) return;
+  await c.query(`SELECT set_config('catalog_rebuild.staging_version', $1, true)`, [versionId]);
+  const stream = c.query(copyFrom(`COPY staged_record (${STAGED_COPY_COLUMNS.join(', ')}) FROM STDIN`));
   const done = finished(stream);
   done.catch(() => undefined);
-  let chunk = '';
-  records.forEach((r, i) => {
-    const values = [versionId, String(i + 1), r.jobId, r.job, r.jobName, r.client, r.type, r.level, r.status, r.timeKind,
-      r.startText, r.endText, r.files, r.bytes, r.comment, r.extra, r.rejectReason, r.raw];
-    chunk += `${values.map(copyValue).join('\t')}\n`;
-    if (chunk.length >= 65_536) {
-      stream.write(chunk);
-      chunk = '';
+  const text = listing.copyText;
+  const CHUNK = 1 << 20;
+  for (let at = 0; at < text.length; at += CHUNK) {
+    if (!stream.write(Buffer.from(text.buffer, text.byteOffset + at, Math.min(CHUNK, text.length - at)))) {
+      await Promise.race([once(stream, 'drain'), done]);
     }
-  });
-  stream.end(chunk);
+  }
+  stream.end();
   await done;
 }
 
@@ -209,12 +242,11 @@ export class StagedSource implements JobSource {
   async deltaCount(): Promise<number> {
     if (!this.config.path) return 0;
     const { rows } = await this.pool.query<{ snapshot: string | null }>(`SELECT source_snapshot AS snapshot FROM version WHERE version_id = $1`, [this.versionId]);
-    const now = await readListing(this.name, this.config);
+    const now = await readListing(this.name, this.config, true);
     if (now.sha256 === rows[0]?.snapshot) return 0;
-    const ids = now.records.map((r) => r.jobId).filter((id): id is string => id !== null);
     const { rows: known } = await this.pool.query<{ n: number }>(
       `SELECT count(*)::int AS n FROM unnest($2::text[]) AS u(id) WHERE NOT EXISTS (SELECT 1 FROM staged_record s WHERE s.version_id = $1 AND s.job_id = u.id)`,
-      [this.versionId, ids],
+      [this.versionId, now.ids],
     );
     return known[0].n;
   }
