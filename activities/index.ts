@@ -731,7 +731,7 @@ export function createActivities(deps: ActivityDeps) {
               return parts.length ? `; warnings: ${parts.join('; ')}` : '';
             }
             if (overThreshold) {
-              const reasons = rejectSample.slice(0, 3).map((r) => `record ${r.job_key}${r.job_id ? ` (${r.job_id.slice(0, 16)})` : ''}: ${r.reason}`).join('; ');
+              const reasons = rejectSample.slice(0, 3).map((r) => `record ${r.job_key}${r.job_id && r.job_id !== r.job_key ? ` (${r.job_id.slice(0, 16)})` : ''}: ${r.reason}`).join('; ');
               throw new NotPublishableError(
                 `${rejects} source records of ${input.source} are quarantined, more than the threshold of ${maxRejects}: ${reasons}${rejects > 3 ? '; …' : ''}. ` +
                   `Version ${input.versionId} is not published. The reject table holds every reason and raw record ` +
@@ -766,11 +766,14 @@ export function createActivities(deps: ActivityDeps) {
             try {
               read = validateRows(await readSource(what, () => source.readBucket(input.bucket, maxKey)));
               const ids = new Set(read.valid.map((r) => r.job_id!));
+              const rejectedHere = new Set(read.rejects.map((r) => r.jobKey));
               const inCatalog = await pool.query<{ job_id: string; job_key: string }>(
                 format(`SELECT job_id, job_key::text FROM %I WHERE bucket IS NOT DISTINCT FROM $1::date`, table),
                 [input.bucket],
               );
-              strays = inCatalog.rows.filter((r) => !ids.has(r.job_id));
+              // Catalog rows of this bucket that the source no longer has here: moved, gone, or (rows
+              // of records read here that are now quarantined) to be dropped below.
+              strays = inCatalog.rows.filter((r) => !ids.has(r.job_id) && !rejectedHere.has(r.job_key));
               const strayKeys = strays.map((r) => r.job_key);
               stillThere = await readSource(what, () => source.existingJobIds(strayKeys, maxKey));
               const movedKeys = strays.filter((r) => stillThere.has(r.job_key)).map((r) => r.job_key);
@@ -1000,7 +1003,7 @@ export function describeRejects(rejects: RejectRecord[], limit = 3): string {
   return (
     rejects
       .slice(0, limit)
-      .map((r) => `record ${r.jobKey}${r.jobId ? ` (${r.jobId.length > 16 ? `${r.jobId.slice(0, 12)}…` : r.jobId})` : ''}: ${r.reason}`)
+      .map((r) => `record ${r.jobKey}${r.jobId && r.jobId !== r.jobKey ? ` (${r.jobId.length > 16 ? `${r.jobId.slice(0, 12)}…` : r.jobId})` : ''}: ${r.reason}`)
       .join('; ') + (rejects.length > limit ? '; …' : '')
   );
 }

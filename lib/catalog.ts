@@ -216,7 +216,9 @@ export async function catalogBucketStats(db: Queryable, versionId: string): Prom
  * paging key): a later attempt or repair replaces the reason and raw record.
  * @returns rejects written.
  */
-export async function writeRejects(db: Queryable, versionId: string, pageNo: number, rejects: RejectRecord[]): Promise<number> {
+export async function writeRejects(db: Queryable, versionId: string, pageNo: number, records: RejectRecord[]): Promise<number> {
+  // One row per paging key (the last one given wins): ON CONFLICT cannot affect a row twice.
+  const rejects = [...new Map(records.map((r) => [r.jobKey, r])).values()];
   if (!rejects.length) return 0;
   const res = await db.query(
     `INSERT INTO reject (version_id, page_no, job_key, job_id, bucket, fingerprint_row, reason, raw)
