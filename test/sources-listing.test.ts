@@ -14,7 +14,7 @@ import { spawnSync } from 'node:child_process';
 import { parseListing, normalizeTime } from '../lib/sources/listing';
 import { parseListingInThread } from '../lib/sources/listing-thread';
 import { readListingBytes } from '../lib/sources/staged';
-import { validateRows } from '../lib/validate';
+import { jobRowSchema, plainlyValid, validateRows } from '../lib/validate';
 import { ReadRow } from '../lib/sources/types';
 import { projectRoot } from '../lib/paths';
 import { privateTemporal, runCliProcess, spawnWorker, testDatabases, TestDatabases, testEnv, uniqueQueue, WorkerProcess } from './helpers/harness';
@@ -168,6 +168,32 @@ describe('listing edge cases (no services)', () => {
     const long = validateRows([{ job_key: '1', job_id: 'x'.repeat(10_000), job: null, job_name: null, client: 'h', type: 'B', level: null, status: 'T', sched_time: null, start_time: null, end_time: null, real_end_time: null, files: null, bytes: null, read_bytes: null, job_errors: null, pool: null, fileset: null, prior_job_id: null, job_tdate: null, vol_session_id: null, vol_session_time: null, comment: null, bucket: null, extra: null }]);
     assert.equal(long.valid.length, 0);
     assert.match(long.rejects[0].reason, /^job_id: is longer than 1024 bytes \(an index key\) \("x{20,}…\)$/);
+  });
+
+  test('the fast row check never accepts a row the schema refuses (random rows, edge values)', () => {
+    const values: Record<string, (string | null)[]> = {
+      job_key: ['1', '0', '-1', '', '9223372036854775807', '99999999999999999999', 'x'],
+      job_id: ['1', '', 'x'.repeat(341), 'x'.repeat(342), 'é'.repeat(400), null],
+      client: [null, 'fd', 'é'.repeat(341), 'é'.repeat(600)],
+      start_time: [null, '2024-01-01T00:00:00.000000Z', '2024-01-01T00:00:00Z', 'infinity', ''],
+      files: [null, '0', '-1', '1.5', '9223372036854775807', '9223372036854775808', '999999999999999999'],
+      bytes: [null, '0', '-5', '18446744073709551615', '123456789012345678901', '1e3'],
+      job_errors: [null, '0', '-1', '2147483647', '2147483648', '-2147483648', '999999999'],
+      job_tdate: [null, '1714558540', '-9223372036854775808', '9223372036854775808'],
+      bucket: [null, '2024-01-01', 'infinity', '0001-12-31 BC'],
+    };
+    let seed = 7;
+    const pick = <T,>(xs: T[]): T => xs[(seed = (seed * 1103515245 + 12345) % 2147483648) % xs.length];
+    let fast = 0;
+    for (let i = 0; i < 20_000; i++) {
+      const r: Record<string, string | null> = { job: null, job_name: null, type: 'B', level: null, status: 'T', sched_time: null, end_time: null, real_end_time: null, read_bytes: null, pool: null, fileset: null, prior_job_id: null, vol_session_id: null, vol_session_time: null, comment: null, extra: null };
+      for (const [k, xs] of Object.entries(values)) r[k] = pick(xs);
+      if (plainlyValid(r as never)) {
+        fast++;
+        assert.ok(jobRowSchema.safeParse(r).success, `fast check accepted ${JSON.stringify(r).slice(0, 300)}`);
+      }
+    }
+    assert.ok(fast > 100, `${fast} rows took the fast path`);
   });
 
   test('a later invalid record does not replace a valid one with the same id; the last valid record wins', () => {
