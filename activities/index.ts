@@ -699,6 +699,8 @@ export function createActivities(deps: ActivityDeps) {
               sampleDiffs,
               watermarkKey: maxKey,
               sourceEqualsCatalogPlusRejects: sourceRows === catalogRows + rejects,
+              // Byte totals summed in SQL per bucket and added here as BigInt: decimal text, exact.
+              bytes: { source: sumBytes(src), catalogPlusRejects: sumBytes(cat) },
               maxRejects,
               rejectSample,
               warnings,
@@ -997,6 +999,11 @@ export function createActivities(deps: ActivityDeps) {
 
 /** The activity functions registered by the worker. */
 export type Activities = ReturnType<typeof createActivities>;
+
+/** Total of the buckets' byte sums (decimal text in, decimal text out; exact). */
+function sumBytes(stats: BucketStat[]): string {
+  return stats.reduce((n, s) => n + BigInt(s.bytes ?? '0'), 0n).toString();
+}
 
 /** The first quarantined records of a list, for messages: `key (id): reason`. */
 export function describeRejects(rejects: RejectRecord[], limit = 3): string {

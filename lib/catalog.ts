@@ -197,18 +197,23 @@ export async function rangeChecksum(
  * source = catalog + rejects. Same definition as the sources'.
  */
 export async function catalogBucketStats(db: Queryable, versionId: string): Promise<BucketStat[]> {
-  const { rows } = await db.query<{ bucket: string | null; count: string; fingerprint: string }>(
+  // A reject's bytes are the last field of its fingerprint input (job ids may hold '|').
+  const { rows } = await db.query<{ bucket: string | null; count: string; fingerprint: string; bytes: string }>(
     format(
-      `SELECT s.bucket::text AS bucket, count(*)::text AS count, md5(string_agg(s.fp, E'\\n' ORDER BY s.k)) AS fingerprint
-       FROM (SELECT t.bucket, t.job_key AS k, ${CATALOG_FINGERPRINT_ROW} AS fp FROM %I t
+      `SELECT s.bucket::text AS bucket, count(*)::text AS count, md5(string_agg(s.fp, E'\\n' ORDER BY s.k)) AS fingerprint,
+              coalesce(sum(s.bytes), 0)::text AS bytes
+       FROM (SELECT t.bucket, t.job_key AS k, ${CATALOG_FINGERPRINT_ROW} AS fp, t.bytes FROM %I t
              UNION ALL
-             SELECT r.bucket, r.job_key, r.fingerprint_row FROM reject r WHERE r.version_id = %s) s
+             SELECT r.bucket, r.job_key, r.fingerprint_row,
+                    CASE WHEN substring(r.fingerprint_row FROM '[|]([^|]*)$') ~ '^-?[0-9]+$'
+                         THEN substring(r.fingerprint_row FROM '[|]([^|]*)$')::numeric END
+             FROM reject r WHERE r.version_id = %s) s
        GROUP BY 1 ORDER BY 1 NULLS FIRST`,
       partitionName(versionId),
       versionId,
     ),
   );
-  return rows.map((r) => ({ bucket: r.bucket, count: Number(r.count), fingerprint: r.fingerprint }));
+  return rows.map((r) => ({ bucket: r.bucket, count: Number(r.count), fingerprint: r.fingerprint, bytes: r.bytes }));
 }
 
 /**

@@ -87,6 +87,8 @@ test('rejects are counted per page and per bucket; repairs move records between 
   assert.equal(report.rows[0].report.rejects, 2);
   assert.equal(report.rows[0].report.sourceEqualsCatalogPlusRejects, true);
   assert.deepEqual(report.rows[0].report.mismatched, []);
+  const sourceBytes = await dbs.sourcePool.query<{ s: string }>(`SELECT sum(jobbytes)::text AS s FROM job`);
+  assert.deepEqual(report.rows[0].report.bytes, { source: sourceBytes.rows[0].s, catalogPlusRejects: sourceBytes.rows[0].s }, 'byte totals (negative quarantined values included on both sides)');
   maxRejects = 2;
   const r3: ReconcileSummary = await run(acts.reconcile, { catalog: 'q', source: 'director', versionId: plan.versionId, round: 3 });
   assert.equal(r3.ok, true);

@@ -367,6 +367,7 @@ describe('listing sources rebuilt on a real Temporal server and PostgreSQL', () 
     assert.equal(report.ok, true);
     assert.equal(report.sourceRows, 4);
     assert.equal(report.duplicateRecords, 1, 'the repeated snapshot id is counted');
+    assert.deepEqual(report.bytes, { source: (18446744073709551615n + 9007199254740993n).toString(), catalogPlusRejects: (18446744073709551615n + 9007199254740993n).toString() }, 'byte totals exact');
     const planned = await dbs.catalogPool.query<{ message: string }>(`SELECT message FROM event WHERE catalog_name = 'restic-new' AND kind = 'planned'`);
     assert.match(planned.rows[0].message, /1 repeated ids dropped, the last listed kept/);
     // Sums of bytes computed in SQL stay exact.

@@ -153,14 +153,15 @@ export class BareosSource implements JobSource {
 
   async bucketStats(maxKey: string): Promise<BucketStat[]> {
     const tz = await this.timezone();
-    const { rows } = await this.pool.query<{ bucket: string | null; count: string; fingerprint: string }>(
+    const { rows } = await this.pool.query<{ bucket: string | null; count: string; fingerprint: string; bytes: string }>(
       `SELECT j.starttime::date::text AS bucket, count(*)::text AS count,
-              md5(string_agg(${SOURCE_FINGERPRINT_ROW}, E'\\n' ORDER BY j.jobid)) AS fingerprint
+              md5(string_agg(${SOURCE_FINGERPRINT_ROW}, E'\\n' ORDER BY j.jobid)) AS fingerprint,
+              coalesce(sum(j.jobbytes), 0)::text AS bytes
        FROM job j WHERE j.jobid <= $2::bigint
        GROUP BY 1 ORDER BY 1 NULLS FIRST`,
       [tz, maxKey],
     );
-    return rows.map((r) => ({ bucket: r.bucket, count: Number(r.count), fingerprint: r.fingerprint }));
+    return rows.map((r) => ({ bucket: r.bucket, count: Number(r.count), fingerprint: r.fingerprint, bytes: r.bytes }));
   }
 
   async dstReport(maxKey: string): Promise<DstReport> {

@@ -215,12 +215,13 @@ export class StagedSource implements JobSource {
 
   async bucketStats(maxKey: string): Promise<BucketStat[]> {
     const tz = await this.timezone();
-    const { rows } = await this.pool.query<{ bucket: string | null; count: string; fingerprint: string }>(
-      `SELECT x.bucket, count(*)::text AS count, md5(string_agg(${STAGED_FINGERPRINT}, E'\\n' ORDER BY x.seq)) AS fingerprint
+    const { rows } = await this.pool.query<{ bucket: string | null; count: string; fingerprint: string; bytes: string }>(
+      `SELECT x.bucket, count(*)::text AS count, md5(string_agg(${STAGED_FINGERPRINT}, E'\\n' ORDER BY x.seq)) AS fingerprint,
+              coalesce(sum(CASE WHEN x.bytes ~ '^-?[0-9]+$' THEN x.bytes::numeric END), 0)::text AS bytes
        FROM (${SELECT_STAGED}) x WHERE x.seq <= $3::bigint GROUP BY 1 ORDER BY 1 NULLS FIRST`,
       [tz, this.versionId, maxKey],
     );
-    return rows.map((r) => ({ bucket: r.bucket, count: Number(r.count), fingerprint: r.fingerprint }));
+    return rows.map((r) => ({ bucket: r.bucket, count: Number(r.count), fingerprint: r.fingerprint, bytes: r.bytes }));
   }
 
   async dstReport(maxKey: string): Promise<DstReport | null> {

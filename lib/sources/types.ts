@@ -76,6 +76,8 @@ export interface BucketStat {
   count: number;
   /** md5 over the bucket's job ids in key order with status, end time, files and bytes. */
   fingerprint: string;
+  /** Sum of the bucket's job bytes (decimal text, summed in SQL; values that are not whole numbers are left out). */
+  bytes: string;
 }
 
 /** The watermark taken when a rebuild is planned. */
