@@ -737,7 +737,7 @@ export function createActivities(deps: ActivityDeps) {
               throw new NotPublishableError(
                 `${rejects} source records of ${input.source} are quarantined, more than the threshold of ${maxRejects}: ${reasons}${rejects > 3 ? '; …' : ''}. ` +
                   `Version ${input.versionId} is not published. The reject table holds every reason and raw record ` +
-                  `(SELECT * FROM reject WHERE version_id = ${input.versionId}); fix the source, or raise maxRejects of source ${input.source} to publish with them.`,
+                  `(SELECT * FROM reject WHERE version_id = ${input.versionId}); fix the source, or raise maxRejects of source ${input.source} in the workers' configuration file and restart the workers (they read it at start) to publish with them.`,
               );
             }
             return summary;

@@ -1,4 +1,5 @@
 import * as fs from 'node:fs';
+import * as path from 'node:path';
 import { z } from 'zod';
 import { ConfigError, UnknownSourceError } from './errors';
 
@@ -47,10 +48,13 @@ export const databaseSourceSchema = z
 export const fileSourceSchema = z
   .object({
     kind: z.enum(['restic-json', 'borg-json']),
-    /** Listing file. */
+    /** Listing file; a relative path is resolved against the configuration file's folder. */
     path: z.string().min(1).optional(),
     /** Command printing the listing, as an argv array (no shell). */
-    command: z.array(z.string().min(1)).min(1).optional(),
+    command: z
+      .array(z.string().min(1), { error: 'must be an argv array such as ["restic", "-r", "/srv/restic", "snapshots", "--json"] (no shell)' })
+      .min(1)
+      .optional(),
     /**
      * Time limit of the command (ms), default 90,000, at most 100,000: the plan runs it inside an
      * activity with a 2-minute start-to-close timeout. Slower listings: write them to a file first.
@@ -65,7 +69,10 @@ export const fileSourceSchema = z
   })
   .strict()
   .refine((s) => (s.path === undefined) !== (s.command === undefined), {
-    message: 'a file source needs exactly one of "path" (a listing file) or "command" (an argv array printing the listing)',
+    error: (iss) =>
+      `a listing source needs exactly one of "path" (a listing file) or "command" (an argv array printing the listing); ${
+        (iss.input as { path?: unknown })?.path !== undefined ? 'both are given' : 'neither is given'
+      }`,
   });
 
 /** Any source: a director catalog database or a backup tool's JSON listing. */
@@ -97,7 +104,11 @@ export function isFileSource(c: SourceConfig): c is FileSourceConfig {
 
 function formatIssues(err: z.ZodError, file: string): string {
   return err.issues
-    .map((i) => `${file}: ${i.path.length ? i.path.join('.') : '(top level)'}: ${i.message}`)
+    .map((i) => {
+      // A bad record key (a source name) carries its reason in nested issues.
+      const nested = i.code === 'invalid_key' ? (i as { issues?: { message: string }[] }).issues?.[0]?.message : undefined;
+      return `${file}: ${i.path.length ? i.path.join('.') : '(top level)'}: ${nested ?? i.message}`;
+    })
     .join('; ');
 }
 
@@ -134,6 +145,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, opts: { require
   }
   if (!/^postgres(ql)?:\/\//.test(catalogDatabaseUrl)) {
     throw new ConfigError('CATALOG_DATABASE_URL: must be a postgres:// or postgresql:// URL');
+  }
+  // Listing files named relative to the configuration file, wherever the worker runs.
+  const base = file ? path.dirname(path.resolve(file)) : process.cwd();
+  for (const source of Object.values(parsed.data.sources)) {
+    if (isFileSource(source) && source.path !== undefined) source.path = path.resolve(base, source.path);
   }
   return { ...parsed.data, catalogDatabaseUrl };
 }

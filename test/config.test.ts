@@ -152,9 +152,23 @@ test('source kinds and listing sources: an unknown kind, path and command togeth
   await expectConfigFailure(envFor(bad('kind.json', { kind: 'restic', path: '/x.json' })), /sources\.fleet\.kind: kind must be one of "bareos", "bacula".*"restic-json", "borg-json"/);
   await expectConfigFailure(
     envFor(bad('both.json', { kind: 'restic-json', path: '/x.json', command: ['restic', 'snapshots', '--json'] })),
-    /sources\.fleet: a file source needs exactly one of "path".*or "command"/,
+    /sources\.fleet: a listing source needs exactly one of "path".*or "command".*; both are given/,
   );
   await expectConfigFailure(envFor(bad('tz.json', { kind: 'borg-json', path: '/x.json', timezone: 'Europe/Berln' })), /sources\.fleet\.timezone: must be an IANA time zone name/);
+});
+
+test('a worker without CATALOG_REBUILD_CONFIG, or with a catalog database that does not exist, exits 1 saying what to do', async () => {
+  const env = envFor(writeConfig(dbs));
+  await expectConfigFailure({ ...env, CATALOG_REBUILD_CONFIG: '', CATALOG_DATABASE_URL: dbs.catalogUrl }, /CATALOG_REBUILD_CONFIG is not set: name the JSON configuration file/);
+  const missingDb = dbs.catalogUrl.replace(/\/[^/?]+(\?|$)/, '/catalog_rebuild_no_such_db$1');
+  await expectConfigFailure({ ...env, CATALOG_DATABASE_URL: missingDb }, /catalog database: database "catalog_rebuild_no_such_db" does not exist .*create it \(e\.g\. createdb/);
+});
+
+test('a bad source name and a command given as a string: the messages say what is expected', async () => {
+  const names = configFile('bad-name.json', { catalogDatabaseUrl: dbs.catalogUrl, sources: { 'my source': { kind: 'restic-json', path: '/x.json' } } });
+  await expectConfigFailure(envFor(names), /sources\.my source: source names use letters, digits, _ \. -/);
+  const cmd = configFile('cmd-string.json', { catalogDatabaseUrl: dbs.catalogUrl, sources: { fleet: { kind: 'restic-json', command: 'restic snapshots --json' } } });
+  await expectConfigFailure(envFor(cmd), /sources\.fleet\.command: must be an argv array such as \["restic"/);
 });
 
 test('CATALOG_REBUILD_CONFIG naming a missing file or invalid JSON: exit 1 naming the variable and the file', async () => {

@@ -267,7 +267,8 @@ describe('listing sources rebuilt on a real Temporal server and PostgreSQL', () 
       sources: {
         'restic-manual': { kind: 'restic-json', path: RESTIC_MANUAL },
         'restic-command': { kind: 'restic-json', command: [process.execPath, '-e', `process.stdout.write(require('fs').readFileSync(${JSON.stringify(RESTIC_MANUAL)}))`] },
-        'restic-new': { kind: 'restic-json', path: write('new.json', RESTIC_NEW), timezone: 'Europe/Berlin' },
+        // A relative path is resolved against the configuration file's folder, not the worker's working directory.
+        'restic-new': { kind: 'restic-json', path: path.basename(write('new.json', RESTIC_NEW)), timezone: 'Europe/Berlin' },
         'restic-grouped': { kind: 'restic-json', path: write('grouped.json', `[{"group_key":{"hostname":"x","paths":null,"tags":null},"snapshots":${RESTIC_NEW}}]`), timezone: 'Europe/Berlin' },
         'restic-empty': { kind: 'restic-json', path: write('empty.json', 'null\n') },
         'restic-bad': { kind: 'restic-json', path: write('bad.json', RESTIC_BAD) },

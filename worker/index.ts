@@ -7,7 +7,7 @@ import { Client, Connection } from '@temporalio/client';
 import { loadClientConnectConfig } from '@temporalio/envconfig';
 import { bundleWorkflowCode, DefaultLogger, NativeConnection, Worker, WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { createActivities, Faults } from '../activities';
-import { Config, getSource, loadConfig, taskQueue as defaultTaskQueue } from '../lib/config';
+import { Config, getSource, loadConfig, redactUrl, taskQueue as defaultTaskQueue } from '../lib/config';
 import { createPool, migrate } from '../lib/db';
 import { ConfigError } from '../lib/errors';
 import { SourceRegistry } from '../lib/sources';
@@ -29,14 +29,14 @@ export function workflowBundle(): Promise<WorkflowBundleWithSourceMap> {
  * Checks that the namespace has the CatalogName and RebuildPhase keyword search attributes.
  * @throws ConfigError with the `temporal operator search-attribute create` command when missing.
  */
-export async function checkSearchAttributes(connection: Connection, namespace: string): Promise<void> {
+export async function checkSearchAttributes(connection: Connection, namespace: string, address?: string): Promise<void> {
   const r = await connection.operatorService.listSearchAttributes({ namespace });
   const have = new Set([...Object.keys(r.customAttributes ?? {}), ...Object.keys(r.systemAttributes ?? {})]);
   const missing = REQUIRED_SEARCH_ATTRIBUTES.filter((n) => !have.has(n));
   if (missing.length) {
     const flags = missing.map((n) => `--name ${n} --type Keyword`).join(' ');
     throw new ConfigError(
-      `search attributes missing on namespace ${namespace}: ${missing.join(', ')}; create them with: temporal operator search-attribute create --namespace ${namespace} ${flags}`,
+      `search attributes missing on namespace ${namespace}: ${missing.join(', ')}; create them with: temporal operator search-attribute create${address ? ` --address ${address}` : ''} --namespace ${namespace} ${flags}`,
     );
   }
 }
@@ -54,7 +54,8 @@ export interface RunningWorker {
  * @throws ConfigError for bad configuration or missing search attributes; SchemaTooNewError.
  */
 export async function createWorker(env: NodeJS.ProcessEnv = process.env, opts: { config?: Config } = {}): Promise<RunningWorker> {
-  const config = opts.config ?? loadConfig(env);
+  // The worker needs the sources: without the configuration file it would poll and fail every rebuild.
+  const config = opts.config ?? loadConfig(env, { requireFile: true });
   // The SDK runtime (with the Prometheus endpoint, when configured) before any native connection.
   const metricsAddress = installMetricsRuntime(env);
   const identity = `${process.pid}@${os.hostname()}`;
@@ -69,12 +70,19 @@ export async function createWorker(env: NodeJS.ProcessEnv = process.env, opts: {
     await pool.end().catch(() => undefined);
   };
   try {
-    await migrate(pool);
+    await migrate(pool).catch((err: unknown) => {
+      if ((err as { code?: string }).code === '3D000') {
+        throw new ConfigError(
+          `catalog database: ${(err as Error).message} (${redactUrl(config.catalogDatabaseUrl)}): create it (e.g. createdb -O <owner> <name>) or fix catalogDatabaseUrl / CATALOG_DATABASE_URL`,
+        );
+      }
+      throw err;
+    });
     const { connectionOptions, namespace } = loadClientConnectConfig({ overrideEnvVars: env as Record<string, string> });
     const ns = namespace ?? 'default';
     const clientConnection = await Connection.connect(connectionOptions as Parameters<typeof Connection.connect>[0]);
     try {
-      await checkSearchAttributes(clientConnection, ns);
+      await checkSearchAttributes(clientConnection, ns, (connectionOptions as { address?: string }).address);
     } catch (err) {
       await clientConnection.close();
       throw err;
