@@ -393,7 +393,10 @@ export function createActivities(deps: ActivityDeps) {
             // Cancellation (worker shutdown past its grace time, a cancelled rebuild) gives the page up:
             // the statement in flight is cancelled, the transaction rolls back, another attempt retries.
             const signal = Context.current().cancellationSignal;
-            if (signal.aborted) throw ApplicationFailure.retryable(`page ${input.pageNo} given up before writing: activity cancelled`, 'PAGE_CANCELLED');
+            if (signal.aborted) {
+              log.warn('page given up before writing: activity cancelled', { pageNo: input.pageNo, attempt });
+              throw ApplicationFailure.retryable(`page ${input.pageNo} given up before writing: activity cancelled`, 'PAGE_CANCELLED');
+            }
             const result = await withTransaction(pool, async (c) => {
               let live = true;
               const backendPid = (c as unknown as { processID?: number }).processID;

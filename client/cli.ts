@@ -220,10 +220,12 @@ export function buildCli(out: (s: string) => void = (s) => console.log(s), err: 
         }
         let progress: RebuildProgress | null = null;
         let note = '';
+        let notFound = false;
         try {
           progress = await getProgress(handle, 5_000);
         } catch (e) {
           note = (e as Error).message;
+          notFound = e instanceof WorkflowNotFoundError || /workflow not found/i.test(note);
         }
         const workers = await pollers().catch(() => -1);
         if (progress) {
@@ -235,7 +237,12 @@ export function buildCli(out: (s: string) => void = (s) => console.log(s), err: 
           return;
         }
         const fromDb = await withCatalogPool((pool) => catalogStatusFromDatabase(pool, o.catalog));
-        const why = `no worker answered the progress query within 5 s (${note}); this is the catalog database's view of the latest version`;
+        if (notFound && !fromDb.latest) {
+          throw new ExitCode(1, `no rebuild of catalog ${o.catalog} has been started (no workflow ${handle.workflowId}, no version in the catalog database); start one with: catalog-rebuild start --catalog ${o.catalog} --source NAME`);
+        }
+        const why = notFound
+          ? `no workflow ${handle.workflowId} on the Temporal service (its history may be past the namespace's retention); this is the catalog database's view of the latest version`
+          : `no worker answered the progress query within 5 s (${note}); this is the catalog database's view of the latest version`;
         if (o.json) {
           out(JSON.stringify({ answeredBy: 'database', note: why, workersPolling: workers, queryError: note, ...fromDb }));
         } else {

@@ -135,6 +135,9 @@ test('readers keep the previous complete version during a rebuild until the atom
   assert.deepEqual(await activeState('main'), before);
   const none = runCliProcess(['rollback', '--catalog', 'never-built'], env);
   assert.equal(none.code, 1);
+  const noStatus = runCliProcess(['status', '--catalog', 'never-built'], env);
+  assert.equal(noStatus.code, 1, noStatus.stdout);
+  assert.match(noStatus.stderr, /no rebuild of catalog never-built has been started .*start one with: catalog-rebuild start --catalog never-built/);
 });
 
 test('start attaches to a running rebuild; different flags exit 1; usage errors exit 2', async () => {
