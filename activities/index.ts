@@ -736,9 +736,9 @@ export function createActivities(deps: ActivityDeps) {
               return parts.length ? `; warnings: ${parts.join('; ')}` : '';
             }
             if (overThreshold) {
-              const reasons = rejectSample.slice(0, 3).map((r) => `record ${r.job_key}${r.job_id && r.job_id !== r.job_key ? ` (${r.job_id.slice(0, 16)})` : ''}: ${r.reason}`).join('; ');
+              const reasons = describeRejects(rejectSample.map((r) => ({ jobKey: r.job_key, jobId: r.job_id, reason: r.reason })));
               throw new NotPublishableError(
-                `${rejects} source records of ${input.source} are quarantined, more than the threshold of ${maxRejects}: ${reasons}${rejects > 3 ? '; …' : ''}. ` +
+                `${rejects} source records of ${input.source} are quarantined, more than the threshold of ${maxRejects}: ${reasons}. ` +
                   `Version ${input.versionId} is not published. The reject table holds every reason and raw record ` +
                   `(SELECT * FROM reject WHERE version_id = ${input.versionId}); fix the source, or raise maxRejects of source ${input.source} in the workers' configuration file and restart the workers (they read it at start) to publish with them.`,
               );
@@ -1009,7 +1009,7 @@ function sumBytes(stats: BucketStat[]): string {
 }
 
 /** The first quarantined records of a list, for messages: `key (id): reason`. */
-export function describeRejects(rejects: RejectRecord[], limit = 3): string {
+export function describeRejects(rejects: Pick<RejectRecord, 'jobKey' | 'jobId' | 'reason'>[], limit = 3): string {
   return (
     rejects
       .slice(0, limit)

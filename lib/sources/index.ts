@@ -5,7 +5,7 @@
 import { Pool, PoolClient } from 'pg';
 import { isFileSource, SourceConfig } from '../config';
 import { BareosSource } from './bareos';
-import { readListing, StagedSource, stageListing } from './staged';
+import { readListing, StagedSource, stagedPageFirstKeys, stageListing } from './staged';
 import { JobSource, SourceWatermark } from './types';
 
 export { BareosSource } from './bareos';
@@ -86,11 +86,7 @@ export class SourceRegistry {
       timezone: config.timezone ?? 'UTC',
       snapshot: listing.sha256,
       duplicates: listing.duplicates,
-      async pageFirstKeys(maxKey, size) {
-        const keys: string[] = [];
-        for (let k = 1; k <= Number(maxKey); k += size) keys.push(String(k));
-        return keys;
-      },
+      pageFirstKeys: async (maxKey, size) => stagedPageFirstKeys(maxKey, size),
       stage: (c, versionId) => stageListing(c, versionId, listing),
     };
   }

@@ -116,6 +116,13 @@ export async function stageListing(c: PoolClient, versionId: string, listing: Li
   await done;
 }
 
+/** First keys of fixed pages over a staged listing, whose keys are 1..maxKey without gaps (decimal text). */
+export function stagedPageFirstKeys(maxKey: string, pageSize: number): string[] {
+  const keys: string[] = [];
+  for (let k = 1n; k <= BigInt(maxKey); k += BigInt(pageSize)) keys.push(k.toString());
+  return keys;
+}
+
 const FMT = `'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'`;
 /** A staged time as an instant: offset times as written, naive ones in the source's zone ($1). */
 const instant = (col: string) => `(CASE s.time_kind WHEN 'naive' THEN s.${col}::timestamp AT TIME ZONE $1 ELSE s.${col}::timestamptz END)`;
@@ -175,10 +182,7 @@ export class StagedSource implements JobSource {
   }
 
   async pageFirstKeys(maxKey: string, pageSize: number): Promise<string[]> {
-    const n = BigInt(maxKey);
-    const keys: string[] = [];
-    for (let k = 1n; k <= n; k += BigInt(pageSize)) keys.push(k.toString());
-    return keys;
+    return stagedPageFirstKeys(maxKey, pageSize);
   }
 
   private async select(where: string, params: unknown[]): Promise<ReadRow[]> {
