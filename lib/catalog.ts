@@ -9,6 +9,8 @@ import { Pool, PoolClient } from 'pg';
 import { from as copyFrom } from 'pg-copy-streams';
 import { BucketStat, JOB_COLUMNS, SourceRow } from './sources/types';
 import type { RejectRecord } from './validate';
+import { copyValue, utcText } from './text-form';
+import { CATALOG_FINGERPRINT_ROW } from './fingerprint';
 
 type Queryable = Pool | PoolClient;
 
@@ -18,8 +20,6 @@ export function partitionName(versionId: string): string {
   return `job_v${versionId}`;
 }
 
-/** Text form of a timestamptz column as a UTC instant, the form sources produce. */
-const utcText = (col: string): string => `to_char(${col} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`;
 
 /** SELECT list that renders catalog rows in the SourceRow text form (for field-by-field comparison). */
 export const CATALOG_ROW_AS_TEXT = `
@@ -30,11 +30,6 @@ export const CATALOG_ROW_AS_TEXT = `
   t.job_errors::text AS job_errors, t.pool, t.fileset, t.prior_job_id, t.job_tdate::text AS job_tdate,
   t.vol_session_id::text AS vol_session_id, t.vol_session_time::text AS vol_session_time,
   t.comment, t.bucket::text AS bucket, t.extra::text AS extra`;
-
-/** The fingerprint input of one catalog row; equals the source's for an identical job. */
-export const CATALOG_FINGERPRINT_ROW = `t.job_id || '|' || coalesce(t.status, '\\N') || '|' || coalesce(${utcText(
-  't.end_time',
-)}, '\\N') || '|' || coalesce(t.files::text, '\\N') || '|' || coalesce(t.bytes::text, '\\N')`;
 
 /**
  * Creates the version's standalone table with `CHECK (version_id = n)`, its primary key and an
@@ -110,12 +105,6 @@ export async function upsertRows(db: Queryable, versionId: string, pageNo: numbe
   );
   const res = await db.query(sql, [versionId, pageNo, ...arrays]);
   return res.rowCount ?? 0;
-}
-
-/** A value in COPY text format (`\N` for NULL; backslash, newline, carriage return and tab escaped). */
-export function copyValue(v: string | null): string {
-  if (v === null) return '\\N';
-  return /[\\\n\r\t]/.test(v) ? v.replace(/[\\\n\r\t]/g, (c) => (c === '\\' ? '\\\\' : c === '\n' ? '\\n' : c === '\r' ? '\\r' : '\\t')) : v;
 }
 
 /**

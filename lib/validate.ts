@@ -5,6 +5,9 @@
  */
 import { z } from 'zod';
 import { JOB_COLUMNS, ReadRow, SourceRow } from './sources/types';
+import { fingerprintRow } from './fingerprint';
+
+export { fingerprintRow } from './fingerprint';
 
 /** Largest value of a PostgreSQL bigint. */
 const INT8_MAX = 9223372036854775807n;
@@ -89,15 +92,6 @@ export interface ValidatedRows {
   warnings: number;
   /** Rows dropped because a later row in the page had the same job id. */
   duplicates: number;
-}
-
-/**
- * The fingerprint input of one job: `job id|status|end time|files|bytes` with `\N` for NULL; equals
- * the SQL fingerprints of the sources and the catalog for the same values.
- */
-export function fingerprintRow(r: SourceRow): string {
-  const v = (x: string | null) => x ?? '\\N';
-  return `${v(r.job_id)}|${v(r.status)}|${v(r.end_time)}|${v(r.files)}|${v(r.bytes)}`;
 }
 
 /** Only the job columns of a read row. */

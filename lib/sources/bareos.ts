@@ -2,45 +2,8 @@ import { Pool } from 'pg';
 import { createPool } from '../db';
 import { BucketStat, DST_RULE, DstReport, JobSource, ReadRow, SourceWatermark } from './types';
 import { DatabaseSourceConfig } from '../config';
-
-/** Text form of a naive source timestamp as a UTC instant, in the source's zone ($1). */
-const utc = (col: string): string =>
-  `to_char((${col} AT TIME ZONE $1) AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`;
-
-/**
- * The SELECT list mapping a Bareos/Bacula `job` row (LEFT JOINed to client, pool, fileset:
- * ids 0 or dangling keep the job with a NULL name) to catalog columns, all as text.
- */
-const SELECT_JOB = `
-SELECT j.jobid::text                         AS job_key,
-       j.jobid::text                         AS job_id,
-       j.job                                 AS job,
-       j.name                                AS job_name,
-       c.name                                AS client,
-       NULLIF(j.type::text, '')              AS type,
-       NULLIF(j.level::text, '')             AS level,
-       NULLIF(j.jobstatus::text, '')         AS status,
-       ${utc('j.schedtime')}                 AS sched_time,
-       ${utc('j.starttime')}                 AS start_time,
-       ${utc('j.endtime')}                   AS end_time,
-       ${utc('j.realendtime')}               AS real_end_time,
-       j.jobfiles::text                      AS files,
-       j.jobbytes::text                      AS bytes,
-       j.readbytes::text                     AS read_bytes,
-       j.joberrors::text                     AS job_errors,
-       p.name                                AS pool,
-       f.fileset                             AS fileset,
-       NULLIF(j.priorjobid, 0)::text         AS prior_job_id,
-       j.jobtdate::text                      AS job_tdate,
-       j.volsessionid::text                  AS vol_session_id,
-       j.volsessiontime::text                AS vol_session_time,
-       j.comment                             AS comment,
-       j.starttime::date::text               AS bucket,
-       NULL::text                            AS extra
-FROM job j
-LEFT JOIN client c  ON c.clientid = j.clientid
-LEFT JOIN pool p    ON p.poolid = j.poolid
-LEFT JOIN fileset f ON f.filesetid = j.filesetid`;
+import { BAREOS_JOB_SELECT as SELECT_JOB } from './bareos-columns';
+import { BAREOS_FINGERPRINT_ROW as SOURCE_FINGERPRINT_ROW } from '../fingerprint';
 
 /**
  * SELECT list counting naive timestamps `col` that do not exist in zone `tz` (the round trip
@@ -54,11 +17,6 @@ export const DST_COUNTS = (col: string, tz: string): string => {
           count(*) FILTER (WHERE ${at} AT TIME ZONE ${tz} = ${col} AND (${same("- interval '1 hour'")} OR ${same("+ interval '1 hour'")}
                            OR ${same("- interval '30 minutes'")} OR ${same("+ interval '30 minutes'")}))::int AS ambiguous`;
 };
-
-/** The fingerprint input of one job: id, status, end time (UTC text), files, bytes. */
-export const SOURCE_FINGERPRINT_ROW = `j.jobid::text || '|' || coalesce(NULLIF(j.jobstatus::text, ''), '\\N') || '|' || coalesce(${utc(
-  'j.endtime',
-)}, '\\N') || '|' || coalesce(j.jobfiles::text, '\\N') || '|' || coalesce(j.jobbytes::text, '\\N')`;
 
 /**
  * A Bareos or Bacula director catalog in PostgreSQL, read through a read-only pool.

@@ -6,7 +6,7 @@
 import { createHash } from 'node:crypto';
 import { isLosslessNumber, LosslessNumber, parse, stringify } from 'lossless-json';
 import { z } from 'zod';
-import { copyValue } from '../catalog';
+import { copyValue } from '../text-form';
 import { SourceDataInvalidError } from '../errors';
 
 /** One listing record mapped to catalog fields (text), ready to be staged. */

@@ -12,8 +12,9 @@ import { Pool, PoolClient } from 'pg';
 import { from as copyFrom } from 'pg-copy-streams';
 import { FileSourceConfig } from '../config';
 import { SourceDataInvalidError } from '../errors';
-import { copyValue } from '../catalog';
+import { copyValue } from '../text-form';
 import { DST_COUNTS } from './bareos';
+import { STAGED_FINGERPRINT_ROW as STAGED_FINGERPRINT } from '../fingerprint';
 import { STAGED_COPY_COLUMNS } from './listing';
 import { ListingForStaging, parseListingInThread } from './listing-thread';
 import { BucketStat, DST_RULE, DstReport, JobSource, ReadRow, SourceWatermark } from './types';
@@ -145,8 +146,6 @@ SELECT s.seq::text AS job_key, s.job_id, s.job, s.job_name, s.client, s.type, s.
        s.reject_reason, s.raw, s.seq
 FROM staged_record s WHERE s.version_id = $2`;
 
-/** The fingerprint input of a staged row (the same text as `fingerprintRow`). */
-const STAGED_FINGERPRINT = `coalesce(x.job_id, '\\N') || '|' || coalesce(x.status, '\\N') || '|' || coalesce(x.end_time, '\\N') || '|' || coalesce(x.files, '\\N') || '|' || coalesce(x.bytes, '\\N')`;
 
 /**
  * A staged listing (one version's snapshot of a file source), read from the catalog database.
