@@ -19,7 +19,7 @@ import {
   writeRejects,
 } from '../lib/catalog';
 import { withTransaction } from '../lib/db';
-import { CatalogRebuildError, isTransientDbError, NotPublishableError, VersionFencedError } from '../lib/errors';
+import { CatalogRebuildError, FailureType, isTransientDbError, NotPublishableError, VersionFencedError } from '../lib/errors';
 import { SourceRegistry } from '../lib/sources';
 import { BucketStat, JOB_COLUMNS, SourceRow } from '../lib/sources/types';
 import { KNOWN_CODES, RejectRecord, validateRows, ValidatedRows } from '../lib/validate';
@@ -69,13 +69,13 @@ function toFailure(err: unknown): unknown {
       : ApplicationFailure.create({ message: err.message, type: err.code, nonRetryable: true, cause: err });
   }
   if (isTransientDbError(err)) {
-    return ApplicationFailure.retryable(`transient database error: ${(err as Error).message}`, 'DB_TRANSIENT');
+    return ApplicationFailure.retryable(`transient database error: ${(err as Error).message}`, FailureType.DB_TRANSIENT);
   }
   const code = (err as { code?: unknown } | null)?.code;
   if (typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code)) {
     return ApplicationFailure.create({
       message: `database error ${code}: ${(err as Error).message}`,
-      type: 'DB_ERROR',
+      type: FailureType.DB_ERROR,
       nonRetryable: true,
     });
   }
@@ -113,7 +113,7 @@ async function readSource<T>(what: string, fn: () => Promise<T>): Promise<T> {
     if (err instanceof CatalogRebuildError || err instanceof ApplicationFailure) throw err;
     const code = (err as { code?: unknown } | null)?.code;
     const detail = `${(err as Error)?.message ?? String(err)}${typeof code === 'string' ? ` (${/^[0-9A-Z]{5}$/.test(code) ? 'SQLSTATE ' : ''}${code})` : ''}`;
-    if (isTransientDbError(err)) throw ApplicationFailure.retryable(`${what}: transient source read failure, retrying: ${detail}`, 'DB_TRANSIENT');
+    if (isTransientDbError(err)) throw ApplicationFailure.retryable(`${what}: transient source read failure, retrying: ${detail}`, FailureType.DB_TRANSIENT);
     throw new SourceUnreadable(what, detail, { cause: err });
   }
 }
@@ -395,7 +395,7 @@ export function createActivities(deps: ActivityDeps) {
             const signal = Context.current().cancellationSignal;
             if (signal.aborted) {
               log.warn('page given up before writing: activity cancelled', { pageNo: input.pageNo, attempt });
-              throw ApplicationFailure.retryable(`page ${input.pageNo} given up before writing: activity cancelled`, 'PAGE_CANCELLED');
+              throw ApplicationFailure.retryable(`page ${input.pageNo} given up before writing: activity cancelled`, FailureType.PAGE_CANCELLED);
             }
             const result = await withTransaction(pool, async (c) => {
               let live = true;
@@ -407,7 +407,7 @@ export function createActivities(deps: ActivityDeps) {
               try {
                 return await writePage(c);
               } catch (err) {
-                if (signal.aborted) throw ApplicationFailure.retryable(`page ${input.pageNo} given up while writing: activity cancelled (${(err as Error).message})`, 'PAGE_CANCELLED');
+                if (signal.aborted) throw ApplicationFailure.retryable(`page ${input.pageNo} given up while writing: activity cancelled (${(err as Error).message})`, FailureType.PAGE_CANCELLED);
                 throw err;
               } finally {
                 live = false;
@@ -473,7 +473,7 @@ export function createActivities(deps: ActivityDeps) {
             }
             if (!result) {
               const other = await recorded();
-              if (!other) throw ApplicationFailure.retryable(`page ${input.pageNo}: ledger row held by an attempt that did not commit`, 'PAGE_CONFLICT');
+              if (!other) throw ApplicationFailure.retryable(`page ${input.pageNo}: ledger row held by an attempt that did not commit`, FailureType.PAGE_CONFLICT);
               return other;
             }
             result.durationMs = Date.now() - started;

@@ -1,15 +1,18 @@
 /**
- * Errors with a stable `code`. Activities turn the permanent ones into
- * `ApplicationFailure.nonRetryable(message, code)` so the workflow fails fast.
+ * Errors with a stable `code` from the one registry, `workflows/failures.ts`. Activities turn the
+ * permanent ones into `ApplicationFailure.nonRetryable(message, code)` so the workflow fails fast.
  */
+import { FailureType, FailureTypeName } from '../workflows/failures';
+
+export { FailureType, NON_RETRYABLE_TYPES } from '../workflows/failures';
 
 /** Base class: every product error carries a stable machine-readable `code`. */
 export class CatalogRebuildError extends Error {
   /** Stable error type, also used as the Temporal ApplicationFailure type. */
-  readonly code: string;
+  readonly code: FailureTypeName;
   /** Whether retrying the same operation can succeed. */
   readonly retryable: boolean;
-  constructor(code: string, message: string, options?: { cause?: unknown; retryable?: boolean }) {
+  constructor(code: FailureTypeName, message: string, options?: { cause?: unknown; retryable?: boolean }) {
     super(message, options?.cause !== undefined ? { cause: options.cause } : undefined);
     this.name = new.target.name;
     this.code = code;
@@ -20,7 +23,7 @@ export class CatalogRebuildError extends Error {
 /** Thrown when the configuration file or environment is invalid; the message names the key. */
 export class ConfigError extends CatalogRebuildError {
   constructor(message: string, options?: { cause?: unknown }) {
-    super('CONFIG_INVALID', message, options);
+    super(FailureType.CONFIG_INVALID, message, options);
   }
 }
 
@@ -28,7 +31,7 @@ export class ConfigError extends CatalogRebuildError {
 export class UnknownSourceError extends CatalogRebuildError {
   constructor(source: string, known: string[]) {
     super(
-      'SOURCE_UNKNOWN',
+      FailureType.SOURCE_UNKNOWN,
       `source "${source}" is not defined in the worker configuration (sources.${source}); known sources: ${known.join(', ') || 'none'}`,
     );
   }
@@ -37,7 +40,7 @@ export class UnknownSourceError extends CatalogRebuildError {
 /** Thrown when a page or repair write finds its version no longer writable (published, abandoned, failed). */
 export class VersionFencedError extends CatalogRebuildError {
   constructor(versionId: string, status: string) {
-    super('VERSION_FENCED', `version ${versionId} is ${status}, not building: write refused`);
+    super(FailureType.VERSION_FENCED, `version ${versionId} is ${status}, not building: write refused`);
   }
 }
 
@@ -45,7 +48,7 @@ export class VersionFencedError extends CatalogRebuildError {
 export class SchemaTooNewError extends CatalogRebuildError {
   constructor(found: number, known: number) {
     super(
-      'SCHEMA_TOO_NEW',
+      FailureType.SCHEMA_TOO_NEW,
       `catalog schema is at migration ${found}, this build knows up to ${known}: upgrade catalog-rebuild before running it`,
     );
   }
@@ -54,7 +57,7 @@ export class SchemaTooNewError extends CatalogRebuildError {
 /** Thrown when a rebuild cannot be published: reconciliation mismatch, reject threshold, unreadable bucket. */
 export class NotPublishableError extends CatalogRebuildError {
   constructor(message: string) {
-    super('NOT_PUBLISHABLE', message);
+    super(FailureType.NOT_PUBLISHABLE, message);
   }
 }
 
@@ -65,19 +68,9 @@ export class NotPublishableError extends CatalogRebuildError {
  */
 export class SourceDataInvalidError extends CatalogRebuildError {
   constructor(message: string) {
-    super('SOURCE_DATA_INVALID', message);
+    super(FailureType.SOURCE_DATA_INVALID, message);
   }
 }
-
-/** Error types the workflows never retry. */
-export const NON_RETRYABLE_TYPES = [
-  'CONFIG_INVALID',
-  'SOURCE_UNKNOWN',
-  'VERSION_FENCED',
-  'SCHEMA_TOO_NEW',
-  'NOT_PUBLISHABLE',
-  'SOURCE_DATA_INVALID',
-];
 
 /** SQLSTATE classes and codes after which retrying can succeed (restart, connection loss, conflicts). */
 const RETRYABLE_SQLSTATE = new Set(['40001', '40P01', '57P01', '57P02', '57P03', '55P03', '57014']);

@@ -6,7 +6,7 @@ import { Pool } from 'pg';
 import format from 'pg-format';
 import { partitionName, PUBLISH_LOCK_SQL, recordEvent } from './catalog';
 import { withTransaction } from './db';
-import { CatalogRebuildError } from './errors';
+import { CatalogRebuildError, FailureType } from './errors';
 
 /**
  * Thrown when a catalog has nothing to roll back to: it has no active version, or no retired
@@ -14,7 +14,7 @@ import { CatalogRebuildError } from './errors';
  */
 export class NothingToRollBackError extends CatalogRebuildError {
   constructor(message: string) {
-    super('NOTHING_TO_ROLL_BACK', message);
+    super(FailureType.NOTHING_TO_ROLL_BACK, message);
   }
 }
 

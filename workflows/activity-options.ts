@@ -3,22 +3,20 @@
  */
 import { ActivityOptions, proxyActivities } from '@temporalio/workflow';
 import type { Activities } from '../activities';
-
-/** Error types never retried (deterministic: configuration, fencing, data). */
-export const NON_RETRYABLE = ['CONFIG_INVALID', 'SOURCE_UNKNOWN', 'VERSION_FENCED', 'SCHEMA_TOO_NEW', 'NOT_PUBLISHABLE', 'SOURCE_DATA_INVALID', 'DB_ERROR'];
+import { LONG_RETRY, PAGE_RETRY, PAGE_START_TO_CLOSE_FLOOR_MS, SHORT_RETRY } from './policies';
 
 /** Short database calls: plan, seal, publish, end, events. Bounded retries: an unreachable source fails the rebuild. */
 export const short = proxyActivities<Activities>({
   startToCloseTimeout: '2 minutes',
   heartbeatTimeout: '30 seconds',
-  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds', maximumAttempts: 10, nonRetryableErrorTypes: NON_RETRYABLE },
+  retry: SHORT_RETRY,
 });
 
 /** Long scans that heartbeat from a timer: reconcile, repair. */
 export const long = proxyActivities<Activities>({
   startToCloseTimeout: '30 minutes',
   heartbeatTimeout: '30 seconds',
-  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds', maximumAttempts: 10, nonRetryableErrorTypes: NON_RETRYABLE },
+  retry: LONG_RETRY,
 });
 
 /**
@@ -33,7 +31,7 @@ export function pageActivities(heartbeatTimeoutMs: number, pageDurationsMs: numb
   const options: ActivityOptions = {
     startToCloseTimeout: startToCloseMs(pageDurationsMs),
     heartbeatTimeout: heartbeatTimeoutMs,
-    retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds', nonRetryableErrorTypes: NON_RETRYABLE },
+    retry: PAGE_RETRY,
     summary,
   };
   return proxyActivities<Activities>(options);
@@ -41,8 +39,8 @@ export function pageActivities(heartbeatTimeoutMs: number, pageDurationsMs: numb
 
 /** 10 × p99 of the durations (ms), at least 60,000 ms. */
 export function startToCloseMs(durationsMs: number[]): number {
-  if (!durationsMs.length) return 60_000;
+  if (!durationsMs.length) return PAGE_START_TO_CLOSE_FLOOR_MS;
   const sorted = [...durationsMs].sort((a, b) => a - b);
   const p99 = sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * 0.99))];
-  return Math.max(60_000, 10 * p99);
+  return Math.max(PAGE_START_TO_CLOSE_FLOOR_MS, 10 * p99);
 }

@@ -230,11 +230,5 @@ export const progressQuery = defineQuery<RebuildProgress>('progress');
 /** Change the page window and the pause between pages while running; returns the settings in force. */
 export const setThrottleUpdate = defineUpdate<Required<ThrottleSettings>, [ThrottleSettings]>('setThrottle');
 
-/** Limits shared by the CLI and the workflow's validators. */
-export const LIMITS = {
-  pageSize: { min: 1, max: 100_000, default: 2_000 },
-  concurrency: { min: 1, max: 64, default: 4 },
-  pauseBetweenPagesMs: { min: 0, max: 3_600_000 },
-  heartbeatTimeoutMs: { min: 1_000, max: 600_000, default: 15_000 },
-  maxPagesPerRun: { min: 1, max: 5_000, default: 1_000 },
-} as const;
+/** Limits shared by the CLI and the workflow's validators (defined in `policies.ts`). */
+export { LIMITS } from './policies';

@@ -35,6 +35,7 @@ import {
   ThrottleSettings,
 } from './definitions';
 import { long, pageActivities, short } from './activity-options';
+import { FailureType } from './failures';
 import { publishWorkflowId, repairWorkflowId, CATALOG_NAME_PATTERN } from './names';
 import { CatalogNameKey, RebuildPhaseKey } from './search-attributes';
 import { PublishCatalog } from './publish-catalog';
@@ -48,7 +49,7 @@ const REPAIR_CONCURRENCY = 4;
 function intIn(name: string, value: number | undefined, lim: { min: number; max: number }, dflt: number): number {
   const v = value ?? dflt;
   if (!Number.isInteger(v) || v < lim.min || v > lim.max) {
-    throw ApplicationFailure.nonRetryable(`${name} must be an integer from ${lim.min} to ${lim.max}, got ${value}`, 'CONFIG_INVALID');
+    throw ApplicationFailure.nonRetryable(`${name} must be an integer from ${lim.min} to ${lim.max}, got ${value}`, FailureType.CONFIG_INVALID);
   }
   return v;
 }
@@ -58,7 +59,7 @@ export function validateThrottle(s: ThrottleSettings): void {
   if (s.concurrency !== undefined) intIn('concurrency', s.concurrency, LIMITS.concurrency, LIMITS.concurrency.default);
   if (s.pauseBetweenPagesMs !== undefined) intIn('pauseBetweenPagesMs', s.pauseBetweenPagesMs, LIMITS.pauseBetweenPagesMs, 0);
   if (s.concurrency === undefined && s.pauseBetweenPagesMs === undefined) {
-    throw ApplicationFailure.nonRetryable('setThrottle needs concurrency and/or pauseBetweenPagesMs', 'CONFIG_INVALID');
+    throw ApplicationFailure.nonRetryable('setThrottle needs concurrency and/or pauseBetweenPagesMs', FailureType.CONFIG_INVALID);
   }
 }
 
@@ -70,7 +71,7 @@ export function validateThrottle(s: ThrottleSettings): void {
 export async function RebuildCatalog(input: RebuildCatalogInput): Promise<RebuildCatalogResult> {
   const info = workflowInfo();
   if (!CATALOG_NAME_PATTERN.test(input.catalog)) {
-    throw ApplicationFailure.nonRetryable(`catalog name ${JSON.stringify(input.catalog)} must match ${CATALOG_NAME_PATTERN}`, 'CONFIG_INVALID');
+    throw ApplicationFailure.nonRetryable(`catalog name ${JSON.stringify(input.catalog)} must match ${CATALOG_NAME_PATTERN}`, FailureType.CONFIG_INVALID);
   }
   const pageSize = intIn('pageSize', input.pageSize, LIMITS.pageSize, LIMITS.pageSize.default);
   const heartbeatTimeoutMs = intIn('heartbeatTimeoutMs', input.heartbeatTimeoutMs, LIMITS.heartbeatTimeoutMs, LIMITS.heartbeatTimeoutMs.default);
@@ -317,7 +318,7 @@ export async function RebuildCatalog(input: RebuildCatalogInput): Promise<Rebuil
         if (round > maxRounds) {
           throw ApplicationFailure.nonRetryable(
             `reconciliation failed after ${maxRounds} repair rounds; buckets still differing: ${reconciliation.mismatched.slice(0, 50).join(', ')}`,
-            'NOT_PUBLISHABLE',
+            FailureType.NOT_PUBLISHABLE,
           );
         }
         setPhase('repairing');

@@ -1,0 +1,46 @@
+/**
+ * Retry policies, timeouts and limits of catalog-rebuild: pure definitions shared by the workflows'
+ * activity proxies, the client's validators and the tooling. Imported by workflow code.
+ */
+import type { RetryPolicy } from '@temporalio/common';
+import { NON_RETRYABLE_TYPES } from './failures';
+
+/** Limits of the rebuild's settings (CLI flags, workflow input, `setThrottle`): integers, inclusive. */
+export const LIMITS = {
+  /** Jobs per page. */
+  pageSize: { min: 1, max: 100_000, default: 2_000 },
+  /** Pages in flight. */
+  concurrency: { min: 1, max: 64, default: 4 },
+  /** Pause between page starts (ms). */
+  pauseBetweenPagesMs: { min: 0, max: 3_600_000 },
+  /** Heartbeat timeout of page activities (ms). */
+  heartbeatTimeoutMs: { min: 1_000, max: 600_000, default: 15_000 },
+  /** Pages a run may schedule before it continues as new. */
+  maxPagesPerRun: { min: 1, max: 5_000, default: 1_000 },
+} as const;
+
+/** Retries of short database activities (plan, seal, publish, end, events): 10 attempts, then the rebuild fails. */
+export const SHORT_RETRY: RetryPolicy = {
+  initialInterval: '1 second',
+  backoffCoefficient: 2,
+  maximumInterval: '30 seconds',
+  maximumAttempts: 10,
+  nonRetryableErrorTypes: [...NON_RETRYABLE_TYPES],
+};
+
+/** Retries of long scans that heartbeat (reconcile, repair, retire): 10 attempts. */
+export const LONG_RETRY: RetryPolicy = { ...SHORT_RETRY };
+
+/** Retries of page activities: no maximum attempts (design.md); deterministic errors are not retried. */
+export const PAGE_RETRY: RetryPolicy = {
+  initialInterval: '1 second',
+  backoffCoefficient: 2,
+  maximumInterval: '30 seconds',
+  nonRetryableErrorTypes: [...NON_RETRYABLE_TYPES],
+};
+
+/** Floor of a page activity's start-to-close timeout (ms), above the sessions' 30 s statement_timeout. */
+export const PAGE_START_TO_CLOSE_FLOOR_MS = 60_000;
+
+/** Page attempts above this are reported (workflow log). */
+export const PAGE_ATTEMPTS_REPORTED_ABOVE = 5;
