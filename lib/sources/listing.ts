@@ -201,6 +201,14 @@ function times(start: string | null | undefined, end: string | null | undefined)
   return { kind: a.offset === false || b.offset === false ? 'naive' : 'offset', start: a.text, end: b.text };
 }
 
+/** Go's zero `time.Time` as restic writes it, with any fraction or a zero offset. */
+const GO_ZERO_TIME = /^0001-01-01T00:00:00(\.0+)?(Z|[+-]00:00)$/;
+
+/** A restic time, or null when it is absent or Go's zero time (restic's "not recorded"). */
+export function presentTime(t: string | null | undefined): string | null {
+  return t && !GO_ZERO_TIME.test(t) ? t : null;
+}
+
 /** Maps one restic snapshot; invalid snapshots keep their id and carry the reason. */
 function resticRecord(rec: unknown): StagedRecord {
   const raw = () => stringify(rec) ?? 'null';
@@ -210,7 +218,10 @@ function resticRecord(rec: unknown): StagedRecord {
   if (!parsed.success) return rejected(rec, issues(parsed.error), raw(), {});
   const s = parsed.data;
   // summary.backup_start/backup_end when present, else time; a summary with a start but no end has no end.
-  const t = times(s.summary?.backup_start ?? s.time, s.summary?.backup_end ?? (s.summary?.backup_start ? null : s.time));
+  // restic's zero time (0001-01-01T00:00:00Z, written by `restic rewrite --snapshot-summary`) is a missing value.
+  const start = presentTime(s.summary?.backup_start);
+  const end = presentTime(s.summary?.backup_end);
+  const t = times(start ?? s.time, end ?? (start ? null : s.time));
   if ('error' in t) return rejected(rec, `summary.backup_${t.error}`, raw(), {});
   const paths = s.paths ?? [];
   const tags = s.tags ?? [];
