@@ -22,7 +22,6 @@ import {
   cancelSignal,
   CarriedState,
   CopyPageResult,
-  LIMITS,
   pauseSignal,
   progressQuery,
   RebuildCatalogInput,
@@ -32,36 +31,15 @@ import {
   ReconcileSummary,
   resumeSignal,
   setThrottleUpdate,
-  ThrottleSettings,
 } from './definitions';
 import { long, pageActivities, short } from './activity-options';
 import { FailureType } from './failures';
-import { publishWorkflowId, repairWorkflowId, CATALOG_NAME_PATTERN } from './names';
+import { publishWorkflowId, repairWorkflowId } from './names';
+import { MAX_REPAIR_CHILDREN, PAGE_ATTEMPTS_REPORTED_ABOVE, PAGE_DURATIONS_KEPT, REPAIR_CONCURRENCY } from './policies';
+import { initialThrottle, runSettings, validateThrottle } from './validation';
 import { CatalogNameKey, RebuildPhaseKey } from './search-attributes';
 import { PublishCatalog } from './publish-catalog';
 import { RepairBucket } from './repair-bucket';
-
-/** RepairBucket children per run at most (design.md). */
-const MAX_REPAIR_CHILDREN = 100;
-/** RepairBucket children running at once. */
-const REPAIR_CONCURRENCY = 4;
-
-function intIn(name: string, value: number | undefined, lim: { min: number; max: number }, dflt: number): number {
-  const v = value ?? dflt;
-  if (!Number.isInteger(v) || v < lim.min || v > lim.max) {
-    throw ApplicationFailure.nonRetryable(`${name} must be an integer from ${lim.min} to ${lim.max}, got ${value}`, FailureType.CONFIG_INVALID);
-  }
-  return v;
-}
-
-/** Validates throttle settings; throws a clear error for out-of-range values. */
-export function validateThrottle(s: ThrottleSettings): void {
-  if (s.concurrency !== undefined) intIn('concurrency', s.concurrency, LIMITS.concurrency, LIMITS.concurrency.default);
-  if (s.pauseBetweenPagesMs !== undefined) intIn('pauseBetweenPagesMs', s.pauseBetweenPagesMs, LIMITS.pauseBetweenPagesMs, 0);
-  if (s.concurrency === undefined && s.pauseBetweenPagesMs === undefined) {
-    throw ApplicationFailure.nonRetryable('setThrottle needs concurrency and/or pauseBetweenPagesMs', FailureType.CONFIG_INVALID);
-  }
-}
 
 /**
  * Rebuilds one catalog from one source into a new version and publishes it atomically.
@@ -70,17 +48,11 @@ export function validateThrottle(s: ThrottleSettings): void {
  */
 export async function RebuildCatalog(input: RebuildCatalogInput): Promise<RebuildCatalogResult> {
   const info = workflowInfo();
-  if (!CATALOG_NAME_PATTERN.test(input.catalog)) {
-    throw ApplicationFailure.nonRetryable(`catalog name ${JSON.stringify(input.catalog)} must match ${CATALOG_NAME_PATTERN}`, FailureType.CONFIG_INVALID);
-  }
-  const pageSize = intIn('pageSize', input.pageSize, LIMITS.pageSize, LIMITS.pageSize.default);
-  const heartbeatTimeoutMs = intIn('heartbeatTimeoutMs', input.heartbeatTimeoutMs, LIMITS.heartbeatTimeoutMs, LIMITS.heartbeatTimeoutMs.default);
-  const maxPagesPerRun = intIn('maxPagesPerRun', input.maxPagesPerRun, LIMITS.maxPagesPerRun, LIMITS.maxPagesPerRun.default);
-  const retention = input.retention ?? 1;
-  const maxRounds = input.maxRepairRounds ?? 2;
+  const { pageSize, heartbeatTimeoutMs, maxPagesPerRun, retention, maxRepairRounds: maxRounds } = runSettings(input);
   const c = input.carried;
 
   const st: CarriedState = c ?? {
+    ...initialThrottle(input),
     versionId: '',
     pagesTotal: 0,
     sourceRows: '0',
@@ -90,8 +62,6 @@ export async function RebuildCatalog(input: RebuildCatalogInput): Promise<Rebuil
     rejects: 0,
     retries: 0,
     paused: false,
-    concurrency: intIn('concurrency', input.concurrency, LIMITS.concurrency, LIMITS.concurrency.default),
-    pauseBetweenPagesMs: intIn('pauseBetweenPagesMs', input.pauseBetweenPagesMs, LIMITS.pauseBetweenPagesMs, 0),
     pageDurationsMs: [],
     startedAtMs: Date.now(),
     lastEvent: 'started',
@@ -250,9 +220,9 @@ export async function RebuildCatalog(input: RebuildCatalogInput): Promise<Rebuil
               st.retries += r.activityAttempt - 1;
               note(`page ${pageNo} committed on attempt ${r.activityAttempt}${r.alreadyCommitted ? ' (found already committed)' : ''}: ${r.previousFailure ?? 'previous attempt failed'}`);
             }
-            if (r.activityAttempt > 5) log.warn('page needed more than 5 attempts', { pageNo, attempts: r.activityAttempt });
+            if (r.activityAttempt > PAGE_ATTEMPTS_REPORTED_ABOVE) log.warn(`page needed more than ${PAGE_ATTEMPTS_REPORTED_ABOVE} attempts`, { pageNo, attempts: r.activityAttempt });
             st.pageDurationsMs.push(r.durationMs);
-            if (st.pageDurationsMs.length > 200) st.pageDurationsMs.shift();
+            if (st.pageDurationsMs.length > PAGE_DURATIONS_KEPT) st.pageDurationsMs.shift();
             recent.push({ t: Date.now(), rows: r.rows });
             details();
             wake++;
