@@ -26,7 +26,8 @@ test('recorded histories replay against the current workflow code', async () => 
   const results = [];
   for await (const r of Worker.runReplayHistories({ workflowBundle }, histories)) results.push(r);
   assert.equal(results.length, files.length);
-  for (const r of results) assert.equal(r.error, undefined, `${r.workflowId}: ${r.error?.message}`);
+  const failed = results.filter((r) => r.error).map((r) => `${r.workflowId} (run ${r.runId}): ${r.error!.message}`);
+  assert.equal(failed.length, 0, `${failed.length} of ${results.length} histories do not replay:\n${failed.join('\n')}`);
   assert.deepEqual(results.map((r) => r.workflowId).sort(), Object.values(index).sort());
   const kinds = files.join(' ');
   assert.match(kinds, /normal/);
