@@ -1,8 +1,15 @@
 /**
- * Workflows of catalog-rebuild.
- * RebuildCatalog plans a version, copies fixed pages (each one PostgreSQL transaction, heartbeating),
- * seals and reconciles it per day bucket, repairs mismatched buckets with RepairBucket children,
- * and publishes it atomically with the PublishCatalog child.
+ * Workflows of catalog-rebuild (the worker's workflow bundle: every export here is a workflow type).
+ *
+ * RebuildCatalog (workflow id `catalog-rebuild/<catalog>`):
+ *   1. plan: `planRebuild` fixes the version, the watermark and the pages;
+ *   2. copy window: up to N `copyPage` activities in flight, each page one PostgreSQL transaction,
+ *      progress only from committed results; pause, resume, cancel and setThrottle act here, and the
+ *      run continues as new after its share of pages;
+ *   3. verify and repair: `sealVersion`, then `reconcile` per day bucket ⇄ one RepairBucket child per
+ *      mismatched bucket, for a bounded number of rounds;
+ *   4. publish: the PublishCatalog child applies the shrink guard, flips the active pointer in one
+ *      transaction and retires old versions.
  */
 export { RebuildCatalog } from './rebuild-catalog';
 export { RepairBucket } from './repair-bucket';

@@ -44,3 +44,21 @@ export const PAGE_START_TO_CLOSE_FLOOR_MS = 60_000;
 
 /** Page attempts above this are reported (workflow log). */
 export const PAGE_ATTEMPTS_REPORTED_ABOVE = 5;
+
+/** Page durations (ms) a rebuild keeps, newest last, for sizing the page timeout; carried across continue-as-new. */
+export const PAGE_DURATIONS_KEPT = 200;
+
+/**
+ * `RepairBucket` children a reconcile round starts at most (design.md: at most 100 per run); buckets
+ * beyond it stay mismatched and are repaired in the next round.
+ */
+export const MAX_REPAIR_CHILDREN = 100;
+
+/** `RepairBucket` children running at once. */
+export const REPAIR_CONCURRENCY = 4;
+
+/** Retired versions kept with their rows after a publish when the input does not say (`start --retention`). */
+export const DEFAULT_RETENTION = 1;
+
+/** Reconcile → repair rounds before a rebuild fails when the input does not say (`maxRepairRounds`). */
+export const DEFAULT_MAX_REPAIR_ROUNDS = 2;

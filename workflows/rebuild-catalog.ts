@@ -1,396 +1,117 @@
 /**
- * RebuildCatalog: plan → pages (sliding window, continue-as-new) → seal → reconcile ⇄ RepairBucket
- * children → PublishCatalog child. Temporal history is the checkpoint; the ledger is the page record.
+ * RebuildCatalog: plan → copy window → seal, verify and repair → publish. Temporal history is the
+ * checkpoint; the ledger is the page record. The steps live beside this file: the run's state and
+ * message handlers in `rebuild-state.ts`, the page window in `copy-window.ts`, reconcile ⇄
+ * RepairBucket rounds in `repair-rounds.ts`, input validation in `validation.ts`.
  */
 import {
-  allHandlersFinished,
-  ApplicationFailure,
   CancellationScope,
-  condition,
-  continueAsNew,
   executeChild,
   isCancellation,
-  log,
-  patched,
-  setCurrentDetails,
-  setHandler,
   TemporalFailure,
-  upsertSearchAttributes,
+  WorkflowInfo,
   workflowInfo,
 } from '@temporalio/workflow';
-import {
-  cancelSignal,
-  CarriedState,
-  CopyPageResult,
-  LIMITS,
-  pauseSignal,
-  progressQuery,
-  RebuildCatalogInput,
-  RebuildCatalogResult,
-  RebuildPhase,
-  RebuildProgress,
-  ReconcileSummary,
-  resumeSignal,
-  setThrottleUpdate,
-  ThrottleSettings,
-} from './definitions';
-import { long, pageActivities, short } from './activity-options';
-import { FailureType } from './failures';
-import { publishWorkflowId, repairWorkflowId, CATALOG_NAME_PATTERN } from './names';
-import { CatalogNameKey, RebuildPhaseKey } from './search-attributes';
+import type { PublishCatalogResult, RebuildCatalogInput, RebuildCatalogResult } from './definitions';
+import { short } from './activity-options';
+import { copyPages } from './copy-window';
+import { publishWorkflowId } from './names';
 import { PublishCatalog } from './publish-catalog';
-import { RepairBucket } from './repair-bucket';
-
-/** RepairBucket children per run at most (design.md). */
-const MAX_REPAIR_CHILDREN = 100;
-/** RepairBucket children running at once. */
-const REPAIR_CONCURRENCY = 4;
-
-function intIn(name: string, value: number | undefined, lim: { min: number; max: number }, dflt: number): number {
-  const v = value ?? dflt;
-  if (!Number.isInteger(v) || v < lim.min || v > lim.max) {
-    throw ApplicationFailure.nonRetryable(`${name} must be an integer from ${lim.min} to ${lim.max}, got ${value}`, FailureType.CONFIG_INVALID);
-  }
-  return v;
-}
-
-/** Validates throttle settings; throws a clear error for out-of-range values. */
-export function validateThrottle(s: ThrottleSettings): void {
-  if (s.concurrency !== undefined) intIn('concurrency', s.concurrency, LIMITS.concurrency, LIMITS.concurrency.default);
-  if (s.pauseBetweenPagesMs !== undefined) intIn('pauseBetweenPagesMs', s.pauseBetweenPagesMs, LIMITS.pauseBetweenPagesMs, 0);
-  if (s.concurrency === undefined && s.pauseBetweenPagesMs === undefined) {
-    throw ApplicationFailure.nonRetryable('setThrottle needs concurrency and/or pauseBetweenPagesMs', FailureType.CONFIG_INVALID);
-  }
-}
+import { initialState, RebuildState, setRebuildHandlers } from './rebuild-state';
+import { reconcileAndRepair } from './repair-rounds';
+import { runSettings } from './validation';
 
 /**
  * Rebuilds one catalog from one source into a new version and publishes it atomically.
  * Workflow id `catalog-rebuild/<catalog>`. Signals pause/resume/cancel, query progress, update setThrottle.
+ * @returns the published rebuild, or (after the `cancel` signal) a cancelled one whose version was abandoned.
+ * @throws ApplicationFailure CONFIG_INVALID (non-retryable) for invalid input, before any activity.
  * @throws ApplicationFailure NOT_PUBLISHABLE (non-retryable) when reconciliation or the shrink guard refuse.
  */
 export async function RebuildCatalog(input: RebuildCatalogInput): Promise<RebuildCatalogResult> {
   const info = workflowInfo();
-  if (!CATALOG_NAME_PATTERN.test(input.catalog)) {
-    throw ApplicationFailure.nonRetryable(`catalog name ${JSON.stringify(input.catalog)} must match ${CATALOG_NAME_PATTERN}`, FailureType.CONFIG_INVALID);
-  }
-  const pageSize = intIn('pageSize', input.pageSize, LIMITS.pageSize, LIMITS.pageSize.default);
-  const heartbeatTimeoutMs = intIn('heartbeatTimeoutMs', input.heartbeatTimeoutMs, LIMITS.heartbeatTimeoutMs, LIMITS.heartbeatTimeoutMs.default);
-  const maxPagesPerRun = intIn('maxPagesPerRun', input.maxPagesPerRun, LIMITS.maxPagesPerRun, LIMITS.maxPagesPerRun.default);
-  const retention = input.retention ?? 1;
-  const maxRounds = input.maxRepairRounds ?? 2;
-  const c = input.carried;
-
-  const st: CarriedState = c ?? {
-    versionId: '',
-    pagesTotal: 0,
-    sourceRows: '0',
-    watermark: { jobKey: null, time: '' },
-    checkpoint: 0,
-    rowsUpserted: 0,
-    rejects: 0,
-    retries: 0,
-    paused: false,
-    concurrency: intIn('concurrency', input.concurrency, LIMITS.concurrency, LIMITS.concurrency.default),
-    pauseBetweenPagesMs: intIn('pauseBetweenPagesMs', input.pauseBetweenPagesMs, LIMITS.pauseBetweenPagesMs, 0),
-    pageDurationsMs: [],
-    startedAtMs: Date.now(),
-    lastEvent: 'started',
-    runs: 0,
-  };
-  let phase: RebuildPhase = c ? 'copying' : 'planning';
-  let cancelRequested = false;
-  let reconciliation: ReconcileSummary | null = null;
-  const inFlight = new Set<number>();
-  const doneAbove = new Set<number>();
-  const recent: { t: number; rows: number }[] = [];
-  let copyStartedMs = Date.now();
-  let wake = 0;
-  const root = new CancellationScope();
-
-  const note = (msg: string) => {
-    st.lastEvent = msg;
-    log.info(msg, { catalog: input.catalog, versionId: st.versionId });
-  };
-  const setPhase = (p: RebuildPhase) => {
-    phase = p;
-    upsertSearchAttributes([
-      { key: CatalogNameKey, value: input.catalog },
-      { key: RebuildPhaseKey, value: p },
-    ]);
-    details();
-  };
-  const rate = (): number => {
-    const now = Date.now();
-    while (recent.length && recent[0].t < now - 60_000) recent.shift();
-    const rows = recent.reduce((n, r) => n + r.rows, 0);
-    const windowS = Math.max(1, Math.min(60, (now - copyStartedMs) / 1000));
-    return Math.round(rows / windowS);
-  };
-  const pagesDone = () => st.checkpoint + doneAbove.size;
-  const progress = (): RebuildProgress => {
-    const rps = rate();
-    const remaining = Math.max(0, Number(st.sourceRows) - st.rowsUpserted);
-    return {
-      phase,
-      paused: st.paused,
-      draining: (st.paused || cancelRequested) && inFlight.size > 0,
-      pagesTotal: st.pagesTotal,
-      pagesDone: pagesDone(),
-      checkpoint: st.checkpoint,
-      rowsUpserted: st.rowsUpserted,
-      rejects: st.rejects,
-      retries: st.retries,
-      rowsPerSecond: rps,
-      etaSeconds: phase === 'copying' ? (rps > 0 ? Math.round(remaining / rps) : null) : phase === 'done' ? 0 : null,
-      versionId: st.versionId || null,
-      watermark: st.versionId ? st.watermark : null,
-      lastEvent: st.lastEvent,
-      catalog: input.catalog,
-      source: input.source,
-      concurrency: st.concurrency,
-      inFlight: inFlight.size,
-      run: st.runs + 1,
-      reconciliation,
-    };
-  };
-  const details = () => {
-    const p = progress();
-    const bits = [`${phase}`, `page ${p.pagesDone.toLocaleString('en-US')} of ${p.pagesTotal.toLocaleString('en-US')}`];
-    if (phase === 'copying') bits.push(`${p.rowsPerSecond.toLocaleString('en-US')} rows/s`);
-    bits.push(`${p.retries} retries`);
-    if (st.paused) bits.push('paused');
-    setCurrentDetails(`${bits.join(' · ')}\n\nlast event: ${st.lastEvent}`);
-  };
-
-  setHandler(pauseSignal, () => {
-    if (!st.paused) {
-      st.paused = true;
-      note('paused by signal');
-      details();
-      wake++;
-    }
-  });
-  setHandler(resumeSignal, () => {
-    if (st.paused) {
-      st.paused = false;
-      note(`resumed by signal at checkpoint ${st.checkpoint}`);
-      details();
-      wake++;
-    }
-  });
-  setHandler(cancelSignal, (arg) => {
-    if (!cancelRequested) {
-      cancelRequested = true;
-      note(`cancel requested${arg?.reason ? `: ${arg.reason}` : ''}`);
-      root.cancel();
-    }
-  });
-  setHandler(progressQuery, progress);
-  setHandler(
-    setThrottleUpdate,
-    (s) => {
-      if (s.concurrency !== undefined) st.concurrency = s.concurrency;
-      if (s.pauseBetweenPagesMs !== undefined) st.pauseBetweenPagesMs = s.pauseBetweenPagesMs;
-      note(`throttle set: ${st.concurrency} pages in flight, ${st.pauseBetweenPagesMs} ms between pages`);
-      wake++;
-      return { concurrency: st.concurrency, pauseBetweenPagesMs: st.pauseBetweenPagesMs };
-    },
-    { validator: validateThrottle },
-  );
-
-  const endVersion = async (status: 'abandoned' | 'failed', reason: string) => {
-    if (!st.versionId) return;
-    await CancellationScope.nonCancellable(() =>
-      short.endVersion({ catalog: input.catalog, versionId: st.versionId, status, reason }),
-    );
-  };
-
+  const settings = runSettings(input);
+  const state = new RebuildState(input, input.carried ?? initialState(input), !!input.carried);
+  setRebuildHandlers(state);
   try {
-    return await root.run(async () => {
-      setPhase(phase);
-      if (!c) {
-        const plan = await short.planRebuild({
-          catalog: input.catalog,
-          source: input.source,
-          pageSize,
-          workflowId: info.workflowId,
-          firstRunId: info.firstExecutionRunId,
-        });
-        st.versionId = plan.versionId;
-        st.pagesTotal = plan.pagesTotal;
-        st.sourceRows = plan.sourceRows;
-        st.watermark = plan.watermark;
-        note(`planned version ${plan.versionId}: ${plan.pagesTotal} pages of ${pageSize}, watermark job ${plan.watermark.jobKey ?? 'none'}`);
-        setPhase('copying');
-      }
-
-      // Copy phase: a sliding window of pages; progress only from committed results.
-      copyStartedMs = Date.now();
-      let nextPage = st.checkpoint + 1;
-      let scheduledThisRun = 0;
-      let failure: unknown = null;
-      let lastStartMs = 0;
-      const startPage = (pageNo: number) => {
-        inFlight.add(pageNo);
-        scheduledThisRun++;
-        lastStartMs = Date.now();
-        const acts = pageActivities(heartbeatTimeoutMs, st.pageDurationsMs, `page ${pageNo} of ${st.pagesTotal}`);
-        acts
-          .copyPage({ catalog: input.catalog, source: input.source, versionId: st.versionId, pageNo })
-          .then((r: CopyPageResult) => {
-            inFlight.delete(pageNo);
-            doneAbove.add(pageNo);
-            while (doneAbove.has(st.checkpoint + 1)) {
-              doneAbove.delete(st.checkpoint + 1);
-              st.checkpoint++;
-            }
-            st.rowsUpserted += r.rows;
-            st.rejects += r.rejects;
-            if (r.activityAttempt > 1) {
-              st.retries += r.activityAttempt - 1;
-              note(`page ${pageNo} committed on attempt ${r.activityAttempt}${r.alreadyCommitted ? ' (found already committed)' : ''}: ${r.previousFailure ?? 'previous attempt failed'}`);
-            }
-            if (r.activityAttempt > 5) log.warn('page needed more than 5 attempts', { pageNo, attempts: r.activityAttempt });
-            st.pageDurationsMs.push(r.durationMs);
-            if (st.pageDurationsMs.length > 200) st.pageDurationsMs.shift();
-            recent.push({ t: Date.now(), rows: r.rows });
-            details();
-            wake++;
-          })
-          .catch((err: unknown) => {
-            inFlight.delete(pageNo);
-            if (!failure) failure = err;
-            wake++;
-          });
-      };
-
-      for (;;) {
-        if (failure) throw failure;
-        if (pagesDone() === st.pagesTotal && inFlight.size === 0) break;
-        const runFull = scheduledThisRun >= maxPagesPerRun || info.continueAsNewSuggested || workflowInfo().continueAsNewSuggested;
-        if (!st.paused && !runFull && nextPage <= st.pagesTotal && inFlight.size < st.concurrency) {
-          if (st.pauseBetweenPagesMs > 0 && lastStartMs > 0) {
-            const waitMs = lastStartMs + st.pauseBetweenPagesMs - Date.now();
-            if (waitMs > 0) {
-              const w = wake;
-              await condition(() => wake !== w || !!failure, waitMs);
-              continue;
-            }
-          }
-          startPage(nextPage++);
-          continue;
-        }
-        if (runFull && inFlight.size === 0 && nextPage <= st.pagesTotal) {
-          // Continue as new after the window drained and every handler finished, carrying all state.
-          await condition(() => inFlight.size === 0);
-          await condition(allHandlersFinished);
-          note(`continuing as new at checkpoint ${st.checkpoint} (run ${st.runs + 2})`);
-          const carried: CarriedState = { ...st, runs: st.runs + 1 };
-          return await continueAsNew<typeof RebuildCatalog>({ ...input, carried });
-        }
-        const w = wake;
-        await condition(() => wake !== w);
-      }
-      note(`copy phase done: ${st.pagesTotal} pages, ${st.rowsUpserted} rows, ${st.retries} retries`);
-      // Added after histories were recorded: running rebuilds without the marker skip it on replay.
-      if (patched('record-copy-phase-event')) {
-        await short.recordEvent({
-          catalog: input.catalog,
-          versionId: st.versionId,
-          kind: 'copied',
-          message: `copy phase done: ${st.pagesTotal} pages, ${st.rowsUpserted} rows, ${st.rejects} rejects, ${st.retries} retries, ${st.runs + 1} run(s)`,
-          details: { pagesTotal: st.pagesTotal, rowsUpserted: st.rowsUpserted, rejects: st.rejects, retries: st.retries, runs: st.runs + 1 },
-        });
-      }
-
-      await short.sealVersion({ versionId: st.versionId });
-      let round = 0;
-      for (;;) {
-        round++;
-        setPhase('reconciling');
-        reconciliation = await long.reconcile({ catalog: input.catalog, source: input.source, versionId: st.versionId, round });
-        note(
-          reconciliation.ok
-            ? `reconciled: ${reconciliation.buckets} buckets match, delta ${reconciliation.delta}`
-            : `reconcile round ${round}: ${reconciliation.mismatched.length} buckets differ`,
-        );
-        if (reconciliation.ok) break;
-        if (round > maxRounds) {
-          throw ApplicationFailure.nonRetryable(
-            `reconciliation failed after ${maxRounds} repair rounds; buckets still differing: ${reconciliation.mismatched.slice(0, 50).join(', ')}`,
-            FailureType.NOT_PUBLISHABLE,
-          );
-        }
-        setPhase('repairing');
-        const buckets = reconciliation.mismatched.slice(0, MAX_REPAIR_CHILDREN);
-        let idx = 0;
-        const runOne = async (): Promise<void> => {
-          while (idx < buckets.length) {
-            const b = buckets[idx++];
-            const bucket = b === 'none' ? null : b;
-            await executeChild(RepairBucket, {
-              workflowId: repairWorkflowId(info.workflowId, bucket, round),
-              args: [{ catalog: input.catalog, source: input.source, versionId: st.versionId, bucket }],
-            });
-          }
-        };
-        await Promise.all(Array.from({ length: Math.min(REPAIR_CONCURRENCY, buckets.length) }, runOne));
-        note(`repaired ${buckets.length} buckets in round ${round}`);
-      }
-
-      setPhase('publishing');
-      const pub = await executeChild(PublishCatalog, {
-        workflowId: publishWorkflowId(info.workflowId),
-        args: [{ catalog: input.catalog, versionId: st.versionId, allowShrink: !!input.allowShrink, retention }],
-      });
-      note(`published version ${st.versionId}${pub.previousVersionId ? ` (replacing ${pub.previousVersionId})` : ''}`);
-      setPhase('done');
-      return {
-        catalog: input.catalog,
-        versionId: st.versionId,
-        published: true,
-        cancelled: false,
-        pagesTotal: st.pagesTotal,
-        rowsUpserted: st.rowsUpserted,
-        rejects: st.rejects,
-        retries: st.retries,
-        reconciliation,
-        previousVersionId: pub.previousVersionId,
-        durationMs: Date.now() - st.startedAtMs,
-        runs: st.runs + 1,
-      };
+    return await state.root.run(async () => {
+      state.setPhase(state.phase);
+      if (!input.carried) await plan(state, settings.pageSize, info);
+      await copyPages(state, { heartbeatTimeoutMs: settings.heartbeatTimeoutMs, maxPagesPerRun: settings.maxPagesPerRun, startInfo: info });
+      await short.sealVersion({ versionId: state.carried.versionId });
+      await reconcileAndRepair(state, { maxRounds: settings.maxRepairRounds, workflowId: info.workflowId });
+      const pub = await publish(state, settings.retention, info.workflowId);
+      return state.result({ published: true, previousVersionId: pub.previousVersionId });
     });
   } catch (err) {
-    if (isCancellation(err) || cancelRequested) {
-      await endVersion('abandoned', cancelRequested ? 'cancelled by signal' : 'workflow cancelled');
-      note('cancelled: version abandoned, active version unchanged');
-      phase = 'cancelled';
-      await CancellationScope.nonCancellable(async () => setPhase('cancelled'));
-      // Temporal cancellation ends the workflow as cancelled; the cancel signal completes it unpublished.
-      if (!cancelRequested) throw err;
-      return {
-        catalog: input.catalog,
-        versionId: st.versionId,
-        published: false,
-        cancelled: true,
-        pagesTotal: st.pagesTotal,
-        rowsUpserted: st.rowsUpserted,
-        rejects: st.rejects,
-        retries: st.retries,
-        reconciliation,
-        previousVersionId: null,
-        durationMs: Date.now() - st.startedAtMs,
-        runs: st.runs + 1,
-      };
-    }
+    if (isCancellation(err) || state.cancelRequested) return await cancelled(state, err);
     // Only failures end the rebuild; anything else is a workflow-task bug that Temporal retries.
     if (!(err instanceof TemporalFailure)) throw err;
-    const message = rootMessage(err);
-    await endVersion('failed', message);
-    note(`failed: ${message}`);
-    setPhase('failed');
+    await failed(state, err);
     throw err;
   }
+}
+
+/**
+ * Plans the version (`planRebuild`, idempotent per workflow id and first run): version, pages and
+ * watermark into the carried state; then phase `copying`.
+ */
+async function plan(state: RebuildState, pageSize: number, info: WorkflowInfo): Promise<void> {
+  const { input, carried: st } = state;
+  const planned = await short.planRebuild({
+    catalog: input.catalog,
+    source: input.source,
+    pageSize,
+    workflowId: info.workflowId,
+    firstRunId: info.firstExecutionRunId,
+  });
+  st.versionId = planned.versionId;
+  st.pagesTotal = planned.pagesTotal;
+  st.sourceRows = planned.sourceRows;
+  st.watermark = planned.watermark;
+  state.note(`planned version ${planned.versionId}: ${planned.pagesTotal} pages of ${pageSize}, watermark job ${planned.watermark.jobKey ?? 'none'}`);
+  state.setPhase('copying');
+}
+
+/** Publishes the reconciled version with the `PublishCatalog` child (shrink guard, flip, retirement); then phase `done`. */
+async function publish(state: RebuildState, retention: number, workflowId: string): Promise<PublishCatalogResult> {
+  const { input, carried: st } = state;
+  state.setPhase('publishing');
+  const pub = await executeChild(PublishCatalog, {
+    workflowId: publishWorkflowId(workflowId),
+    args: [{ catalog: input.catalog, versionId: st.versionId, allowShrink: !!input.allowShrink, retention }],
+  });
+  state.note(`published version ${st.versionId}${pub.previousVersionId ? ` (replacing ${pub.previousVersionId})` : ''}`);
+  state.setPhase('done');
+  return pub;
+}
+
+/**
+ * Ends a cancelled rebuild: its version becomes `abandoned` (the active version is untouched), phase
+ * `cancelled`. The `cancel` signal completes the rebuild unpublished; Temporal cancellation rethrows.
+ */
+async function cancelled(state: RebuildState, err: unknown): Promise<RebuildCatalogResult> {
+  await endVersion(state, 'abandoned', state.cancelRequested ? 'cancelled by signal' : 'workflow cancelled');
+  state.note('cancelled: version abandoned, active version unchanged');
+  state.phase = 'cancelled';
+  await CancellationScope.nonCancellable(async () => state.setPhase('cancelled'));
+  if (!state.cancelRequested) throw err;
+  return state.result({ published: false, cancelled: true });
+}
+
+/** Ends a failed rebuild: its version becomes `failed` with the root cause's message, phase `failed`. */
+async function failed(state: RebuildState, err: TemporalFailure): Promise<void> {
+  const message = rootMessage(err);
+  await endVersion(state, 'failed', message);
+  state.note(`failed: ${message}`);
+  state.setPhase('failed');
+}
+
+/** Marks the version (when planned) abandoned or failed, even while the rebuild is being cancelled. */
+async function endVersion(state: RebuildState, status: 'abandoned' | 'failed', reason: string): Promise<void> {
+  const { input, carried: st } = state;
+  if (!st.versionId) return;
+  await CancellationScope.nonCancellable(() => short.endVersion({ catalog: input.catalog, versionId: st.versionId, status, reason }));
 }
 
 /** The root cause's message of a failure chain (ActivityFailure → ApplicationFailure). */
