@@ -1,8 +1,8 @@
 /**
  * The backup check (`catalog-rebuild check`): a Nagios/Icinga plugin over the *active* version of a
- * catalog. It reads the reader view `active_jobs` (and the `active` pointer, to tell "no active
- * version" from "active but empty"), so a rebuild in progress never changes its answer until the
- * atomic publish.
+ * catalog. Its reads (`lib/catalog/check.ts`) see the reader view `active_jobs` (and the `active`
+ * pointer, to tell "no active version" from "active but empty"), so a rebuild in progress never
+ * changes its answer until the atomic publish; this module turns them into the Nagios status line.
  *
  * Rules: only backup jobs (type `B`) count. Clients in scope are the `clients` given, else every
  * non-empty client with a backup job in the lookback window (none at all: CRITICAL). Per client the
@@ -10,7 +10,8 @@
  * else a `W` backup within the maximum age is WARNING, else CRITICAL. No active version, or a
  * database that cannot be read: UNKNOWN. Ages are measured from the database's `now()`.
  */
-import { Pool } from 'pg';
+import { Pool, PoolClient } from 'pg';
+import { BackupCheckSnapshot, readBackupCheck } from '../lib/catalog/check';
 
 /** Nagios plugin states and their exit codes. */
 export const NagiosState = { OK: 0, WARNING: 1, CRITICAL: 2, UNKNOWN: 3 } as const;
@@ -87,108 +88,79 @@ export function unknownLine(message: string): string {
 }
 
 /**
+ * The status line, exit code and per-client states of a check from what the catalog database
+ * returned (pure: no I/O).
+ * @param o the check's options (catalog, limits); defaults as in {@link checkCatalog}.
+ * @param snapshot the active version and the clients in scope, from `readBackupCheck`.
+ */
+export function checkResult(o: CheckOptions, snapshot: BackupCheckSnapshot): CheckResult {
+  const maxAge = o.maxAgeSeconds ?? DEFAULT_MAX_AGE_SECONDS;
+  const lookback = o.lookbackSeconds ?? DEFAULT_LOOKBACK_SECONDS;
+  const versionId = snapshot.versionId;
+  if (!versionId) {
+    return { code: NagiosState.UNKNOWN, line: unknownLine(`catalog ${o.catalog} has no active (published) version`), clients: [], versionId: null };
+  }
+  const states: ClientState[] = snapshot.clients.map((r) => ({
+    client: r.client,
+    state: r.hasGoodBackup ? 'OK' : r.hasWarningBackup ? 'WARNING' : 'CRITICAL',
+    ageSeconds: r.newestAgeSeconds === null ? null : Math.max(0, Math.round(r.newestAgeSeconds)),
+  }));
+  const ok = states.filter((s) => s.state === 'OK');
+  const warning = states.filter((s) => s.state === 'WARNING');
+  const critical = states.filter((s) => s.state === 'CRITICAL');
+  const ages = states.map((s) => s.ageSeconds).filter((a): a is number => a !== null);
+  const perf =
+    `clients_ok=${ok.length} clients_warning=${warning.length} clients_critical=${critical.length} ` +
+    `oldest_age_seconds=${ages.length ? Math.max(...ages) : 'U'}`;
+  const where = `catalog ${o.catalog} version ${versionId}`;
+  const limit = `max age ${formatDuration(maxAge)}`;
+
+  let code: NagiosCode;
+  let text: string;
+  if (!states.length) {
+    code = NagiosState.CRITICAL;
+    text = `no client has a backup job in the last ${formatDuration(lookback)} (${where})`;
+  } else if (critical.length) {
+    code = NagiosState.CRITICAL;
+    const w = warning.length ? `; ${warning.length} warning: ${nameList(warning.map((s) => s.client))}` : '';
+    text = `${critical.length} of ${states.length} clients without a good backup within ${limit}: ${nameList(critical.map((s) => s.client))}${w} (${where})`;
+  } else if (warning.length) {
+    code = NagiosState.WARNING;
+    text = `${warning.length} of ${states.length} clients with only warnings (W) within ${limit}: ${nameList(warning.map((s) => s.client))} (${where})`;
+  } else {
+    code = NagiosState.OK;
+    text = `${ok.length} clients ok (${where}, ${limit})`;
+  }
+  return { code, line: `CATALOG ${STATE_NAMES[code]} - ${text.replace(/[\r\n|]+/g, ' ')} | ${perf}`, clients: states, versionId };
+}
+
+/**
  * Runs the backup check against the catalog database in one read-only, repeatable-read
- * transaction (pointer and rows from the same snapshot).
+ * transaction (pointer and rows from the same snapshot; `readBackupCheck`).
  * Never throws for database errors: an unreachable or unreadable database is UNKNOWN.
  */
 export async function checkCatalog(pool: Pool, o: CheckOptions): Promise<CheckResult> {
-  const maxAge = o.maxAgeSeconds ?? DEFAULT_MAX_AGE_SECONDS;
-  const lookback = o.lookbackSeconds ?? DEFAULT_LOOKBACK_SECONDS;
-  const wanted = [...new Set(o.clients ?? [])];
-  let client;
-  let broken = false;
+  let client: PoolClient;
   try {
     client = await pool.connect();
   } catch (err) {
     return { code: NagiosState.UNKNOWN, line: unknownLine(`cannot connect to the catalog database: ${(err as Error).message}`), clients: [], versionId: null };
   }
+  let failed = false;
   try {
-    await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
-    // The pointer tells "no active version" from "active but empty". A reader role that may read
-    // only active_jobs cannot see it: then a catalog without rows in active_jobs counts as not active.
-    let versionId: string | null = null;
-    let pointerReadable = true;
-    await client.query('SAVEPOINT pointer');
-    try {
-      const a = await client.query<{ version_id: string }>(`SELECT version_id::text FROM active WHERE catalog_name = $1`, [o.catalog]);
-      versionId = a.rows[0]?.version_id ?? null;
-      await client.query('RELEASE SAVEPOINT pointer');
-    } catch (err) {
-      if ((err as { code?: string }).code !== '42501') throw err;
-      pointerReadable = false;
-      await client.query('ROLLBACK TO SAVEPOINT pointer');
-    }
-    if (!pointerReadable) {
-      const v = await client.query<{ version_id: string }>(`SELECT version_id::text FROM active_jobs WHERE catalog_name = $1 LIMIT 1`, [o.catalog]);
-      versionId = v.rows[0]?.version_id ?? null;
-    }
-    if (!versionId) {
-      await client.query('COMMIT');
-      return { code: NagiosState.UNKNOWN, line: unknownLine(`catalog ${o.catalog} has no active (published) version`), clients: [], versionId: null };
-    }
-
-    const { rows } = await client.query<{ client: string; ok: boolean; warn: boolean; age: number | null }>(
-      `WITH ref AS (SELECT coalesce($2::timestamptz, now()) AS now),
-       b AS (
-         SELECT j.client, j.status, coalesce(j.start_time, j.end_time) AS t
-         FROM active_jobs j
-         WHERE j.catalog_name = $1 AND j.type = 'B'
-       ),
-       scope AS (
-         SELECT DISTINCT c AS client FROM unnest($5::text[]) AS c WHERE cardinality($5::text[]) > 0
-         UNION
-         SELECT DISTINCT b.client FROM b
-         WHERE cardinality($5::text[]) = 0 AND b.client <> '' AND b.t >= (SELECT now FROM ref) - make_interval(secs => $4)
-       )
-       SELECT s.client,
-              coalesce(bool_or(b.status = 'T' AND b.t >= ref.now - make_interval(secs => $3)), false) AS ok,
-              coalesce(bool_or(b.status = 'W' AND b.t >= ref.now - make_interval(secs => $3)), false) AS warn,
-              extract(epoch FROM ref.now - max(b.t) FILTER (WHERE b.status IN ('T', 'W')))::float8 AS age
-       FROM scope s CROSS JOIN ref LEFT JOIN b ON b.client = s.client
-       GROUP BY s.client, ref.now
-       ORDER BY s.client`,
-      [o.catalog, o.now ?? null, maxAge, lookback, wanted],
-    );
-    await client.query('COMMIT');
-
-    const states: ClientState[] = rows.map((r) => ({
-      client: r.client,
-      state: r.ok ? 'OK' : r.warn ? 'WARNING' : 'CRITICAL',
-      ageSeconds: r.age === null ? null : Math.max(0, Math.round(r.age)),
-    }));
-    const ok = states.filter((s) => s.state === 'OK');
-    const warning = states.filter((s) => s.state === 'WARNING');
-    const critical = states.filter((s) => s.state === 'CRITICAL');
-    const ages = states.map((s) => s.ageSeconds).filter((a): a is number => a !== null);
-    const perf =
-      `clients_ok=${ok.length} clients_warning=${warning.length} clients_critical=${critical.length} ` +
-      `oldest_age_seconds=${ages.length ? Math.max(...ages) : 'U'}`;
-    const where = `catalog ${o.catalog} version ${versionId}`;
-    const limit = `max age ${formatDuration(maxAge)}`;
-
-    let code: NagiosCode;
-    let text: string;
-    if (!states.length) {
-      code = NagiosState.CRITICAL;
-      text = `no client has a backup job in the last ${formatDuration(lookback)} (${where})`;
-    } else if (critical.length) {
-      code = NagiosState.CRITICAL;
-      const w = warning.length ? `; ${warning.length} warning: ${nameList(warning.map((s) => s.client))}` : '';
-      text = `${critical.length} of ${states.length} clients without a good backup within ${limit}: ${nameList(critical.map((s) => s.client))}${w} (${where})`;
-    } else if (warning.length) {
-      code = NagiosState.WARNING;
-      text = `${warning.length} of ${states.length} clients with only warnings (W) within ${limit}: ${nameList(warning.map((s) => s.client))} (${where})`;
-    } else {
-      code = NagiosState.OK;
-      text = `${ok.length} clients ok (${where}, ${limit})`;
-    }
-    return { code, line: `CATALOG ${STATE_NAMES[code]} - ${text.replace(/[\r\n|]+/g, ' ')} | ${perf}`, clients: states, versionId };
-  } catch (err) {
-    await client.query('ROLLBACK').catch(() => {
-      broken = true;
+    const snapshot = await readBackupCheck(client, {
+      catalog: o.catalog,
+      maxAgeSeconds: o.maxAgeSeconds ?? DEFAULT_MAX_AGE_SECONDS,
+      lookbackSeconds: o.lookbackSeconds ?? DEFAULT_LOOKBACK_SECONDS,
+      clients: [...new Set(o.clients ?? [])],
+      now: o.now ?? null,
     });
+    return checkResult(o, snapshot);
+  } catch (err) {
+    failed = true;
     return { code: NagiosState.UNKNOWN, line: unknownLine(`cannot read catalog ${o.catalog}: ${(err as Error).message}`), clients: [], versionId: null };
   } finally {
-    client.release(broken);
+    // After a failed read the session may be unusable (its rollback may have failed too): discard it.
+    client.release(failed);
   }
 }

@@ -8,6 +8,8 @@ import { Pool } from 'pg';
 import { temporal } from '@temporalio/proto';
 import type { TemporalSession } from './index';
 import { RebuildProgress } from '../workflows/definitions';
+import { readActiveVersionId, readLatestVersionProgress } from '../lib/catalog/status';
+import { readLastEventMessage } from '../lib/catalog/event-reads';
 
 /** One-line human summary of a progress answer. */
 export function formatProgress(p: RebuildProgress): string {
@@ -39,45 +41,31 @@ export interface DatabaseStatus {
   lastEvent: string | null;
 }
 
-/** Reads a catalog's latest version and ledger counts from the catalog database. */
+/**
+ * The catalog database's view of a catalog: its active version, latest version with ledger counts
+ * (`lib/catalog/status.ts`) and newest event message (`lib/catalog/event-reads.ts`), read one after
+ * the other (not one snapshot). Ages are rounded to whole seconds.
+ */
 export async function catalogStatusFromDatabase(pool: Pool, catalog: string): Promise<DatabaseStatus> {
-  const active = await pool.query<{ version_id: string }>(`SELECT version_id::text FROM active WHERE catalog_name = $1`, [catalog]);
-  const v = await pool.query<{
-    version_id: string;
-    status: string;
-    pages_total: number;
-    committed: number;
-    rows: string;
-    last: Date | null;
-    age: number | null;
-    created_age: number;
-  }>(
-    `SELECT v.version_id::text, v.status, v.pages_total,
-            count(p.committed_at)::int AS committed, coalesce(sum(p.rows), 0)::text AS rows,
-            max(p.committed_at) AS last, extract(epoch FROM now() - max(p.committed_at))::float8 AS age,
-            extract(epoch FROM now() - v.created_at)::float8 AS created_age
-     FROM version v LEFT JOIN page p ON p.version_id = v.version_id
-     WHERE v.catalog_name = $1 GROUP BY v.version_id ORDER BY v.version_id DESC LIMIT 1`,
-    [catalog],
-  );
-  const e = await pool.query<{ message: string }>(`SELECT message FROM event WHERE catalog_name = $1 ORDER BY event_id DESC LIMIT 1`, [catalog]);
-  const l = v.rows[0];
+  const activeVersionId = await readActiveVersionId(pool, catalog);
+  const l = await readLatestVersionProgress(pool, catalog);
+  const lastEvent = await readLastEventMessage(pool, catalog);
   return {
     catalog,
-    activeVersionId: active.rows[0]?.version_id ?? null,
+    activeVersionId,
     latest: l
       ? {
-          versionId: l.version_id,
+          versionId: l.versionId,
           status: l.status,
-          pagesTotal: l.pages_total,
-          pagesCommitted: l.committed,
-          rows: Number(l.rows),
-          lastCommitAt: l.last ? l.last.toISOString() : null,
-          secondsSinceProgress: l.age === null ? null : Math.round(l.age),
-          secondsSinceCreated: Math.round(l.created_age),
+          pagesTotal: l.pagesTotal,
+          pagesCommitted: l.pagesCommitted,
+          rows: l.rows,
+          lastCommitAt: l.lastCommitAt ? l.lastCommitAt.toISOString() : null,
+          secondsSinceProgress: l.secondsSinceLastCommit === null ? null : Math.round(l.secondsSinceLastCommit),
+          secondsSinceCreated: Math.round(l.secondsSinceCreated),
         }
       : null,
-    lastEvent: e.rows[0]?.message ?? null,
+    lastEvent,
   };
 }
 

@@ -1,0 +1,186 @@
+/**
+ * CLI command handlers and their output without Temporal or PostgreSQL: the result lines of a
+ * closed rebuild, event lines, the Nagios status line from a check snapshot, and handlers run
+ * through the commander layer over a fake context (fake pool, no Temporal connection).
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { Pool } from 'pg';
+import { buildCli, ExitCode } from '../client/cli';
+import { checkResult } from '../client/check';
+import { checkCommand } from '../client/commands/check';
+import { CommandContext } from '../client/commands/context';
+import { formatEvent } from '../client/commands/events';
+import { formatRebuildResult } from '../client/commands/outcome';
+import { throttleCommand } from '../client/commands/throttle';
+import { RebuildCatalogResult } from '../client';
+import { EventRow } from '../lib/catalog/event-reads';
+
+const RESULT: RebuildCatalogResult = {
+  catalog: 'main',
+  versionId: '7',
+  published: true,
+  cancelled: false,
+  pagesTotal: 12,
+  rowsUpserted: 2400,
+  rejects: 2,
+  retries: 1,
+  reconciliation: {
+    round: 1,
+    ok: true,
+    buckets: 30,
+    sourceRows: 2400,
+    catalogRows: 2398,
+    rejects: 2,
+    mismatched: [],
+    delta: 5,
+    duplicateJobNames: 0,
+    sampleMismatches: 0,
+    sampled: 100,
+  },
+  previousVersionId: '6',
+  durationMs: 61_499,
+  runs: 2,
+};
+
+/** A context whose Temporal connection fails the test and whose pool is `pool`. */
+function fakeContext(pool: Partial<Pool> | (() => Pool), lines: string[]): CommandContext {
+  return {
+    out: (l) => lines.push(l),
+    tty: null,
+    connectTemporal: () => Promise.reject(new Error('no Temporal in this test')),
+    catalogPool: () => (typeof pool === 'function' ? pool() : (pool as Pool)),
+  };
+}
+
+test('a closed rebuild is described in one line, plus the reconciliation report', () => {
+  assert.deepEqual(formatRebuildResult(RESULT), [
+    'catalog main: version 7 published; 12 pages, 2400 rows, 2 rejects, 1 retries, 61 s, 2 run(s)',
+    'reconciliation: ok: 30 buckets, source 2400 = catalog 2398 + 2 quarantined; delta after watermark 5; duplicate job names 0; sample 100 checked, 0 differ',
+  ]);
+  assert.deepEqual(formatRebuildResult({ ...RESULT, published: false, cancelled: true, reconciliation: null }), [
+    'catalog main: version 7 cancelled (abandoned); 12 pages, 2400 rows, 2 rejects, 1 retries, 61 s, 2 run(s)',
+  ]);
+  const mismatch = formatRebuildResult({ ...RESULT, published: false, reconciliation: { ...RESULT.reconciliation!, ok: false, rejects: 0 } });
+  assert.match(mismatch[0], /version 7 NOT published;/);
+  assert.match(mismatch[1], /^reconciliation: MISMATCH: 30 buckets, source 2400 = catalog 2398; delta/);
+});
+
+test('events print as text lines or as the row in JSON', () => {
+  const row: EventRow = {
+    event_id: '41',
+    created_at: new Date('2026-11-01T20:00:00.123Z'),
+    version_id: null,
+    kind: 'planned',
+    message: 'planned 12 pages',
+    details: { pages: 12 },
+  };
+  assert.equal(formatEvent(row, false), '2026-11-01T20:00:00.123Z  v-  planned      planned 12 pages');
+  assert.equal(formatEvent({ ...row, version_id: '3' }, false), '2026-11-01T20:00:00.123Z  v3  planned      planned 12 pages');
+  assert.equal(
+    formatEvent(row, true),
+    '{"event_id":"41","created_at":"2026-11-01T20:00:00.123Z","version_id":null,"kind":"planned","message":"planned 12 pages","details":{"pages":12}}',
+  );
+});
+
+test('the check turns a snapshot into the Nagios line and code', () => {
+  const o = { catalog: 'main', maxAgeSeconds: 26 * 3600, lookbackSeconds: 35 * 86400 };
+  const none = checkResult(o, { versionId: null, clients: [] });
+  assert.equal(none.code, 3);
+  assert.equal(none.line, 'CATALOG UNKNOWN - catalog main has no active (published) version');
+
+  const empty = checkResult(o, { versionId: '4', clients: [] });
+  assert.equal(empty.code, 2);
+  assert.equal(
+    empty.line,
+    'CATALOG CRITICAL - no client has a backup job in the last 35d (catalog main version 4) | clients_ok=0 clients_warning=0 clients_critical=0 oldest_age_seconds=U',
+  );
+
+  const ok = checkResult(o, {
+    versionId: '4',
+    clients: [
+      { client: 'a', hasGoodBackup: true, hasWarningBackup: false, newestAgeSeconds: 3600.4 },
+      { client: 'b', hasGoodBackup: true, hasWarningBackup: true, newestAgeSeconds: -5 },
+    ],
+  });
+  assert.equal(ok.code, 0);
+  assert.equal(ok.line, 'CATALOG OK - 2 clients ok (catalog main version 4, max age 26h) | clients_ok=2 clients_warning=0 clients_critical=0 oldest_age_seconds=3600');
+  assert.deepEqual(
+    ok.clients.map((c) => c.ageSeconds),
+    [3600, 0],
+  );
+
+  const warn = checkResult(o, { versionId: '4', clients: [{ client: 'a', hasGoodBackup: false, hasWarningBackup: true, newestAgeSeconds: 60 }] });
+  assert.equal(warn.code, 1);
+  assert.match(warn.line, /^CATALOG WARNING - 1 of 1 clients with only warnings \(W\) within max age 26h: a \(catalog main version 4\) \| /);
+
+  const many = Array.from({ length: 10 }, (_, i) => ({ client: `c${i}`, hasGoodBackup: false, hasWarningBackup: false, newestAgeSeconds: null }));
+  const crit = checkResult(o, { versionId: '4', clients: [...many, { client: 'w|x', hasGoodBackup: false, hasWarningBackup: true, newestAgeSeconds: 10 }] });
+  assert.equal(crit.code, 2);
+  assert.equal(
+    crit.line,
+    'CATALOG CRITICAL - 10 of 11 clients without a good backup within max age 26h: c0, c1, c2, c3, c4, c5, c6, c7, ... (2 more); 1 warning: w x (catalog main version 4) | ' +
+      'clients_ok=0 clients_warning=1 clients_critical=10 oldest_age_seconds=10',
+  );
+});
+
+test('check: no configuration or no database is UNKNOWN (3) with one line', async () => {
+  const lines: string[] = [];
+  const noConfig = fakeContext(() => {
+    throw new Error('CATALOG_REBUILD_CONFIG is not set');
+  }, lines);
+  assert.equal(await checkCommand(noConfig, { catalog: 'main', maxAge: 60, lookback: 60, timeout: 5 }), 3);
+  assert.deepEqual(lines, ['CATALOG UNKNOWN - CATALOG_REBUILD_CONFIG is not set']);
+
+  lines.length = 0;
+  let ended = false;
+  const down = fakeContext(
+    {
+      connect: (() => Promise.reject(new Error('connect ECONNREFUSED 127.0.0.1:1'))) as Pool['connect'],
+      end: (async () => {
+        ended = true;
+      }) as Pool['end'],
+    },
+    lines,
+  );
+  assert.equal(await checkCommand(down, { catalog: 'main', maxAge: 60, lookback: 60, timeout: 5 }), 3);
+  assert.deepEqual(lines, ['CATALOG UNKNOWN - cannot connect to the catalog database: connect ECONNREFUSED 127.0.0.1:1']);
+  assert.ok(ended, 'the pool is ended');
+});
+
+test('throttle without a setting is a usage error before any connection', async () => {
+  const lines: string[] = [];
+  await assert.rejects(
+    throttleCommand(fakeContext({}, lines), { catalog: 'main' }),
+    (e: unknown) => e instanceof ExitCode && e.code === 2 && e.message === 'throttle needs --concurrency and/or --pause-ms',
+  );
+  assert.deepEqual(lines, []);
+});
+
+test('events through the command tree: options parsed, rows printed oldest first, pool ended', async () => {
+  const lines: string[] = [];
+  const calls: unknown[][] = [];
+  let ended = false;
+  const rows: EventRow[] = [
+    { event_id: '1', created_at: new Date('2026-11-01T20:00:00Z'), version_id: '2', kind: 'planned', message: 'planned', details: {} },
+    { event_id: '2', created_at: new Date('2026-11-01T20:01:00Z'), version_id: '2', kind: 'published', message: 'published', details: {} },
+  ];
+  const pool = {
+    query: (async (_sql: string, params: unknown[]) => {
+      calls.push(params);
+      return { rows };
+    }) as unknown as Pool['query'],
+    end: (async () => {
+      ended = true;
+    }) as Pool['end'],
+  };
+  const program = buildCli(
+    (l) => lines.push(l),
+    (l) => lines.push(`err: ${l}`),
+    fakeContext(pool, lines),
+  );
+  await program.parseAsync(['events', '--catalog', 'main', '--limit', '2'], { from: 'user' });
+  assert.deepEqual(calls, [['main', 2]]);
+  assert.deepEqual(lines, ['2026-11-01T20:00:00.000Z  v2  planned      planned', '2026-11-01T20:01:00.000Z  v2  published    published']);
+  assert.ok(ended, 'the pool is ended');
+});
