@@ -12,13 +12,14 @@ import {
   copyOrUpsertRows,
   createVersionPartition,
   partitionName,
-  PUBLISH_LOCK_SQL,
   rangeChecksum,
-  recordEvent,
+  appendEvent as recordEvent,
   upsertRows,
   writeRejects,
 } from '../lib/catalog';
 import { withTransaction } from '../lib/db';
+
+const PUBLISH_LOCK_SQL = `SELECT pg_advisory_xact_lock(hashtext('catalog-rebuild:publish:' || $1))`;
 import { CatalogRebuildError, FailureType, isTransientDbError, NotPublishableError, VersionFencedError } from '../lib/errors';
 import { SourceRegistry } from '../lib/sources';
 import { BucketStat, JOB_COLUMNS, SourceRow } from '../lib/sources/types';

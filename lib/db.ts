@@ -4,6 +4,9 @@ import { Pool, PoolClient, PoolConfig } from 'pg';
 import { projectRoot } from './paths';
 import { SchemaTooNewError } from './errors';
 
+/** A pool or one checked-out client (inside a transaction): what a query function runs on. */
+export type Queryable = Pool | PoolClient;
+
 /** Options of a catalog or source connection pool. */
 export interface PoolOptions {
   /** `application_name` of every session: shows in pg_stat_activity. */
