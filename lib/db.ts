@@ -76,6 +76,27 @@ export async function withTransaction<T>(pool: Pool, fn: (client: PoolClient) =>
   }
 }
 
+/**
+ * Runs `fn` on `client` (checked out of `pool`) while `signal` is watched: when it aborts, the
+ * statement in flight on the client's backend is cancelled (`pg_cancel_backend` on another pooled
+ * session; SQLSTATE 57014), so `fn` fails promptly and its transaction can roll back.
+ * @throws whatever `fn` throws.
+ */
+export async function cancelOnAbort<T>(pool: Pool, client: PoolClient, signal: AbortSignal, fn: () => Promise<T>): Promise<T> {
+  let live = true;
+  const backendPid = (client as unknown as { processID?: number }).processID;
+  const onAbort = () => {
+    if (live && backendPid) pool.query('SELECT pg_cancel_backend($1)', [backendPid]).catch(() => undefined);
+  };
+  signal.addEventListener('abort', onAbort, { once: true });
+  try {
+    return await fn();
+  } finally {
+    live = false;
+    signal.removeEventListener('abort', onAbort);
+  }
+}
+
 /** Folder of the numbered `.sql` migration files. */
 export const migrationsDir = (): string => path.join(projectRoot(), 'migrations');
 

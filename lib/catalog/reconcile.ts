@@ -70,7 +70,7 @@ export interface UnknownCodeCount {
 export async function unknownCodeCounts(
   db: Queryable,
   versionId: string,
-  known: { type: readonly string[]; level: readonly string[]; status: readonly string[] },
+  known: { type: Iterable<string>; level: Iterable<string>; status: Iterable<string> },
 ): Promise<UnknownCodeCount[]> {
   const codes = await db.query<UnknownCodeCount>(
     format(
