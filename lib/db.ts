@@ -4,6 +4,9 @@ import { Pool, PoolClient, PoolConfig } from 'pg';
 import { projectRoot } from './paths';
 import { SchemaTooNewError } from './errors';
 
+/** A pool or one checked-out client (inside a transaction): what a query function runs on. */
+export type Queryable = Pool | PoolClient;
+
 /** Options of a catalog or source connection pool. */
 export interface PoolOptions {
   /** `application_name` of every session: shows in pg_stat_activity. */
@@ -70,6 +73,27 @@ export async function withTransaction<T>(pool: Pool, fn: (client: PoolClient) =>
     throw err;
   } finally {
     client.release(broken);
+  }
+}
+
+/**
+ * Runs `fn` on `client` (checked out of `pool`) while `signal` is watched: when it aborts, the
+ * statement in flight on the client's backend is cancelled (`pg_cancel_backend` on another pooled
+ * session; SQLSTATE 57014), so `fn` fails promptly and its transaction can roll back.
+ * @throws whatever `fn` throws.
+ */
+export async function cancelOnAbort<T>(pool: Pool, client: PoolClient, signal: AbortSignal, fn: () => Promise<T>): Promise<T> {
+  let live = true;
+  const backendPid = (client as unknown as { processID?: number }).processID;
+  const onAbort = () => {
+    if (live && backendPid) pool.query('SELECT pg_cancel_backend($1)', [backendPid]).catch(() => undefined);
+  };
+  signal.addEventListener('abort', onAbort, { once: true });
+  try {
+    return await fn();
+  } finally {
+    live = false;
+    signal.removeEventListener('abort', onAbort);
   }
 }
 

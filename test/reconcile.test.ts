@@ -19,7 +19,7 @@ import { getProgress, pause, RebuildCatalogInput, RebuildCatalogResult, resume, 
 import { createActivities } from '../activities';
 import { createPool } from '../lib/db';
 import { createDatabase, databaseUrl, dropDatabase, resolveAdminUrl } from '../lib/env/postgres';
-import { NothingToRollBackError, rollbackCatalog } from '../lib/rollback';
+import { NothingToRollBackError, rollbackCatalog } from '../lib/catalog';
 import { generateBareosSource } from '../lib/sources/bareos-generator';
 import { SourceRegistry } from '../lib/sources';
 import { compareCatalogToSource, privateTemporal, runCliProcess, spawnWorker, temporalClient, testEnv, uniqueQueue, WorkerProcess } from './helpers/harness';

@@ -6,7 +6,7 @@ import * as os from 'node:os';
 import { Client, Connection } from '@temporalio/client';
 import { loadClientConnectConfig } from '@temporalio/envconfig';
 import { bundleWorkflowCode, DefaultLogger, NativeConnection, Worker, WorkflowBundleWithSourceMap } from '@temporalio/worker';
-import { createActivities, Faults } from '../activities';
+import { createActivities, PageHooks } from '../activities';
 import { Config, getSource, loadConfig, redactUrl, taskQueue as defaultTaskQueue } from '../lib/config';
 import { createPool, migrate } from '../lib/db';
 import { ConfigError } from '../lib/errors';
@@ -51,9 +51,11 @@ export interface RunningWorker {
 /**
  * Creates a worker from the environment: envconfig for Temporal, CATALOG_REBUILD_CONFIG /
  * CATALOG_DATABASE_URL for the catalog and sources, CATALOG_REBUILD_TASK_QUEUE.
+ * `opts.config` replaces the configuration file; `opts.hooks` are page hooks for test workers
+ * (dev/test-worker.ts), never set in production.
  * @throws ConfigError for bad configuration or missing search attributes; SchemaTooNewError.
  */
-export async function createWorker(env: NodeJS.ProcessEnv = process.env, opts: { config?: Config } = {}): Promise<RunningWorker> {
+export async function createWorker(env: NodeJS.ProcessEnv = process.env, opts: { config?: Config; hooks?: PageHooks } = {}): Promise<RunningWorker> {
   // The worker needs the sources: without the configuration file it would poll and fail every rebuild.
   const config = opts.config ?? loadConfig(env, { requireFile: true });
   // The SDK runtime (with the Prometheus endpoint, when configured) before any native connection.
@@ -90,13 +92,12 @@ export async function createWorker(env: NodeJS.ProcessEnv = process.env, opts: {
     const connection = await NativeConnection.connect(connectionOptions);
     if (metricsAddress) console.log(`catalog-rebuild worker ${process.pid} serves metrics on http://${metricsAddress}/metrics`);
     const client = new Client({ connection: clientConnection, namespace: ns });
-    const faults: Faults | undefined = env.CATALOG_REBUILD_FAULTS ? (JSON.parse(env.CATALOG_REBUILD_FAULTS) as Faults) : undefined;
     const worker = await Worker.create({
       connection,
       namespace: ns,
       taskQueue: defaultTaskQueue(env),
       workflowBundle: await workflowBundle(),
-      activities: createActivities({ pool, sources, client, identity, buildId: BUILD_ID, faults, onPageCommitted: runtimePageMetrics() }),
+      activities: createActivities({ pool, sources, client, identity, buildId: BUILD_ID, hooks: opts.hooks, onPageCommitted: runtimePageMetrics() }),
       identity,
       stickyQueueScheduleToStartTimeout: '3s',
       maxConcurrentActivityTaskExecutions: Number(env.CATALOG_REBUILD_MAX_ACTIVITIES || 8),

@@ -93,9 +93,9 @@ export interface WorkerProcess {
   exited: Promise<number | null>;
 }
 
-/** Spawns `node dist/worker/main.js` detached; resolves once it polls. */
+/** Spawns `node dist/dev/test-worker.js` detached; resolves once it polls. */
 export async function spawnWorker(env: NodeJS.ProcessEnv): Promise<WorkerProcess> {
-  const child = spawn(process.execPath, [path.join(projectRoot(), 'dist/worker/main.js')], {
+  const child = spawn(process.execPath, [path.join(projectRoot(), 'dist/dev/test-worker.js')], {
     env,
     detached: true,
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -1,25 +1,17 @@
 /**
- * Catalog-side SQL: version partitions, page writes, checksums, bucket statistics, events.
+ * Job rows of a version's table: page writes (unnest upsert, COPY), the page checksum, the reads
+ * and deletes of a bucket's repair, and the comparison of job ids between two versions.
  * Identifiers are escaped with pg-format's %I; values are always parameters.
  */
 import { once } from 'node:events';
 import { finished } from 'node:stream/promises';
 import format from 'pg-format';
-import { Pool, PoolClient } from 'pg';
+import type { PoolClient } from 'pg';
 import { from as copyFrom } from 'pg-copy-streams';
-import { BucketStat, JOB_COLUMNS, SourceRow } from './sources/types';
-import type { RejectRecord } from './validate';
-import { copyValue, utcText } from './text-form';
-import { CATALOG_FINGERPRINT_ROW } from './fingerprint';
-
-type Queryable = Pool | PoolClient;
-
-/** Name of the table holding one version's rows: `job_v<id>`. */
-export function partitionName(versionId: string): string {
-  if (!/^\d+$/.test(versionId)) throw new Error(`invalid version id ${JSON.stringify(versionId)}`);
-  return `job_v${versionId}`;
-}
-
+import type { Queryable } from '../db';
+import { JOB_COLUMNS, SourceRow } from '../sources/types';
+import { copyValue, utcText } from '../text-form';
+import { partitionName } from './partitions';
 
 /** SELECT list that renders catalog rows in the SourceRow text form (for field-by-field comparison). */
 export const CATALOG_ROW_AS_TEXT = `
@@ -30,26 +22,6 @@ export const CATALOG_ROW_AS_TEXT = `
   t.job_errors::text AS job_errors, t.pool, t.fileset, t.prior_job_id, t.job_tdate::text AS job_tdate,
   t.vol_session_id::text AS vol_session_id, t.vol_session_time::text AS vol_session_time,
   t.comment, t.bucket::text AS bucket, t.extra::text AS extra`;
-
-/**
- * Creates the version's standalone table with `CHECK (version_id = n)`, its primary key and an
- * index on the paging key (`job_key`, read by each page's range checksum), then attaches it to
- * `job` (SHARE UPDATE EXCLUSIVE on the parent: readers are not blocked).
- * Idempotent.
- */
-export async function createVersionPartition(db: Queryable, versionId: string): Promise<string> {
-  const table = partitionName(versionId);
-  const exists = await db.query(`SELECT 1 FROM pg_class WHERE relname = $1 AND relkind = 'r'`, [table]);
-  if (exists.rowCount) return table;
-  await db.query(format('CREATE TABLE %I (LIKE job INCLUDING DEFAULTS)', table));
-  await db.query(format('ALTER TABLE %I ADD CONSTRAINT %I CHECK (version_id = %s)', table, `${table}_version`, versionId));
-  await db.query(format('ALTER TABLE %I ADD PRIMARY KEY (version_id, job_id)', table));
-  // The page checksum reads the page's key range: without this index every page would scan the
-  // whole partition (quadratic in the job count; docs/performance.md).
-  await db.query(format('CREATE INDEX %I ON %I (job_key)', `${table}_job_key`, table));
-  await db.query(format('ALTER TABLE job ATTACH PARTITION %I FOR VALUES IN (%s)', table, versionId));
-  return table;
-}
 
 const CASTS: Record<string, string> = {
   job_key: 'bigint',
@@ -180,81 +152,91 @@ export async function rangeChecksum(
   return rows[0];
 }
 
+
+/** A catalog row's job id and paging key (decimal text). */
+export interface JobKeyPair {
+  job_id: string;
+  job_key: string;
+}
+
+/** Job id and paging key of every row of one bucket of a version (`null` = jobs without a start time). */
+export async function bucketJobKeys(db: Queryable, versionId: string, bucket: string | null): Promise<JobKeyPair[]> {
+  const { rows } = await db.query<JobKeyPair>(
+    format(`SELECT job_id, job_key::text FROM %I WHERE bucket IS NOT DISTINCT FROM $1::date`, partitionName(versionId)),
+    [bucket],
+  );
+  return rows;
+}
+
 /**
- * Per-bucket counts and fingerprints of a version: its rows together with its quarantined records
- * (`reject`, with the bucket and fingerprint input the source gave them), so that for every bucket
- * source = catalog + rejects. Same definition as the sources'.
+ * Deletes the version's rows with these job ids; no statement when the list is empty.
+ * @returns rows deleted.
  */
-export async function catalogBucketStats(db: Queryable, versionId: string): Promise<BucketStat[]> {
-  // A reject's bytes are the last field of its fingerprint input (job ids may hold '|').
-  const { rows } = await db.query<{ bucket: string | null; count: string; fingerprint: string; bytes: string }>(
+export async function deleteJobsById(db: Queryable, versionId: string, jobIds: string[]): Promise<number> {
+  if (!jobIds.length) return 0;
+  const r = await db.query(format('DELETE FROM %I WHERE job_id = ANY($1::text[])', partitionName(versionId)), [jobIds]);
+  return r.rowCount ?? 0;
+}
+
+/**
+ * Deletes the version's rows with these paging keys (decimal text); no statement when the list is empty.
+ * @returns rows deleted.
+ */
+export async function deleteJobsByKey(db: Queryable, versionId: string, jobKeys: string[]): Promise<number> {
+  if (!jobKeys.length) return 0;
+  const r = await db.query(format('DELETE FROM %I WHERE job_key = ANY($1::bigint[])', partitionName(versionId)), [jobKeys]);
+  return r.rowCount ?? 0;
+}
+
+/** Rows of one bucket of a version plus its quarantined records of that bucket, in one statement. */
+export async function bucketCountWithRejects(db: Queryable, versionId: string, bucket: string | null): Promise<number> {
+  const after = await db.query<{ n: string }>(
     format(
-      `SELECT s.bucket::text AS bucket, count(*)::text AS count, md5(string_agg(s.fp, E'\\n' ORDER BY s.k)) AS fingerprint,
-              coalesce(sum(s.bytes), 0)::text AS bytes
-       FROM (SELECT t.bucket, t.job_key AS k, ${CATALOG_FINGERPRINT_ROW} AS fp, t.bytes FROM %I t
-             UNION ALL
-             SELECT r.bucket, r.job_key, r.fingerprint_row,
-                    CASE WHEN substring(r.fingerprint_row FROM '[|]([^|]*)$') ~ '^-?[0-9]+$'
-                         THEN substring(r.fingerprint_row FROM '[|]([^|]*)$')::numeric END
-             FROM reject r WHERE r.version_id = %s) s
-       GROUP BY 1 ORDER BY 1 NULLS FIRST`,
+      `SELECT ((SELECT count(*) FROM %I WHERE bucket IS NOT DISTINCT FROM $1::date)
+                       + (SELECT count(*) FROM reject WHERE version_id = %s AND bucket IS NOT DISTINCT FROM $1::date))::text AS n`,
       partitionName(versionId),
       versionId,
     ),
+    [bucket],
   );
-  return rows.map((r) => ({ bucket: r.bucket, count: Number(r.count), fingerprint: r.fingerprint, bytes: r.bytes }));
+  return Number(after.rows[0].n);
 }
+
+/** A job name (`job`) whose job id differs between two versions. */
+export interface RenumberedJob {
+  job: string;
+  previousJobId: string;
+  jobId: string;
+}
+
+/** At most this many renumbered job names are reported. */
+const RENUMBERED_LIMIT = 100;
 
 /**
- * Records quarantined records of a page (or a repaired bucket) in `reject`, one per (version,
- * paging key): a later attempt or repair replaces the reason and raw record.
- * @returns rejects written.
+ * Job names (`job`, the Bareos unique job name) whose job id changed from version `oldId` to
+ * `newId`: a join of the two partitions on `job` where the id differs and neither side's
+ * (name, id) pair exists in the other version (so duplicate names are not reported), limited to
+ * 100 names sorted by name; `truncated` says there are more.
  */
-export async function writeRejects(db: Queryable, versionId: string, pageNo: number, records: RejectRecord[]): Promise<number> {
-  // One row per paging key (the last one given wins): ON CONFLICT cannot affect a row twice.
-  const rejects = [...new Map(records.map((r) => [r.jobKey, r])).values()];
-  if (!rejects.length) return 0;
-  const res = await db.query(
-    `INSERT INTO reject (version_id, page_no, job_key, job_id, bucket, fingerprint_row, reason, raw)
-     SELECT $1::bigint, $2::integer, u.k::bigint, u.id, u.b::date, u.fp, u.reason, u.raw
-     FROM unnest($3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[]) AS u(k, id, b, fp, reason, raw)
-     ON CONFLICT (version_id, job_key) DO UPDATE
-       SET page_no = EXCLUDED.page_no, job_id = EXCLUDED.job_id, bucket = EXCLUDED.bucket,
-           fingerprint_row = EXCLUDED.fingerprint_row, reason = EXCLUDED.reason, raw = EXCLUDED.raw, created_at = now()`,
-    [
-      versionId,
-      pageNo,
-      rejects.map((r) => r.jobKey),
-      rejects.map((r) => r.jobId),
-      rejects.map((r) => r.bucket),
-      rejects.map((r) => r.fingerprintRow),
-      rejects.map((r) => r.reason),
-      rejects.map((r) => r.raw),
-    ],
+export async function renumberedJobs(db: Queryable, oldId: string, newId: string): Promise<{ jobs: RenumberedJob[]; truncated: boolean }> {
+  const { rows } = await db.query<{ job: string; old_id: string; new_id: string }>(
+    format(
+      `SELECT o.job, o.job_id AS old_id, n.job_id AS new_id
+       FROM %I o JOIN %I n ON n.job = o.job AND n.job_id <> o.job_id
+       WHERE NOT EXISTS (SELECT 1 FROM %I x WHERE x.version_id = %s AND x.job_id = o.job_id AND x.job = o.job)
+         AND NOT EXISTS (SELECT 1 FROM %I y WHERE y.version_id = %s AND y.job_id = n.job_id AND y.job = n.job)
+       LIMIT %s`,
+      partitionName(oldId),
+      partitionName(newId),
+      partitionName(newId),
+      newId,
+      partitionName(oldId),
+      oldId,
+      RENUMBERED_LIMIT + 1,
+    ),
   );
-  return res.rowCount ?? 0;
+  const byName = new Map<string, RenumberedJob>();
+  for (const r of rows) if (!byName.has(r.job)) byName.set(r.job, { job: r.job, previousJobId: r.old_id, jobId: r.new_id });
+  const jobs = [...byName.values()].sort((a, b) => a.job.localeCompare(b.job));
+  return { jobs: jobs.slice(0, RENUMBERED_LIMIT), truncated: rows.length > RENUMBERED_LIMIT };
 }
-
-/** One entry of a catalog's event log. */
-export interface CatalogEvent {
-  catalog: string;
-  versionId: string | null;
-  /** Stable kind: planned, page_retry, reconciled, repaired, published, retired, abandoned, failed, … */
-  kind: string;
-  message: string;
-  details?: Record<string, unknown>;
-}
-
-/** Appends an event to the catalog's event log. */
-export async function recordEvent(db: Queryable, e: CatalogEvent): Promise<void> {
-  await db.query(`INSERT INTO event (catalog_name, version_id, kind, message, details) VALUES ($1, $2, $3, $4, $5)`, [
-    e.catalog,
-    e.versionId,
-    e.kind,
-    e.message,
-    JSON.stringify(e.details ?? {}),
-  ]);
-}
-
-/** Advisory lock key serialising plan, publish and rollback of one catalog. */
-export const PUBLISH_LOCK_SQL = `SELECT pg_advisory_xact_lock(hashtext('catalog-rebuild:publish:' || $1))`;

@@ -1,0 +1,56 @@
+/**
+ * Removal of versions' rows, shared by `planRebuild` (abandoned and failed versions) and
+ * `retireVersions` (retired versions beyond retention).
+ */
+import {
+  deleteStagedRecords,
+  deleteVersionRejects,
+  detachAndDropPartition,
+  lockCatalogForPublish,
+  lockVersionRow,
+  markDropped,
+  VersionStatus,
+} from '../lib/catalog';
+import { withTransaction } from '../lib/db';
+import type { ActivityContext } from './context';
+
+/** Statuses whose rows may be dropped (`dropped`: an interrupted drop whose table is still there). */
+const DROPPABLE: readonly VersionStatus[] = ['retired', 'abandoned', 'failed', 'dropped'];
+
+/**
+ * Drops the rows of versions of `catalog` (retired beyond retention, abandoned, failed, or marked
+ * dropped by an interrupted attempt whose table is still there). Each version is first claimed
+ * under the publish lock by marking it `dropped`, so a rollback (same lock, re-activates only
+ * `retired` versions) can never re-activate a version whose table is being detached or dropped;
+ * then its partition is detached (CONCURRENTLY, with lock_timeout) and dropped outside any
+ * transaction, and its staged records and rejects are deleted. A version that became active again
+ * before the claim is skipped. Records a `dropped` event per version.
+ * @returns the version ids whose rows were dropped now.
+ */
+export async function dropVersions(ctx: ActivityContext, catalog: string, versionIds: string[]): Promise<string[]> {
+  const dropped: string[] = [];
+  for (const id of versionIds) {
+    const claim = await withTransaction(ctx.pool, async (c) => {
+      await lockCatalogForPublish(c, catalog);
+      const row = await lockVersionRow(c, id, 'update');
+      const status = row?.catalog === catalog ? row.status : undefined;
+      if (!status || !DROPPABLE.includes(status)) return null;
+      if (status !== 'dropped') await markDropped(c, id);
+      return { from: status };
+    });
+    if (!claim) continue;
+    // false: rows already gone (a retried attempt finished before).
+    if (!(await detachAndDropPartition(ctx.pool, id))) continue;
+    await deleteStagedRecords(ctx.pool, id);
+    await deleteVersionRejects(ctx.pool, id);
+    await ctx.events.record(ctx.pool, {
+      catalog,
+      versionId: id,
+      kind: 'dropped',
+      message: `version ${id} rows dropped (was ${claim.from})`,
+      details: { was: claim.from },
+    });
+    dropped.push(id);
+  }
+  return dropped;
+}

@@ -1,0 +1,112 @@
+/**
+ * The `publishVersion` activity: the fenced flip of a catalog's active pointer (design.md G7), with
+ * the shrink guard and the report of renumbered jobs.
+ */
+import { log } from '@temporalio/activity';
+import type { PoolClient } from 'pg';
+import {
+  activeVersionId,
+  flipActive,
+  latestReconciliationPassed,
+  latestRetiredVersionId,
+  lockCatalogForPublish,
+  lockVersionRow,
+  renumberedJobs,
+  RenumberedJob,
+  requireVersionStatus,
+  retireVersion,
+  shrunkBuckets,
+} from '../lib/catalog';
+import { withTransaction } from '../lib/db';
+import { NotPublishableError } from '../lib/errors';
+import type { PublishVersionInput, PublishVersionResult } from '../workflows/activity-types';
+import type { ActivityContext } from './context';
+import { guard } from './failures';
+import { publishedMessage, renumberedNote, shrinkGuardMessage } from './messages';
+
+/** Default share (0..1) of a bucket's jobs it may lose before the shrink guard refuses. */
+const SHRINK_SHARE = 0.1;
+/** Default jobs a bucket must lose at least before the shrink guard refuses. */
+const SHRINK_MIN_JOBS = 5;
+
+/** Job names whose job id changed from the active version, or why they were not compared. */
+interface Renumbering {
+  renumbered: { jobs: RenumberedJob[]; truncated: boolean } | null;
+  error: string | null;
+}
+
+/**
+ * Publishes a version in one transaction under the catalog's publish lock: requires it to be
+ * `verifying` with a passing reconciliation, applies the shrink guard, flips `active`, marks the
+ * previous active version `retired`, and records `published`. A retry after commit returns the
+ * version it replaced.
+ * @throws NOT_PUBLISHABLE (non-retryable) naming the reason and buckets; VERSION_FENCED when the
+ *   version was abandoned, failed or dropped.
+ */
+export async function publishVersion(ctx: ActivityContext, input: PublishVersionInput): Promise<PublishVersionResult> {
+  return guard(async () => {
+    // Read before the publish transaction (both versions are immutable by now) so it stays short.
+    const activeBefore = await activeVersionId(ctx.pool, input.catalog);
+    const renumbering = await compareJobIds(ctx, input, activeBefore);
+    return withTransaction(ctx.pool, (c) => publishInTransaction(ctx, c, input, activeBefore, renumbering));
+  });
+}
+
+/**
+ * Job names whose job id changed between the active version and the new one (a source re-created
+ * from volumes renumbers jobs). A report only: a failure never blocks the publish.
+ */
+async function compareJobIds(ctx: ActivityContext, input: PublishVersionInput, activeBefore: string | null): Promise<Renumbering> {
+  if (!activeBefore || activeBefore === input.versionId) return { renumbered: null, error: null };
+  try {
+    return { renumbered: await renumberedJobs(ctx.pool, activeBefore, input.versionId), error: null };
+  } catch (err) {
+    const error = (err as Error).message;
+    log.warn('could not compare job ids with the active version', { versionId: input.versionId, error });
+    return { renumbered: null, error };
+  }
+}
+
+async function publishInTransaction(
+  ctx: ActivityContext,
+  c: PoolClient,
+  input: PublishVersionInput,
+  activeBefore: string | null,
+  renumbering: Renumbering,
+): Promise<PublishVersionResult> {
+  await lockCatalogForPublish(c, input.catalog);
+  const row = await lockVersionRow(c, input.versionId, 'update');
+  if (row?.catalog !== input.catalog) throw new NotPublishableError(`version ${input.versionId} is not a version of catalog ${input.catalog}`);
+  if (row.status === 'active') return { previousVersionId: await latestRetiredVersionId(c, input.catalog) }; // a retry after commit
+  requireVersionStatus(input.versionId, row.status, ['verifying', 'building']);
+  if (!(await latestReconciliationPassed(c, input.versionId))) throw new NotPublishableError(`version ${input.versionId} has no passing reconciliation`);
+  const previous = await activeVersionId(c, input.catalog, { forUpdate: true });
+  let { renumbered, error } = renumbering;
+  if (previous !== activeBefore) {
+    renumbered = null; // the pointer moved meanwhile: the comparison was with another version
+    error = `active version changed to ${previous} during the publish; job ids not compared`;
+  }
+  const note = renumberedNote(renumbered);
+  if (previous && !input.allowShrink) {
+    const share = input.shrinkShare ?? SHRINK_SHARE;
+    const minJobs = input.shrinkMinJobs ?? SHRINK_MIN_JOBS;
+    const shrunk = await shrunkBuckets(c, previous, input.versionId, { minJobs, share });
+    if (shrunk.length) throw new NotPublishableError(shrinkGuardMessage({ shrunk, share, minJobs, previousVersionId: previous, renumberedNote: note }));
+  }
+  await flipActive(c, input.catalog, input.versionId);
+  if (previous) await retireVersion(c, previous);
+  await ctx.events.record(c, {
+    catalog: input.catalog,
+    versionId: input.versionId,
+    kind: 'published',
+    message: publishedMessage(input.versionId, previous, input.allowShrink, note),
+    details: {
+      previousVersionId: previous,
+      allowShrink: input.allowShrink,
+      renumberedJobs: renumbered?.jobs ?? [],
+      renumberedJobsTruncated: renumbered?.truncated ?? false,
+      ...(error ? { renumberedJobsError: error } : {}),
+    },
+  });
+  return { previousVersionId: previous };
+}

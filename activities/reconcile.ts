@@ -1,0 +1,179 @@
+/**
+ * The `reconcile` activity: one round of comparing a version with its source at the watermark
+ * (design.md G6, G10). The comparisons are in `reconcile-compare.ts`, the wording in `messages.ts`.
+ */
+import { log } from '@temporalio/activity';
+import {
+  catalogBucketStats,
+  countRejects,
+  duplicateJobNameCount,
+  duplicateRecordCount,
+  loadVersion,
+  rejectSample,
+  sampleCatalogRows,
+  saveReconciliation,
+  unknownCodeCounts,
+} from '../lib/catalog';
+import { NotPublishableError } from '../lib/errors';
+import type { BucketStat, JobSource } from '../lib/sources/types';
+import { KNOWN_CODES } from '../lib/validate';
+import type { ReconcileInput } from '../workflows/activity-types';
+import type { ReconcileSummary } from '../workflows/definitions';
+import type { ActivityContext } from './context';
+import { guard, readSource, SourceUnreadable } from './failures';
+import { withHeartbeat } from './heartbeat';
+import { reconciledMessage, ReconcileWarnings, rejectThresholdMessage, sourceUnreadableMessage } from './messages';
+import { bucketName, compareBuckets, compareSample, SampleComparison, sumBytes } from './reconcile-compare';
+
+/** Records compared field by field per round unless the input says otherwise. */
+const DEFAULT_SAMPLE_SIZE = 1000;
+
+/**
+ * Reconciles the version against the source at the watermark: per-bucket counts and
+ * fingerprints, duplicate job names, a random sample compared field by field, and the delta
+ * above the watermark. Stores the report in `reconciliation` and a `reconciled` event.
+ * @returns the round's summary; `ok` false names the buckets to repair.
+ * @throws NOT_PUBLISHABLE when the source cannot be read (every bucket named unreadable) or the
+ *   quarantined records exceed the source's `maxRejects`.
+ */
+export async function reconcile(ctx: ActivityContext, input: ReconcileInput): Promise<ReconcileSummary> {
+  return withHeartbeat(
+    () => ({ stage: 'reconciling', round: input.round }),
+    () => guard(() => reconcileRound(ctx, input)),
+  );
+}
+
+async function reconcileRound(ctx: ActivityContext, input: ReconcileInput): Promise<ReconcileSummary> {
+  const v = await loadVersion(ctx.pool, input.versionId);
+  const source = ctx.sources.get(input.source, input.versionId);
+  const maxKey = v.watermark_key;
+  const cat = await catalogBucketStats(ctx.pool, input.versionId);
+  const rejects = await countRejects(ctx.pool, input.versionId);
+  const { src, delta } = await readSourceStats(ctx, input, source, maxKey, cat);
+  const duplicateJobNames = await duplicateJobNameCount(ctx.pool, input.versionId);
+  const sample = await compareSampleWithSource(ctx, input, source, maxKey);
+  const mismatched = compareBuckets(src, cat, sample.buckets);
+  const sourceRows = src.reduce((n, s) => n + s.count, 0);
+  // Bucket statistics of the catalog include its quarantined records: source = catalog + rejects.
+  const catalogRows = cat.reduce((n, s) => n + s.count, 0) - rejects;
+  const warnings = await readWarnings(ctx, input, source, maxKey);
+  const summary: ReconcileSummary = {
+    round: input.round,
+    ok: mismatched.length === 0 && sample.mismatches === 0,
+    buckets: new Set(src.map((s) => bucketName(s.bucket))).size,
+    sourceRows,
+    catalogRows,
+    rejects,
+    mismatched: mismatched.map((m) => m.bucket),
+    delta,
+    duplicateJobNames,
+    sampleMismatches: sample.mismatches,
+    sampled: sample.sampled,
+  };
+  const maxRejects = ctx.sources.config(input.source).maxRejects ?? 0;
+  const rejectRows = rejects ? await rejectSample(ctx.pool, input.versionId) : [];
+  const overThreshold = summary.ok && rejects > maxRejects;
+  if (overThreshold) summary.ok = false;
+  const report = {
+    ...summary,
+    mismatchedBuckets: mismatched.slice(0, 1000),
+    sampleDiffs: sample.diffs,
+    watermarkKey: maxKey,
+    sourceEqualsCatalogPlusRejects: sourceRows === catalogRows + rejects,
+    // Byte totals summed in SQL per bucket and added here as BigInt: decimal text, exact.
+    bytes: { source: sumBytes(src), catalogPlusRejects: sumBytes(cat) },
+    maxRejects,
+    rejectSample: rejectRows,
+    warnings: warnings.unknownCodes.reduce((n, c) => n + c.jobs, 0),
+    unknownCodes: warnings.unknownCodes,
+    duplicateRecords: warnings.duplicateRecords,
+    ...(warnings.dst ? { dst: warnings.dst } : {}),
+  };
+  await saveReconciliation(ctx.pool, input.versionId, input.round, summary.ok, report);
+  await ctx.events.record(ctx.pool, {
+    catalog: input.catalog,
+    versionId: input.versionId,
+    kind: 'reconciled',
+    message: reconciledMessage({ ...summary, overThreshold, maxRejects }, warnings),
+    details: report,
+  });
+  if (overThreshold) {
+    throw new NotPublishableError(rejectThresholdMessage({ source: input.source, versionId: input.versionId, rejects, maxRejects, sample: rejectRows }));
+  }
+  return summary;
+}
+
+/**
+ * The source's bucket statistics at the watermark and its delta above it, read in parallel. When
+ * the source cannot be read, every catalog bucket is named unreadable (none is counted as empty):
+ * the round's report and an `unreadable` event are stored, and the rebuild fails.
+ * @throws NotPublishableError when the source is unreadable.
+ */
+async function readSourceStats(
+  ctx: ActivityContext,
+  input: ReconcileInput,
+  source: JobSource,
+  maxKey: string | null,
+  cat: BucketStat[],
+): Promise<{ src: BucketStat[]; delta: number }> {
+  try {
+    const [src, delta] = await Promise.all([
+      readSource(`source ${input.source}`, () => (maxKey ? source.bucketStats(maxKey) : Promise.resolve([] as BucketStat[]))),
+      readSource(`source ${input.source}`, () => source.deltaCount(maxKey)),
+    ]);
+    return { src, delta };
+  } catch (err) {
+    if (!(err instanceof SourceUnreadable)) throw err;
+    const names = cat.map((s) => bucketName(s.bucket));
+    const message = sourceUnreadableMessage(input.round, input.source, cat.map((s) => s.bucket), err.detail);
+    const report = { round: input.round, ok: false, unreadable: names.slice(0, 1000), unreadableCount: names.length, unreadableReason: err.detail, watermarkKey: maxKey };
+    await saveReconciliation(ctx.pool, input.versionId, input.round, false, report);
+    await ctx.events.record(ctx.pool, {
+      catalog: input.catalog,
+      versionId: input.versionId,
+      kind: 'unreadable',
+      message,
+      details: { ...report, unreadable: names.slice(0, 100) },
+    });
+    throw new NotPublishableError(message);
+  }
+}
+
+/**
+ * Samples catalog rows (seeded by version and round) and compares them with the source's rows of
+ * the same keys. Nothing is compared for a version without rows or an empty source.
+ * @throws NotPublishableError when the source cannot read the sampled keys.
+ */
+async function compareSampleWithSource(
+  ctx: ActivityContext,
+  input: ReconcileInput,
+  source: JobSource,
+  maxKey: string | null,
+): Promise<SampleComparison & { sampled: number }> {
+  const sample = await sampleCatalogRows(ctx.pool, input.versionId, `${input.versionId}:${input.round}`, input.sampleSize ?? DEFAULT_SAMPLE_SIZE);
+  if (!sample.length || !maxKey) return { mismatches: 0, diffs: [], buckets: new Set(), sampled: sample.length };
+  const keys = sample.map((r) => r.job_key!).sort((a, b) => (BigInt(a) < BigInt(b) ? -1 : 1));
+  const srcRows = await readSource(`${keys.length} sampled jobs of source ${input.source}`, () => source.readKeys(keys)).catch((err: unknown) => {
+    throw err instanceof SourceUnreadable ? new NotPublishableError(`round ${input.round}: ${err.message}`) : err;
+  });
+  return { ...compareSample(sample, srcRows), sampled: sample.length };
+}
+
+/**
+ * What the round reports without blocking the publish: DST-affected start times (a failure to count
+ * them is reported as `{ error }`), unknown codes, and repeated ids dropped.
+ */
+async function readWarnings(ctx: ActivityContext, input: ReconcileInput, source: JobSource, maxKey: string | null): Promise<ReconcileWarnings> {
+  const [dst, unknownCodes, duplicateRecords] = await Promise.all([
+    maxKey
+      ? readSource(`source ${input.source}`, () => source.dstReport(maxKey)).catch((err: unknown) => {
+          // A report only: it never blocks the publish, but says why it is missing.
+          log.warn('could not count DST-affected start times', { source: input.source, error: (err as Error).message });
+          return { error: (err as Error).message };
+        })
+      : Promise.resolve(null),
+    unknownCodeCounts(ctx.pool, input.versionId, KNOWN_CODES),
+    duplicateRecordCount(ctx.pool, input.versionId),
+  ]);
+  return { dst, unknownCodes, duplicateRecords };
+}

@@ -1,0 +1,52 @@
+/**
+ * The `sealVersion` and `endVersion` activities: a version's status changes outside publish, each
+ * under `FOR UPDATE` on the version row, so page transactions in flight finish first and later
+ * writes are refused by the fence.
+ */
+import { createReaderIndex, lockVersion, lockVersionRow, markEnded, markVerifying } from '../lib/catalog';
+import { withTransaction } from '../lib/db';
+import type { EndVersionInput, SealVersionInput } from '../workflows/activity-types';
+import type { ActivityContext } from './context';
+import { guard } from './failures';
+import { withHeartbeat } from './heartbeat';
+
+/**
+ * Ends the copy phase: the version becomes `verifying` under `FOR UPDATE` (waiting for page
+ * transactions in flight; later page writes are refused), then gets its reader index and ANALYZE
+ * (heartbeating from a timer). Idempotent.
+ * @throws VERSION_FENCED when the version is neither building nor verifying.
+ */
+export async function sealVersion(ctx: ActivityContext, input: SealVersionInput): Promise<void> {
+  return guard(async () => {
+    await withTransaction(ctx.pool, async (c) => {
+      const status = await lockVersion(c, input.versionId, { mode: 'update', allowed: ['building', 'verifying'] });
+      if (status === 'building') await markVerifying(c, input.versionId);
+    });
+    await withHeartbeat(
+      () => ({ stage: 'indexing' }),
+      () => createReaderIndex(ctx.pool, input.versionId),
+    );
+  });
+}
+
+/**
+ * Ends an unpublished version: `abandoned` (cancelled) or `failed` (not publishable), under
+ * `FOR UPDATE` so page transactions in flight finish first and later writes are refused, and
+ * records an event of that kind. The active version is untouched. Idempotent: a version that is
+ * no longer building or verifying is left as it is.
+ */
+export async function endVersion(ctx: ActivityContext, input: EndVersionInput): Promise<void> {
+  return guard(async () => {
+    await withTransaction(ctx.pool, async (c) => {
+      const status = (await lockVersionRow(c, input.versionId, 'update'))?.status;
+      if (status !== 'building' && status !== 'verifying') return;
+      await markEnded(c, input.versionId, input.status, input.reason);
+      await ctx.events.record(c, {
+        catalog: input.catalog,
+        versionId: input.versionId,
+        kind: input.status,
+        message: `version ${input.versionId} ${input.status}: ${input.reason}`,
+      });
+    });
+  });
+}

@@ -1,0 +1,17 @@
+/**
+ * The catalog database's data access, one operation per function, grouped by concern:
+ * `versions` (version rows, the fence, the publish lock), `partitions` (a version's table),
+ * `ledger` (plan pages, the page ledger, attempts), `job-rows` (page writes, checksums, repair
+ * reads and deletes), `rejects`, `events` (the event log), `publish` (the active pointer,
+ * retention, the shrink guard), `rollback`, `reconcile` (the catalog side of reconciliation).
+ * Identifiers are escaped with pg-format's %I; values are always parameters.
+ */
+export * from './events';
+export * from './job-rows';
+export * from './ledger';
+export * from './partitions';
+export * from './publish';
+export * from './reconcile';
+export * from './rejects';
+export * from './rollback';
+export * from './versions';

@@ -1,0 +1,118 @@
+/**
+ * The page plan and the ledger: `plan_page` (the fixed key range of every page, stored at plan),
+ * `page` (one row per committed page: claimed first in the page transaction, completed last) and
+ * `page_attempt` (which worker ran each attempt of a page).
+ */
+import type { PoolClient } from 'pg';
+import type { Queryable } from '../db';
+import type { VersionStatus } from './versions';
+
+/**
+ * Stores the fixed plan of a version: page n (from 1) covers keys `firstKeys[n-1]..lastKeys[n-1]`
+ * (decimal text); nothing when there are no pages.
+ */
+export async function insertPlanPages(db: Queryable, versionId: string, firstKeys: string[], lastKeys: string[]): Promise<void> {
+  if (!firstKeys.length) return;
+  await db.query(
+    `INSERT INTO plan_page (version_id, page_no, first_key, last_key)
+               SELECT $1, ord, f::bigint, l::bigint FROM unnest($2::text[], $3::text[]) WITH ORDINALITY AS u(f, l, ord)`,
+    [versionId, firstKeys, lastKeys],
+  );
+}
+
+/** One page of the plan with its version's current status (unlocked: the page transaction fences again). */
+export interface PlannedPage {
+  /** First and last paging key of the page, decimal text. */
+  firstKey: string;
+  lastKey: string;
+  versionStatus: VersionStatus;
+}
+
+/** Page `pageNo` of a version's plan, or null when the plan has no such page. */
+export async function readPlanPage(db: Queryable, versionId: string, pageNo: number): Promise<PlannedPage | null> {
+  const plan = await db.query<{ first_key: string; last_key: string; status: VersionStatus }>(
+    `SELECT p.first_key::text, p.last_key::text, v.status FROM plan_page p JOIN version v USING (version_id)
+               WHERE p.version_id = $1 AND p.page_no = $2`,
+    [versionId, pageNo],
+  );
+  const p = plan.rows[0];
+  return p ? { firstKey: p.first_key, lastKey: p.last_key, versionStatus: p.status } : null;
+}
+
+/** An attempt of one page by one worker. */
+export interface PageAttemptKey {
+  versionId: string;
+  pageNo: number;
+  /** Temporal attempt number, from 1. */
+  attempt: number;
+}
+
+/** Records that worker `identity` runs this attempt of the page (first claim wins; idempotent). */
+export async function claimPageAttempt(db: Queryable, a: PageAttemptKey, identity: string): Promise<void> {
+  await db.query(`INSERT INTO page_attempt (version_id, page_no, attempt, worker_identity) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING`, [
+    a.versionId,
+    a.pageNo,
+    a.attempt,
+    identity,
+  ]);
+}
+
+/** The worker that claimed attempt `attempt` of a page, or null when none did. */
+export async function attemptWorker(db: Queryable, versionId: string, pageNo: number, attempt: number): Promise<string | null> {
+  const prev = await db.query<{ worker_identity: string }>(
+    `SELECT worker_identity FROM page_attempt WHERE version_id = $1 AND page_no = $2 AND attempt = $3 LIMIT 1`,
+    [versionId, pageNo, attempt],
+  );
+  return prev.rows[0]?.worker_identity ?? null;
+}
+
+/**
+ * Inserts the page's ledger row first thing in the page transaction (`ON CONFLICT DO NOTHING`).
+ * @returns false when the row exists: another attempt committed the page (or holds it), so this
+ *   transaction must roll back and report that attempt's recorded result.
+ */
+export async function claimPage(c: PoolClient, a: PageAttemptKey & { firstKey: string; lastKey: string }, identity: string): Promise<boolean> {
+  const claimed = await c.query(
+    `INSERT INTO page (version_id, page_no, first_key, last_key, attempt, worker_identity)
+                 VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING`,
+    [a.versionId, a.pageNo, a.firstKey, a.lastKey, a.attempt, identity],
+  );
+  return !!claimed.rowCount;
+}
+
+/** What a committed page holds, as recorded in its ledger row. */
+export interface PageTotals {
+  /** Catalog rows in the page's key range after the write. */
+  rows: number;
+  /** md5 of those rows in key order (see rangeChecksum). */
+  checksum: string;
+  /** Quarantined source records of the page. */
+  rejects: number;
+  /** Jobs with a code the product does not know (kept verbatim). */
+  warnings: number;
+  /** Rows dropped as repeats of a job id of the page. */
+  duplicates: number;
+}
+
+/** Completes the page's ledger row with its totals and commit time (last statement of the page transaction). */
+export async function completePage(c: PoolClient, versionId: string, pageNo: number, t: PageTotals): Promise<void> {
+  await c.query(
+    `UPDATE page SET rows = $3, rejects = $5, warnings = $6, duplicates = $7, checksum = $4, committed_at = clock_timestamp()
+                 WHERE version_id = $1 AND page_no = $2`,
+    [versionId, pageNo, t.rows, t.checksum, t.rejects, t.warnings, t.duplicates],
+  );
+}
+
+/** A committed page's ledger row: its totals and the Temporal attempt that committed it. */
+export interface RecordedPage extends PageTotals {
+  attempt: number;
+}
+
+/** The ledger row of a committed page, or null when the page is not committed. */
+export async function recordedPage(db: Queryable, versionId: string, pageNo: number): Promise<RecordedPage | null> {
+  const r = await db.query<RecordedPage>(
+    `SELECT rows, rejects, warnings, duplicates, checksum, attempt FROM page WHERE version_id = $1 AND page_no = $2 AND committed_at IS NOT NULL`,
+    [versionId, pageNo],
+  );
+  return r.rows[0] ?? null;
+}

@@ -1,0 +1,135 @@
+/**
+ * A version's storage in the catalog database: its own table `job_v<id>` attached to the
+ * partitioned `job`, the reader index, and the removal of a version's rows (table, staged listing).
+ * Identifiers are escaped with pg-format's %I; values are parameters.
+ */
+import format from 'pg-format';
+import type { Pool } from 'pg';
+import type { Queryable } from '../db';
+
+/**
+ * Name of the table holding one version's rows: `job_v<id>`.
+ * @throws Error when `versionId` is not decimal digits (it becomes an identifier).
+ */
+export function partitionName(versionId: string): string {
+  if (!/^\d+$/.test(versionId)) throw new Error(`invalid version id ${JSON.stringify(versionId)}`);
+  return `job_v${versionId}`;
+}
+
+/**
+ * Creates the version's standalone table with `CHECK (version_id = n)`, its primary key and an
+ * index on the paging key (`job_key`, read by each page's range checksum), then attaches it to
+ * `job` (SHARE UPDATE EXCLUSIVE on the parent: readers are not blocked).
+ * Idempotent.
+ * @returns the table's name.
+ */
+export async function createVersionPartition(db: Queryable, versionId: string): Promise<string> {
+  const table = partitionName(versionId);
+  if (await partitionExists(db, versionId)) return table;
+  await db.query(format('CREATE TABLE %I (LIKE job INCLUDING DEFAULTS)', table));
+  await db.query(format('ALTER TABLE %I ADD CONSTRAINT %I CHECK (version_id = %s)', table, `${table}_version`, versionId));
+  await db.query(format('ALTER TABLE %I ADD PRIMARY KEY (version_id, job_id)', table));
+  // The page checksum reads the page's key range: without this index every page would scan the
+  // whole partition (quadratic in the job count; docs/performance.md).
+  await db.query(format('CREATE INDEX %I ON %I (job_key)', `${table}_job_key`, table));
+  await db.query(format('ALTER TABLE job ATTACH PARTITION %I FOR VALUES IN (%s)', table, versionId));
+  return table;
+}
+
+/** Whether the version's table exists (attached or not). */
+export async function partitionExists(db: Queryable, versionId: string): Promise<boolean> {
+  const r = await db.query(`SELECT 1 FROM pg_class WHERE relname = $1 AND relkind = 'r'`, [partitionName(versionId)]);
+  return !!r.rowCount;
+}
+
+/**
+ * Creates the reader index (client, start time) on the version's table and ANALYZEs it, on one
+ * session without statement timeout (both grow with the table). Idempotent.
+ */
+export async function createReaderIndex(pool: Pool, versionId: string): Promise<void> {
+  const table = partitionName(versionId);
+  const c = await pool.connect();
+  try {
+    await c.query(`SET statement_timeout = 0`);
+    await c.query(format('CREATE INDEX IF NOT EXISTS %I ON %I (client, start_time)', `${table}_client_start`, table));
+    await c.query(format('ANALYZE %I', table));
+  } finally {
+    c.release();
+  }
+}
+
+/**
+ * Detaches the version's table from `job` (`DETACH PARTITION … CONCURRENTLY`, lock_timeout 5 s,
+ * outside any transaction; a pending detach of an interrupted attempt is finished with `FINALIZE`)
+ * and drops it.
+ * @returns false when the table was already gone (nothing done), true when it was dropped now.
+ * @throws the database error of the detach or drop (lock_timeout 55P03 is retryable).
+ */
+export async function detachAndDropPartition(pool: Pool, versionId: string): Promise<boolean> {
+  const table = partitionName(versionId);
+  if (!(await partitionExists(pool, versionId))) return false;
+  const attached = await pool.query(
+    `SELECT 1 FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid WHERE c.relname = $1`,
+    [table],
+  );
+  const client = await pool.connect();
+  try {
+    await client.query(`SET lock_timeout = '5s'`);
+    if (attached.rowCount) {
+      await client.query(format('ALTER TABLE job DETACH PARTITION %I CONCURRENTLY', table));
+    }
+    await client.query(format('DROP TABLE IF EXISTS %I', table));
+    await client.query(`RESET lock_timeout`);
+  } catch (err) {
+    // A pending detach from an interrupted attempt is finished by FINALIZE.
+    if (/pending detach|FINALIZE/i.test((err as Error).message)) {
+      await client.query(format('ALTER TABLE job DETACH PARTITION %I FINALIZE', table));
+      await client.query(format('DROP TABLE IF EXISTS %I', table));
+    } else {
+      client.release();
+      throw err;
+    }
+  }
+  client.release();
+  return true;
+}
+
+/** Versions of a catalog marked dropped whose table is still there (an interrupted drop); `$1` is the catalog. */
+const LEFTOVER_TABLES_SQL = `SELECT version_id::text FROM version v WHERE catalog_name = $1 AND status = 'dropped'
+     AND EXISTS (SELECT 1 FROM pg_class c WHERE c.relname = 'job_v' || v.version_id::text AND c.relkind = 'r')`;
+
+/** Ids of the versions of `catalog` marked `dropped` whose table is still there (an interrupted drop). */
+export async function leftoverVersionIds(db: Queryable, catalog: string): Promise<string[]> {
+  const { rows } = await db.query<{ version_id: string }>(LEFTOVER_TABLES_SQL, [catalog]);
+  return rows.map((r) => r.version_id);
+}
+
+/**
+ * Ids of the versions of `catalog` whose rows can go when a rebuild is planned: `abandoned` and
+ * `failed` versions, and leftovers of an interrupted drop; ordered by id as text.
+ */
+export async function unpublishableVersionIds(db: Queryable, catalog: string): Promise<string[]> {
+  const { rows } = await db.query<{ version_id: string }>(
+    `SELECT version_id::text FROM version WHERE catalog_name = $1 AND status IN ('abandoned', 'failed')
+           UNION ${LEFTOVER_TABLES_SQL} ORDER BY 1`,
+    [catalog],
+  );
+  return rows.map((r) => r.version_id);
+}
+
+/** Deletes the staged listing records of one version. */
+export async function deleteStagedRecords(db: Queryable, versionId: string): Promise<void> {
+  await db.query(`DELETE FROM staged_record WHERE version_id = $1`, [versionId]);
+}
+
+/**
+ * Deletes the staged listing records of the versions of `catalog` that are published, retired or
+ * dropped (a listing is only read while its version is built and verified).
+ */
+export async function deleteStagedRecordsOfFinishedVersions(db: Queryable, catalog: string): Promise<void> {
+  await db.query(
+    `DELETE FROM staged_record s USING version v
+           WHERE s.version_id = v.version_id AND v.catalog_name = $1 AND v.status IN ('active', 'retired', 'dropped')`,
+    [catalog],
+  );
+}

@@ -1,0 +1,98 @@
+/**
+ * Publishing: the `active` pointer (one row per catalog: its published version), its flip, the
+ * retirement of the version it replaces, retention, and the shrink guard's comparison of two versions.
+ */
+import format from 'pg-format';
+import type { PoolClient } from 'pg';
+import type { Queryable } from '../db';
+import { partitionName } from './partitions';
+
+/**
+ * The version `active` points at for `catalog`; with `forUpdate` the pointer row is locked in the
+ * transaction of `db`.
+ * @returns its id (decimal text), or null when the catalog was never published.
+ */
+export async function activeVersionId(db: Queryable, catalog: string, opts: { forUpdate?: boolean } = {}): Promise<string | null> {
+  const { rows } = await db.query<{ version_id: string }>(
+    `SELECT version_id::text FROM active WHERE catalog_name = $1${opts.forUpdate ? ' FOR UPDATE' : ''}`,
+    [catalog],
+  );
+  return rows[0]?.version_id ?? null;
+}
+
+/** The most recently published `retired` version of `catalog` (the one a publish replaced), or null. */
+export async function latestRetiredVersionId(db: Queryable, catalog: string): Promise<string | null> {
+  const prev = await db.query<{ version_id: string }>(
+    `SELECT version_id::text FROM version WHERE catalog_name = $1 AND status = 'retired' ORDER BY published_at DESC NULLS LAST LIMIT 1`,
+    [catalog],
+  );
+  return prev.rows[0]?.version_id ?? null;
+}
+
+/**
+ * Flips the catalog's `active` pointer to `versionId` and marks the version `active` (published
+ * and finished now). Caller holds the publish lock; readers see the flip when the transaction commits.
+ */
+export async function flipActive(c: PoolClient, catalog: string, versionId: string): Promise<void> {
+  await c.query(
+    `INSERT INTO active (catalog_name, version_id, published_at) VALUES ($1, $2, now())
+             ON CONFLICT (catalog_name) DO UPDATE SET version_id = EXCLUDED.version_id, published_at = EXCLUDED.published_at`,
+    [catalog, versionId],
+  );
+  await c.query(`UPDATE version SET status = 'active', published_at = now(), finished_at = now() WHERE version_id = $1`, [versionId]);
+}
+
+/** Marks a version `retired` (replaced by a publish or a rollback; its rows are kept). */
+export async function retireVersion(c: Queryable, versionId: string): Promise<void> {
+  await c.query(`UPDATE version SET status = 'retired' WHERE version_id = $1`, [versionId]);
+}
+
+/**
+ * The `retired` versions of `catalog` beyond the `retention` most recently published ones (the
+ * ones retirement drops), newest first.
+ */
+export async function retiredBeyondRetention(db: Queryable, catalog: string, retention: number): Promise<string[]> {
+  const { rows } = await db.query<{ version_id: string }>(
+    `SELECT version_id::text FROM version WHERE catalog_name = $1 AND status = 'retired'
+           ORDER BY published_at DESC NULLS LAST, version_id DESC OFFSET $2`,
+    [catalog, retention],
+  );
+  return rows.map((r) => r.version_id);
+}
+
+/** A bucket that lost jobs from the active version to the new one (counts as decimal text). */
+export interface ShrunkBucket {
+  /** `YYYY-MM-DD`. */
+  bucket: string;
+  before: string;
+  after: string;
+}
+
+/**
+ * The shrink guard's query: dated buckets of version `previousId` that lost at least `minJobs`
+ * jobs and more than `share` (0..1) of their jobs in version `newId`, by bucket. Buckets before the
+ * new version's oldest dated job are pruned history, not shrinkage; a new version without dated
+ * jobs prunes nothing (every old bucket is compared).
+ */
+export async function shrunkBuckets(
+  db: Queryable,
+  previousId: string,
+  newId: string,
+  limits: { minJobs: number; share: number },
+): Promise<ShrunkBucket[]> {
+  const { rows } = await db.query<ShrunkBucket>(
+    format(
+      `WITH o AS (SELECT bucket, count(*) AS n FROM %I WHERE bucket IS NOT NULL GROUP BY bucket),
+                      nw AS (SELECT bucket, count(*) AS n FROM %I WHERE bucket IS NOT NULL GROUP BY bucket),
+                      lo AS (SELECT coalesce(min(bucket), '-infinity'::date) AS b FROM nw)
+                 SELECT o.bucket::text, o.n::text AS before, coalesce(nw.n, 0)::text AS after
+                 FROM o CROSS JOIN lo LEFT JOIN nw ON nw.bucket = o.bucket
+                 WHERE o.bucket >= lo.b AND o.n - coalesce(nw.n, 0) >= $1 AND (o.n - coalesce(nw.n, 0)) > $2::numeric * o.n
+                 ORDER BY 1`,
+      partitionName(previousId),
+      partitionName(newId),
+    ),
+    [limits.minJobs, limits.share],
+  );
+  return rows;
+}

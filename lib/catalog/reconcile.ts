@@ -1,0 +1,110 @@
+/**
+ * The catalog side of reconciliation: per-bucket counts and fingerprints of a version (with its
+ * quarantined records), duplicate job names, the random sample compared field by field, unknown
+ * codes, repeated ids dropped, and the `reconciliation` report of each round.
+ */
+import format from 'pg-format';
+import type { Queryable } from '../db';
+import { CATALOG_FINGERPRINT_ROW } from '../fingerprint';
+import type { BucketStat, SourceRow } from '../sources/types';
+import { CATALOG_ROW_AS_TEXT } from './job-rows';
+import { partitionName } from './partitions';
+
+/**
+ * Per-bucket counts and fingerprints of a version: its rows together with its quarantined records
+ * (`reject`, with the bucket and fingerprint input the source gave them), so that for every bucket
+ * source = catalog + rejects. Same definition as the sources' (lib/fingerprint.ts). Ordered by
+ * bucket, jobs without a start time first.
+ */
+export async function catalogBucketStats(db: Queryable, versionId: string): Promise<BucketStat[]> {
+  // A reject's bytes are the last field of its fingerprint input (job ids may hold '|').
+  const { rows } = await db.query<{ bucket: string | null; count: string; fingerprint: string; bytes: string }>(
+    format(
+      `SELECT s.bucket::text AS bucket, count(*)::text AS count, md5(string_agg(s.fp, E'\\n' ORDER BY s.k)) AS fingerprint,
+              coalesce(sum(s.bytes), 0)::text AS bytes
+       FROM (SELECT t.bucket, t.job_key AS k, ${CATALOG_FINGERPRINT_ROW} AS fp, t.bytes FROM %I t
+             UNION ALL
+             SELECT r.bucket, r.job_key, r.fingerprint_row,
+                    CASE WHEN substring(r.fingerprint_row FROM '[|]([^|]*)$') ~ '^-?[0-9]+$'
+                         THEN substring(r.fingerprint_row FROM '[|]([^|]*)$')::numeric END
+             FROM reject r WHERE r.version_id = %s) s
+       GROUP BY 1 ORDER BY 1 NULLS FIRST`,
+      partitionName(versionId),
+      versionId,
+    ),
+  );
+  return rows.map((r) => ({ bucket: r.bucket, count: Number(r.count), fingerprint: r.fingerprint, bytes: r.bytes }));
+}
+
+/** Job names (`job`) that occur more than once in a version. */
+export async function duplicateJobNameCount(db: Queryable, versionId: string): Promise<number> {
+  const dup = await db.query<{ n: string }>(
+    format(`SELECT count(*)::text AS n FROM (SELECT job FROM %I GROUP BY job HAVING count(*) > 1) d`, partitionName(versionId)),
+  );
+  return Number(dup.rows[0].n);
+}
+
+/**
+ * A pseudo-random sample of `size` rows of a version in SourceRow text form (for the
+ * field-by-field comparison), ordered by md5(job id || `seed`): the same seed gives the same sample.
+ */
+export async function sampleCatalogRows(db: Queryable, versionId: string, seed: string, size: number): Promise<SourceRow[]> {
+  const sample = await db.query<SourceRow>(
+    format(`SELECT ${CATALOG_ROW_AS_TEXT} FROM %I t ORDER BY md5(t.job_id || $1::text) LIMIT $2`, partitionName(versionId)),
+    [seed, size],
+  );
+  return sample.rows;
+}
+
+/** Jobs of a version with one code the product does not know, per field and code. */
+export interface UnknownCodeCount {
+  field: string;
+  code: string;
+  jobs: number;
+}
+
+/**
+ * Type, level and status codes of a version's rows that are not among the known ones, with the
+ * number of jobs for each, ordered by field and code.
+ */
+export async function unknownCodeCounts(
+  db: Queryable,
+  versionId: string,
+  known: { type: Iterable<string>; level: Iterable<string>; status: Iterable<string> },
+): Promise<UnknownCodeCount[]> {
+  const codes = await db.query<UnknownCodeCount>(
+    format(
+      `SELECT f.field, f.code, count(*)::int AS jobs FROM %I t
+                   CROSS JOIN LATERAL (VALUES ('type', t.type), ('level', t.level), ('status', t.status)) AS f(field, code)
+                   WHERE f.code IS NOT NULL AND NOT (f.code = ANY (CASE f.field WHEN 'type' THEN $1::text[] WHEN 'level' THEN $2::text[] ELSE $3::text[] END))
+                   GROUP BY 1, 2 ORDER BY 1, 2`,
+      partitionName(versionId),
+    ),
+    [[...known.type], [...known.level], [...known.status]],
+  );
+  return codes.rows;
+}
+
+/** Source records dropped as repeats of a job id: at staging (listings) plus in every committed page. */
+export async function duplicateRecordCount(db: Queryable, versionId: string): Promise<number> {
+  const { rows } = await db.query<{ n: number }>(
+    `SELECT (SELECT source_duplicates FROM version WHERE version_id = $1) + coalesce((SELECT sum(duplicates)::int FROM page WHERE version_id = $1), 0) AS n`,
+    [versionId],
+  );
+  return rows[0].n;
+}
+
+/** Stores (or replaces) the report of one reconciliation round; `report` is stored as jsonb. */
+export async function saveReconciliation(db: Queryable, versionId: string, round: number, ok: boolean, report: object): Promise<void> {
+  await db.query(
+    `INSERT INTO reconciliation (version_id, round, ok, report) VALUES ($1, $2, $3, $4)
+               ON CONFLICT (version_id, round) DO UPDATE SET ok = EXCLUDED.ok, report = EXCLUDED.report, created_at = now()`,
+    [versionId, round, ok, JSON.stringify(report)],
+  );
+}
+
+/** Whether the latest reconciliation round of a version passed (false when it has none). */
+export async function latestReconciliationPassed(db: Queryable, versionId: string): Promise<boolean> {
+  const rec = await db.query<{ ok: boolean }>(`SELECT ok FROM reconciliation WHERE version_id = $1 ORDER BY round DESC LIMIT 1`, [versionId]);
+  return !!rec.rows[0]?.ok;
+}

@@ -1,0 +1,200 @@
+/**
+ * The `version` table: one row per rebuild's output, its lifecycle (`building` → `verifying` →
+ * `active` → `retired` → `dropped`; `abandoned`, `failed`), the fence every write takes on it, and
+ * the per-catalog publish lock that serialises plan, publish, retirement claims and rollback.
+ */
+import type { PoolClient } from 'pg';
+import type { Queryable } from '../db';
+import { NotPublishableError, VersionFencedError } from '../errors';
+import type { PlanResult } from '../../workflows/definitions';
+
+/** Status of a version (column `version.status`). */
+export type VersionStatus = 'building' | 'verifying' | 'active' | 'retired' | 'dropped' | 'abandoned' | 'failed';
+
+/** A version row as activities read it (ids and keys as decimal text). */
+export interface VersionRow {
+  version_id: string;
+  catalog_name: string;
+  source_name: string;
+  status: VersionStatus;
+  /** Highest paging key at plan; null for an empty source. */
+  watermark_key: string | null;
+  pages_total: number;
+  workflow_id: string;
+}
+
+/**
+ * Reads one version row.
+ * @throws NotPublishableError when the version does not exist.
+ */
+export async function loadVersion(db: Queryable, versionId: string): Promise<VersionRow> {
+  const { rows } = await db.query<VersionRow>(
+    `SELECT version_id::text, catalog_name, source_name, status, watermark_key::text, pages_total, workflow_id
+       FROM version WHERE version_id = $1`,
+    [versionId],
+  );
+  if (!rows.length) throw new NotPublishableError(`version ${versionId} does not exist`);
+  return rows[0];
+}
+
+/** How a transaction locks a version row: `share` for writes into the version, `update` to change its status. */
+export type VersionLockMode = 'share' | 'update';
+
+/** A version row locked by the current transaction. */
+export interface LockedVersion {
+  status: VersionStatus;
+  /** Catalog the version belongs to. */
+  catalog: string;
+}
+
+/**
+ * Locks a version row (`FOR SHARE` or `FOR UPDATE`) in the transaction of `c` and reads its status.
+ * Page and repair writes take `share`, so status changes (`update`: seal, publish, end, drop) wait
+ * for the writes in flight, and writes that come later see the new status.
+ * @returns the row, or null when the version does not exist.
+ */
+export async function lockVersionRow(c: PoolClient, versionId: string, mode: VersionLockMode): Promise<LockedVersion | null> {
+  const { rows } = await c.query<{ status: VersionStatus; catalog_name: string }>(
+    `SELECT status, catalog_name FROM version WHERE version_id = $1 ${mode === 'share' ? 'FOR SHARE' : 'FOR UPDATE'}`,
+    [versionId],
+  );
+  return rows[0] ? { status: rows[0].status, catalog: rows[0].catalog_name } : null;
+}
+
+/**
+ * Requires a version's status to be one of `allowed`.
+ * @returns the status.
+ * @throws VersionFencedError (VERSION_FENCED, non-retryable) naming the status (`missing` when there is no row).
+ */
+export function requireVersionStatus(versionId: string, status: VersionStatus | undefined, allowed: readonly VersionStatus[]): VersionStatus {
+  if (!status || !allowed.includes(status)) throw new VersionFencedError(versionId, status ?? 'missing');
+  return status;
+}
+
+/**
+ * The version fence: locks the version row in the transaction of `c` and requires one of the
+ * `allowed` statuses (page writes: `building`; repair writes: `building` or `verifying`).
+ * @returns the status found.
+ * @throws VersionFencedError (VERSION_FENCED, non-retryable) when the version is in another status or missing.
+ */
+export async function lockVersion(
+  c: PoolClient,
+  versionId: string,
+  opts: { mode: VersionLockMode; allowed: readonly VersionStatus[] },
+): Promise<VersionStatus> {
+  const row = await lockVersionRow(c, versionId, opts.mode);
+  return requireVersionStatus(versionId, row?.status, opts.allowed);
+}
+
+/** Seals a version: `building` → `verifying` (caller holds the row `FOR UPDATE`). */
+export async function markVerifying(c: PoolClient, versionId: string): Promise<void> {
+  await c.query(`UPDATE version SET status = 'verifying' WHERE version_id = $1`, [versionId]);
+}
+
+/** Ends an unpublished version as `abandoned` or `failed` with its reason (caller holds the row `FOR UPDATE`). */
+export async function markEnded(c: PoolClient, versionId: string, status: 'abandoned' | 'failed', reason: string): Promise<void> {
+  await c.query(`UPDATE version SET status = $2, finished_at = now(), failure_reason = $3 WHERE version_id = $1`, [versionId, status, reason]);
+}
+
+/** Marks a version `dropped` (its rows are about to be removed; caller holds the publish lock and the row). */
+export async function markDropped(c: PoolClient, versionId: string): Promise<void> {
+  await c.query(`UPDATE version SET status = 'dropped' WHERE version_id = $1`, [versionId]);
+}
+
+/**
+ * Marks every `building` or `verifying` version of `catalog` `abandoned` (superseded by a new
+ * rebuild: the previous one was terminated or lost). Caller holds the publish lock.
+ * @returns the ids abandoned now.
+ */
+export async function abandonSupersededVersions(c: PoolClient, catalog: string): Promise<string[]> {
+  const { rows } = await c.query<{ version_id: string }>(
+    `UPDATE version SET status = 'abandoned', finished_at = now(), failure_reason = 'superseded by a new rebuild'
+             WHERE catalog_name = $1 AND status IN ('building', 'verifying') RETURNING version_id::text`,
+    [catalog],
+  );
+  return rows.map((r) => r.version_id);
+}
+
+/**
+ * The plan stored for (workflow id, first run id), as planRebuild returned it.
+ * @returns null when no version was planned for them.
+ */
+export async function findPlan(db: Queryable, workflowId: string, firstRunId: string): Promise<PlanResult | null> {
+  const existing = await db.query<{
+    version_id: string;
+    pages_total: number;
+    source_rows: string;
+    watermark_key: string | null;
+    watermark_time: string;
+    source_timezone: string;
+  }>(
+    `SELECT version_id::text, pages_total, source_rows::text, watermark_key::text,
+                  to_char(watermark_time AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS watermark_time, source_timezone
+           FROM version WHERE workflow_id = $1 AND first_run_id = $2`,
+    [workflowId, firstRunId],
+  );
+  if (!existing.rowCount) return null;
+  const v = existing.rows[0];
+  return {
+    versionId: v.version_id,
+    pagesTotal: v.pages_total,
+    sourceRows: v.source_rows,
+    watermark: { jobKey: v.watermark_key, time: v.watermark_time },
+    timezone: v.source_timezone,
+  };
+}
+
+/** Whether a version was planned for (workflow id, first run id). */
+export async function planExists(db: Queryable, workflowId: string, firstRunId: string): Promise<boolean> {
+  const r = await db.query(`SELECT 1 FROM version WHERE workflow_id = $1 AND first_run_id = $2`, [workflowId, firstRunId]);
+  return !!r.rowCount;
+}
+
+/** A new `building` version's row. Keys and counts are decimal text. */
+export interface NewVersion {
+  catalog: string;
+  source: string;
+  workflowId: string;
+  firstRunId: string;
+  /** Jobs per page. */
+  pageSize: number;
+  pagesTotal: number;
+  /** Source rows at or below the watermark. */
+  sourceRows: string;
+  /** Highest paging key at plan; null for an empty source. */
+  watermarkKey: string | null;
+  /** Source clock at plan (ISO 8601 UTC). */
+  watermarkTime: string;
+  /** IANA zone of the source's naive times. */
+  timezone: string;
+}
+
+/** Inserts a `building` version. @returns its id (decimal text). */
+export async function insertVersion(c: Queryable, v: NewVersion): Promise<string> {
+  const ins = await c.query<{ version_id: string }>(
+    `INSERT INTO version (catalog_name, source_name, workflow_id, first_run_id, page_size, pages_total,
+                                  source_rows, watermark_key, watermark_time, source_timezone)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING version_id::text`,
+    [v.catalog, v.source, v.workflowId, v.firstRunId, v.pageSize, v.pagesTotal, v.sourceRows, v.watermarkKey, v.watermarkTime, v.timezone],
+  );
+  return ins.rows[0].version_id;
+}
+
+/** Records a staged listing's sha256 and the repeated ids dropped while staging it. */
+export async function setSourceSnapshot(c: Queryable, versionId: string, snapshot: string | null, duplicates: number): Promise<void> {
+  await c.query(`UPDATE version SET source_snapshot = $2, source_duplicates = $3 WHERE version_id = $1`, [versionId, snapshot, duplicates]);
+}
+
+/** Records the name of the version's table. */
+export async function setPartitionTable(c: Queryable, versionId: string, table: string): Promise<void> {
+  await c.query(`UPDATE version SET partition_table = $2 WHERE version_id = $1`, [versionId, table]);
+}
+
+/**
+ * Takes the catalog's publish lock (a transaction-scoped advisory lock on
+ * `catalog-rebuild:publish:<catalog>`), held until the transaction of `c` ends. Plan, publish,
+ * the claim of a version to drop, and rollback take it, so they never interleave.
+ */
+export async function lockCatalogForPublish(c: PoolClient, catalog: string): Promise<void> {
+  await c.query(`SELECT pg_advisory_xact_lock(hashtext('catalog-rebuild:publish:' || $1))`, [catalog]);
+}

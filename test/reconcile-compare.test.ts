@@ -1,0 +1,87 @@
+/**
+ * The comparisons of reconciliation on hand-made statistics and rows: which buckets differ and why
+ * (count, fingerprint, sample), the field-by-field sample, byte totals. Pure: no PostgreSQL, no Temporal.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { bucketName, compareBuckets, compareSample, sumBytes } from '../activities/reconcile-compare';
+import { BucketStat, JOB_COLUMNS, SourceRow } from '../lib/sources/types';
+
+const stat = (bucket: string | null, count: number, fingerprint = `fp-${bucket}-${count}`, bytes = '0'): BucketStat => ({ bucket, count, fingerprint, bytes });
+
+/** A row with every column NULL but the given ones. */
+function row(fields: Partial<SourceRow>): SourceRow {
+  const r = Object.fromEntries(JOB_COLUMNS.map((c) => [c, null])) as SourceRow;
+  return { ...r, ...fields };
+}
+
+test('equal statistics: no bucket differs', () => {
+  const s = [stat(null, 2), stat('2024-05-01', 10), stat('2024-05-02', 3)];
+  assert.deepEqual(compareBuckets(s, s.map((x) => ({ ...x }))), []);
+});
+
+test('counts, missing buckets and fingerprints: each bucket with its reason, sorted by name', () => {
+  const source = [stat(null, 2, 'n'), stat('2024-05-03', 5, 'a'), stat('2024-05-01', 10, 'b'), stat('2024-05-02', 3, 'c')];
+  const catalog = [stat(null, 2, 'n'), stat('2024-05-01', 10, 'B'), stat('2024-05-02', 2, 'c'), stat('2024-05-04', 1, 'd')];
+  assert.deepEqual(compareBuckets(source, catalog), [
+    { bucket: '2024-05-01', source: 10, catalog: 10, reason: 'fingerprint' },
+    { bucket: '2024-05-02', source: 3, catalog: 2, reason: 'count' },
+    { bucket: '2024-05-03', source: 5, catalog: 0, reason: 'count' },
+    { bucket: '2024-05-04', source: 0, catalog: 1, reason: 'count' },
+  ]);
+});
+
+test('jobs without a start time form the bucket `none`', () => {
+  assert.equal(bucketName(null), 'none');
+  assert.equal(bucketName('2024-01-31'), '2024-01-31');
+  assert.deepEqual(compareBuckets([stat(null, 4)], [stat(null, 3)]), [{ bucket: 'none', source: 4, catalog: 3, reason: 'count' }]);
+});
+
+test('sample buckets: a matching bucket is sent to repair by `sample`; one already differing keeps its reason', () => {
+  const source = [stat('2024-05-01', 10, 'x'), stat('2024-05-02', 3, 'y')];
+  const catalog = [stat('2024-05-01', 10, 'x'), stat('2024-05-02', 4, 'y')];
+  assert.deepEqual(compareBuckets(source, catalog, ['2024-05-02', '2024-05-01', '2024-06-30']), [
+    { bucket: '2024-05-01', source: 10, catalog: 10, reason: 'sample' },
+    { bucket: '2024-05-02', source: 3, catalog: 4, reason: 'count' },
+    { bucket: '2024-06-30', source: 0, catalog: 0, reason: 'sample' },
+  ]);
+});
+
+test('sample: identical rows match; NULL equals NULL', () => {
+  const rows = [row({ job_id: '1', job_key: '1', bucket: '2024-05-01', status: 'T' }), row({ job_id: '2', job_key: '2', bucket: null })];
+  const r = compareSample(rows, rows.map((x) => ({ ...x })));
+  assert.equal(r.mismatches, 0);
+  assert.deepEqual(r.diffs, []);
+  assert.deepEqual([...r.buckets], []);
+});
+
+test('sample: a differing field names both buckets; a job missing from the source counts and names its bucket', () => {
+  const catalog = [
+    row({ job_id: '1', job_key: '1', bucket: '2024-05-01', status: 'T', client: 'a' }),
+    row({ job_id: '2', job_key: '2', bucket: '2024-05-02', status: 'T' }),
+    row({ job_id: '3', job_key: '3', bucket: null }),
+  ];
+  const source = [
+    row({ job_id: '1', job_key: '1', bucket: '2024-05-03', status: 'E', client: 'a' }),
+    row({ job_id: '2', job_key: '2', bucket: '2024-05-02', status: 'T' }),
+    row({ job_id: '9', job_key: '9', bucket: '2024-07-01' }), // not sampled: ignored
+  ];
+  const r = compareSample(catalog, source);
+  assert.equal(r.mismatches, 2);
+  assert.deepEqual(r.diffs, [{ jobId: '1', fields: ['status', 'bucket'] }]);
+  assert.deepEqual([...r.buckets].sort(), ['2024-05-01', '2024-05-03', 'none']);
+});
+
+test('sample: at most 20 diffs are kept, every mismatch is counted', () => {
+  const catalog = Array.from({ length: 25 }, (_, i) => row({ job_id: String(i), job_key: String(i), bucket: '2024-01-01', status: 'T' }));
+  const source = catalog.map((r) => ({ ...r, status: 'E' }));
+  const r = compareSample(catalog, source);
+  assert.equal(r.mismatches, 25);
+  assert.equal(r.diffs.length, 20);
+  assert.deepEqual(r.diffs[0], { jobId: '0', fields: ['status'] });
+});
+
+test('byte totals are exact beyond 2^53', () => {
+  assert.equal(sumBytes([stat('a', 1, 'f', '9007199254740993'), stat('b', 1, 'f', '9007199254740993'), stat('c', 0, 'f', '0')]), '18014398509481986');
+  assert.equal(sumBytes([]), '0');
+});
