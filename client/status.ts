@@ -8,7 +8,8 @@ import { Pool } from 'pg';
 import { temporal } from '@temporalio/proto';
 import type { TemporalSession } from './index';
 import { RebuildProgress } from '../workflows/definitions';
-import { readActiveVersionId, readLatestVersionProgress } from '../lib/catalog/status';
+import { activeVersionId as readActiveVersionId } from '../lib/catalog/publish';
+import { readLatestVersionProgress } from '../lib/catalog/status';
 import { readLastEventMessage } from '../lib/catalog/event-reads';
 
 /** One-line human summary of a progress answer. */

@@ -1,5 +1,5 @@
 /** `catalog-rebuild rollback`: re-activates the previous retained version of a catalog. */
-import { rollbackCatalog } from '../../lib/rollback';
+import { rollbackCatalog } from '../../lib/catalog/rollback';
 import { CommandContext, withCatalogPool } from './context';
 
 /**

@@ -2,9 +2,8 @@
  * Reads of a catalog's event log (`event` table) for the CLI: the newest entries and the last
  * message. Events are written by the worker (`recordEvent`); nothing here writes.
  */
-import { Pool, PoolClient } from 'pg';
+import type { Queryable } from '../db';
 
-type Queryable = Pool | PoolClient;
 
 /**
  * One event as {@link listEvents} returns it. The column names are those of the `event` table;

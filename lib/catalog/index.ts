@@ -3,9 +3,12 @@
  * `versions` (version rows, the fence, the publish lock), `partitions` (a version's table),
  * `ledger` (plan pages, the page ledger, attempts), `job-rows` (page writes, checksums, repair
  * reads and deletes), `rejects`, `events` (the event log), `publish` (the active pointer,
- * retention, the shrink guard), `rollback`, `reconcile` (the catalog side of reconciliation).
+ * retention, the shrink guard), `rollback`, `reconcile` (the catalog side of reconciliation), and the
+ * client's reads: `status` (status fallback), `check` (the backup check), `event-reads` (the events listing).
  * Identifiers are escaped with pg-format's %I; values are always parameters.
  */
+export * from './check';
+export * from './event-reads';
 export * from './events';
 export * from './job-rows';
 export * from './ledger';
@@ -14,4 +17,5 @@ export * from './publish';
 export * from './reconcile';
 export * from './rejects';
 export * from './rollback';
+export * from './status';
 export * from './versions';

@@ -1,22 +1,10 @@
 /**
  * Catalog reads behind `catalog-rebuild status` when no worker answers the `progress` query: the
- * active pointer and the latest version with its ledger totals. Values are parameters; nothing is
+ * latest version with its ledger totals. Values are parameters; nothing is
  * written.
  */
-import { Pool, PoolClient } from 'pg';
+import type { Queryable } from '../db';
 
-type Queryable = Pool | PoolClient;
-
-/**
- * Reads the published version of a catalog from the `active` pointer.
- * @param db pool or client on the catalog database.
- * @param catalog catalog name.
- * @returns the active version id (decimal text), or null when the catalog has never been published.
- */
-export async function readActiveVersionId(db: Queryable, catalog: string): Promise<string | null> {
-  const { rows } = await db.query<{ version_id: string }>(`SELECT version_id::text FROM active WHERE catalog_name = $1`, [catalog]);
-  return rows[0]?.version_id ?? null;
-}
 
 /** The latest version of a catalog with its ledger totals, as {@link readLatestVersionProgress} returns it. */
 export interface LatestVersionProgress {
