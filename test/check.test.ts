@@ -11,10 +11,10 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Pool } from 'pg';
-import { generateBareosSource } from '../lib/sources/bareos-generator';
+import { generateBareosSource } from '../dev/bareos-generator';
 import { createVersionPartition } from '../lib/catalog';
 import { migrate } from '../lib/db';
-import { freePort } from '../lib/env/dev-server';
+import { freePort } from '../dev/env/dev-server';
 import { connectTemporal, getProgress, pause, rebuildHandle, resume, startRebuild, waitForResult } from '../client';
 import { checkCatalog } from '../client/check';
 import {
@@ -28,7 +28,7 @@ import {
   uniqueQueue,
   WorkerProcess,
   writeConfig,
-} from './helpers/harness';
+} from '../dev/harness/harness';
 
 const NOW = '2026-11-01T20:00:00Z';
 const HOUR = 3600_000;

@@ -13,10 +13,10 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { Connection } from '@temporalio/client';
-import { ensureTemporalCli } from '../lib/env/temporal-cli';
-import { freePort, waitForTemporal } from '../lib/env/dev-server';
+import { ensureTemporalCli } from '../dev/env/temporal-cli';
+import { freePort, waitForTemporal } from '../dev/env/dev-server';
 import { projectRoot } from '../lib/paths';
-import { spawnWorker, testDatabases, TestDatabases, testEnv, uniqueQueue, WorkerProcess, writeConfig } from './helpers/harness';
+import { spawnWorker, testDatabases, TestDatabases, testEnv, uniqueQueue, WorkerProcess, writeConfig } from '../dev/harness/harness';
 
 let cli: string;
 let server: ChildProcess | undefined;

@@ -5,9 +5,9 @@
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { generateBareosSource } from '../lib/sources/bareos-generator';
+import { generateBareosSource } from '../dev/bareos-generator';
 import { getProgress, pause, resume, startRebuild, waitForResult } from '../client';
-import { compareCatalogToSource, privateTemporal, spawnWorker, temporalClient, testDatabases, TestDatabases, testEnv, uniqueQueue, WorkerProcess, writeConfig } from './helpers/harness';
+import { compareCatalogToSource, privateTemporal, spawnWorker, temporalClient, testDatabases, TestDatabases, testEnv, uniqueQueue, WorkerProcess, writeConfig } from '../dev/harness/harness';
 
 let temporal: Awaited<ReturnType<typeof privateTemporal>>;
 let dbs: TestDatabases;

@@ -12,8 +12,8 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { Client, WorkflowHandle } from '@temporalio/client';
 import { cancel, getProgress, RebuildCatalogInput, RebuildCatalogResult, RebuildProgress, setThrottle, startRebuild, waitForResult } from '../client';
-import { generateBareosSource } from '../lib/sources/bareos-generator';
-import { compareCatalogToSource, privateTemporal, temporalClient, testDatabases, TestDatabases, testEnv, uniqueQueue, writeConfig } from './helpers/harness';
+import { generateBareosSource } from '../dev/bareos-generator';
+import { compareCatalogToSource, privateTemporal, temporalClient, testDatabases, TestDatabases, testEnv, uniqueQueue, writeConfig } from '../dev/harness/harness';
 import {
   events,
   ledger,
@@ -28,7 +28,7 @@ import {
   TemporalProxy,
   waitFor,
   WorkerFleet,
-} from './helpers/faults';
+} from '../dev/harness/faults';
 
 type PrivateTemporal = Awaited<ReturnType<typeof privateTemporal>>;
 let temporal: PrivateTemporal;

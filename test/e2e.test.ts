@@ -6,7 +6,7 @@
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { generateBareosSource } from '../lib/sources/bareos-generator';
+import { generateBareosSource } from '../dev/bareos-generator';
 import {
   compareCatalogToSource,
   privateTemporal,
@@ -19,7 +19,7 @@ import {
   uniqueQueue,
   WorkerProcess,
   writeConfig,
-} from './helpers/harness';
+} from '../dev/harness/harness';
 
 let temporal: Awaited<ReturnType<typeof privateTemporal>>;
 let dbs: TestDatabases;

@@ -10,9 +10,9 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Client } from 'pg';
 import { createPool } from '../lib/db';
-import { createDatabase, dropDatabase, EmbeddedPostgres, resolveAdminUrl, startEmbeddedPostgres } from '../lib/env/postgres';
-import { generateBareosSource } from '../lib/sources/bareos-generator';
-import { compareCatalogToSource, privateTemporal, runCliProcess, spawnWorker, testEnv, uniqueQueue, WorkerProcess, writeConfig } from './helpers/harness';
+import { createDatabase, dropDatabase, EmbeddedPostgres, resolveAdminUrl, startEmbeddedPostgres } from '../dev/env/postgres';
+import { generateBareosSource } from '../dev/bareos-generator';
+import { compareCatalogToSource, privateTemporal, runCliProcess, spawnWorker, testEnv, uniqueQueue, WorkerProcess, writeConfig } from '../dev/harness/harness';
 
 let temporal: Awaited<ReturnType<typeof privateTemporal>> | undefined;
 let embedded: EmbeddedPostgres | undefined;

@@ -4,8 +4,8 @@
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { freePort } from '../lib/env/dev-server';
-import { privateTemporal, spawnWorker, testDatabases, TestDatabases, testEnv, uniqueQueue, writeConfig } from './helpers/harness';
+import { freePort } from '../dev/env/dev-server';
+import { privateTemporal, spawnWorker, testDatabases, TestDatabases, testEnv, uniqueQueue, writeConfig } from '../dev/harness/harness';
 
 let temporal: Awaited<ReturnType<typeof privateTemporal>>;
 let dbs: TestDatabases;

@@ -23,11 +23,11 @@ import format from 'pg-format';
 import { Client, WorkflowHandle } from '@temporalio/client';
 import { getProgress, pause, RebuildCatalogInput, RebuildCatalogResult, resume, startRebuild, waitForResult } from '../client';
 import { listMigrations, migrate, migrationsDir } from '../lib/db';
-import { databaseUrl } from '../lib/env/postgres';
+import { databaseUrl } from '../dev/env/postgres';
 import { projectRoot } from '../lib/paths';
-import { generateBareosSource } from '../lib/sources/bareos-generator';
-import { compareCatalogToSource, privateTemporal, spawnWorker, temporalClient, testDatabases, TestDatabases, testEnv, uniqueQueue, WorkerProcess, writeConfig } from './helpers/harness';
-import { waitFor } from './helpers/faults';
+import { generateBareosSource } from '../dev/bareos-generator';
+import { compareCatalogToSource, privateTemporal, spawnWorker, temporalClient, testDatabases, TestDatabases, testEnv, uniqueQueue, WorkerProcess, writeConfig } from '../dev/harness/harness';
+import { waitFor } from '../dev/harness/faults';
 
 let temporal: Awaited<ReturnType<typeof privateTemporal>>;
 let tc: Awaited<ReturnType<typeof temporalClient>>;

@@ -20,9 +20,9 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { promisify } from 'node:util';
-import { generateBareosSource } from '../lib/sources/bareos-generator';
-import { ensureTemporalCli } from '../lib/env/temporal-cli';
-import { DevServer, freePort, startDevServer } from '../lib/env/dev-server';
+import { generateBareosSource } from '../dev/bareos-generator';
+import { ensureTemporalCli } from '../dev/env/temporal-cli';
+import { DevServer, freePort, startDevServer } from '../dev/env/dev-server';
 import { projectRoot } from '../lib/paths';
 import { connectTemporal, rebuildHandle, startRebuild, TemporalSession } from '../client';
 import { LIVE_POLLER_WINDOW_SECONDS } from '../client/status';
@@ -37,7 +37,7 @@ import {
   uniqueQueue,
   WorkerProcess,
   writeConfig,
-} from './helpers/harness';
+} from '../dev/harness/harness';
 
 const run = promisify(execFile);
 const CHROMIUM = '/usr/bin/chromium';

@@ -5,12 +5,12 @@
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { createDatabase } from '../lib/env/postgres';
+import { createDatabase } from '../dev/env/postgres';
 import { createPool } from '../lib/db';
-import { generateBareosSource } from '../lib/sources/bareos-generator';
+import { generateBareosSource } from '../dev/bareos-generator';
 import { getProgress, startRebuild, waitForResult } from '../client';
-import { compareCatalogToSource, privateTemporal, spawnWorker, temporalClient, testEnv, uniqueQueue, WorkerProcess, writeConfig } from './helpers/harness';
-import { freePgPort, postgresBinDir, PrivatePostgres, startPrivatePostgres } from './helpers/private-postgres';
+import { compareCatalogToSource, privateTemporal, spawnWorker, temporalClient, testEnv, uniqueQueue, WorkerProcess, writeConfig } from '../dev/harness/harness';
+import { freePgPort, postgresBinDir, PrivatePostgres, startPrivatePostgres } from '../dev/harness/private-postgres';
 
 const bin = postgresBinDir();
 let pg: PrivatePostgres | undefined;

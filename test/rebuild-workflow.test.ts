@@ -21,7 +21,7 @@ import {
   cancelSignal,
   setThrottleUpdate,
 } from '../workflows/definitions';
-import { localTestEnv } from './helpers/workflow-env';
+import { localTestEnv } from '../dev/harness/workflow-env';
 
 Runtime.install({ logger: new DefaultLogger('WARN') });
 let env: TestWorkflowEnvironment;

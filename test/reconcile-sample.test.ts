@@ -7,10 +7,10 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { createActivities, Activities } from '../activities';
-import { generateBareosSource } from '../lib/sources/bareos-generator';
+import { generateBareosSource } from '../dev/bareos-generator';
 import { SourceRegistry } from '../lib/sources';
 import { migrate } from '../lib/db';
-import { testDatabases, TestDatabases } from './helpers/harness';
+import { testDatabases, TestDatabases } from '../dev/harness/harness';
 import { PlanResult, ReconcileSummary } from '../workflows/definitions';
 
 let dbs: TestDatabases;

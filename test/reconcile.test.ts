@@ -18,11 +18,11 @@ import format from 'pg-format';
 import { getProgress, pause, RebuildCatalogInput, RebuildCatalogResult, resume, startRebuild, waitForResult } from '../client';
 import { createActivities } from '../activities';
 import { createPool } from '../lib/db';
-import { createDatabase, databaseUrl, dropDatabase, resolveAdminUrl } from '../lib/env/postgres';
+import { createDatabase, databaseUrl, dropDatabase, resolveAdminUrl } from '../dev/env/postgres';
 import { NothingToRollBackError, rollbackCatalog } from '../lib/rollback';
-import { generateBareosSource } from '../lib/sources/bareos-generator';
+import { generateBareosSource } from '../dev/bareos-generator';
 import { SourceRegistry } from '../lib/sources';
-import { compareCatalogToSource, privateTemporal, runCliProcess, spawnWorker, temporalClient, testEnv, uniqueQueue, WorkerProcess } from './helpers/harness';
+import { compareCatalogToSource, privateTemporal, runCliProcess, spawnWorker, temporalClient, testEnv, uniqueQueue, WorkerProcess } from '../dev/harness/harness';
 
 const SOURCES = ['repair', 'unreadable', 'delta', 'shrink', 'rollback'] as const;
 type SourceName = (typeof SOURCES)[number];

@@ -18,10 +18,10 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { Pool } from 'pg';
 import { createPool } from '../lib/db';
-import { createDatabase, dropDatabase } from '../lib/env/postgres';
+import { createDatabase, dropDatabase } from '../dev/env/postgres';
 import { projectRoot } from '../lib/paths';
-import { compareCatalogToSource } from '../lib/verify';
-import { privateTemporal, runCliAsync, spawnWorker, testDatabases, TestDatabases, testEnv, uniqueQueue, WorkerProcess } from './helpers/harness';
+import { compareCatalogToSource } from '../dev/verify';
+import { privateTemporal, runCliAsync, spawnWorker, testDatabases, TestDatabases, testEnv, uniqueQueue, WorkerProcess } from '../dev/harness/harness';
 
 const fixture = (name: string): string => fs.readFileSync(path.join(projectRoot(), 'test', 'fixtures', name), 'utf8');
 

@@ -17,7 +17,7 @@ import { readListingBytes } from '../lib/sources/staged';
 import { jobRowSchema, plainlyValid, validateRows } from '../lib/validate';
 import { ReadRow } from '../lib/sources/types';
 import { projectRoot } from '../lib/paths';
-import { privateTemporal, runCliProcess, spawnWorker, testDatabases, TestDatabases, testEnv, uniqueQueue, WorkerProcess } from './helpers/harness';
+import { privateTemporal, runCliProcess, spawnWorker, testDatabases, TestDatabases, testEnv, uniqueQueue, WorkerProcess } from '../dev/harness/harness';
 
 const fixture = (name: string) => path.join(projectRoot(), 'test', 'fixtures', name);
 const RESTIC_MANUAL = fixture('restic_doc_snapshots_json_manual_rest.json');

@@ -7,10 +7,10 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { historyToJSON } from '@temporalio/common/lib/proto-utils';
-import { generateBareosSource } from '../../lib/sources/bareos-generator';
+import { generateBareosSource } from '../../dev/bareos-generator';
 import { projectRoot } from '../../lib/paths';
 import { startRebuild, waitForResult, getProgress } from '../../client';
-import { privateTemporal, spawnWorker, temporalClient, testDatabases, testEnv, uniqueQueue, writeConfig } from './harness';
+import { privateTemporal, spawnWorker, temporalClient, testDatabases, testEnv, uniqueQueue, writeConfig } from '../../dev/harness/harness';
 
 async function main(): Promise<void> {
   const temporal = await privateTemporal();

@@ -39,17 +39,17 @@ import { MockActivityEnvironment } from '@temporalio/testing';
 import { defaultPayloadConverter } from '@temporalio/common';
 import { tsToMs } from '@temporalio/common/lib/time';
 import type { Client, WorkflowHandle } from '@temporalio/client';
-import { createActivities } from '../activities';
-import { startRebuild, waitForResult } from '../client';
-import { copyOrUpsertRows, partitionName, rangeChecksum, upsertRows } from '../lib/catalog';
-import { createPool, migrate, withTransaction } from '../lib/db';
-import { createDatabase, dropDatabase } from '../lib/env/postgres';
-import { generateBareosSource } from '../lib/sources/bareos-generator';
-import { SourceRegistry } from '../lib/sources';
-import { JOB_COLUMNS, SourceRow } from '../lib/sources/types';
-import type { CopyPageInput, CopyPageResult, PlanResult } from '../workflows/definitions';
-import { LIMITS } from '../workflows/definitions';
-import { privateTemporal, spawnWorker, temporalClient, testDatabases, testEnv, uniqueQueue, WorkerProcess, writeConfig } from '../test/helpers/harness';
+import { createActivities } from '../../activities';
+import { startRebuild, waitForResult } from '../../client';
+import { copyOrUpsertRows, partitionName, rangeChecksum, upsertRows } from '../../lib/catalog';
+import { createPool, migrate, withTransaction } from '../../lib/db';
+import { createDatabase, dropDatabase } from '../env/postgres';
+import { generateBareosSource } from '../bareos-generator';
+import { SourceRegistry } from '../../lib/sources';
+import { JOB_COLUMNS, SourceRow } from '../../lib/sources/types';
+import type { CopyPageInput, CopyPageResult, PlanResult } from '../../workflows/definitions';
+import { LIMITS } from '../../workflows/definitions';
+import { privateTemporal, spawnWorker, temporalClient, testDatabases, testEnv, uniqueQueue, WorkerProcess, writeConfig } from '../harness/harness';
 
 interface Options {
   jobs: number;

