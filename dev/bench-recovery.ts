@@ -15,8 +15,8 @@ import { getProgress, startRebuild, waitForResult } from '../client';
 import { generateBareosSource } from './bareos-generator';
 import { LIMITS } from '../workflows/definitions';
 import { compareCatalogToSource, privateTemporal, temporalClient, testDatabases, testEnv, uniqueQueue, writeConfig } from './harness/harness';
-import { events, killInsidePageTransaction, ledger, median, pageAttempts, waitFor, WorkerFleet } from './harness/faults';
-
+import { events, killInsidePageTransaction, ledger, median, pageAttempts, WorkerFleet } from './harness/faults';
+import { waitFor } from './harness/wait';
 
 interface KillRecord {
   n: number;

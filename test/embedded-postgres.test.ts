@@ -13,6 +13,7 @@ import { createPool } from '../lib/db';
 import { createDatabase, dropDatabase, EmbeddedPostgres, resolveAdminUrl, startEmbeddedPostgres } from '../dev/env/postgres';
 import { generateBareosSource } from '../dev/bareos-generator';
 import { compareCatalogToSource, privateTemporal, runCliProcess, spawnWorker, testEnv, uniqueQueue, WorkerProcess, writeConfig } from '../dev/harness/harness';
+import { serverTimezone } from '../dev/harness/fixture';
 
 let temporal: Awaited<ReturnType<typeof privateTemporal>> | undefined;
 let embedded: EmbeddedPostgres | undefined;
@@ -75,7 +76,7 @@ test('a rebuild of 3,000 jobs on the embedded PostgreSQL publishes a catalog equ
   const catalogPool = createPool(catalogUrl, { applicationName: 'catalog-rebuild:test', max: 2 });
   const sourcePool = createPool(sourceUrl, { applicationName: 'catalog-rebuild:test', max: 2 });
   try {
-    const tz = (await sourcePool.query<{ tz: string }>(`SELECT current_setting('TimeZone') AS tz`)).rows[0].tz;
+    const tz = await serverTimezone(sourcePool);
     const cmp = await compareCatalogToSource(catalogPool, sourcePool, 'embedded', tz);
     assert.equal(cmp.rows, 3_000);
     assert.equal(cmp.catalog, cmp.source, 'every field of every job equals the source');

@@ -17,13 +17,18 @@ import { projectRoot } from '../../lib/paths';
 import { createPool } from '../../lib/db';
 import { compareCatalogToSource as compareInSql } from '../verify';
 
-/** A private Temporal dev server for one test file. */
-export async function privateTemporal(opts: { dbFile?: string; port?: number } = {}): Promise<DevServer & { dir: string; dbFile: string; port: number; cli: string }> {
+/**
+ * A private Temporal dev server for one test file (headless, on a free port unless `port` is given,
+ * with the search attributes unless `searchAttributes: false`).
+ */
+export async function privateTemporal(
+  opts: { dbFile?: string; port?: number; searchAttributes?: boolean } = {},
+): Promise<DevServer & { dir: string; dbFile: string; port: number; cli: string }> {
   const cli = ensureTemporalCli();
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'catalog-rebuild-temporal-'));
   const port = opts.port ?? (await freePort());
   const dbFile = opts.dbFile ?? path.join(dir, 'temporal.db');
-  const server = await startDevServer({ cli, port, uiPort: 0, dbFile, logFile: path.join(dir, 'server.log'), headless: true });
+  const server = await startDevServer({ cli, port, uiPort: 0, dbFile, logFile: path.join(dir, 'server.log'), headless: true, searchAttributes: opts.searchAttributes });
   return { ...server, dir, dbFile, port, cli };
 }
 
