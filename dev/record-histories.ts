@@ -14,10 +14,11 @@ import { Client, WorkflowFailedError, WorkflowHandle } from '@temporalio/client'
 import { historyToJSON } from '@temporalio/common/lib/proto-utils';
 import format from 'pg-format';
 import { cancel, getProgress, pause, RebuildCatalogInput, RebuildCatalogResult, resume, setThrottle, startRebuild, waitForResult } from '../client';
-import { generateBareosSource } from '../lib/sources/bareos-generator';
+import { generateBareosSource } from './bareos-generator';
 import { projectRoot } from '../lib/paths';
-import { privateTemporal, temporalClient, testDatabases, TestDatabases, testEnv, uniqueQueue, writeConfig } from '../test/helpers/harness';
-import { FleetWorker, waitFor, WorkerFleet } from '../test/helpers/faults';
+import { privateTemporal, temporalClient, testDatabases, TestDatabases, testEnv, uniqueQueue, writeConfig } from './harness/harness';
+import { FleetWorker, WorkerFleet } from './harness/faults';
+import { waitFor } from './harness/wait';
 
 /** Jobs of the generated source: pages of 1,000 make 6 pages, of 500 make 12. */
 const SOURCE_JOBS = 6_000;

@@ -5,7 +5,7 @@ import * as crypto from 'node:crypto';
 import * as path from 'node:path';
 import { Client } from 'pg';
 import format from 'pg-format';
-import { generateBareosSource } from '../lib/sources/bareos-generator';
+import { generateBareosSource } from '../dev/bareos-generator';
 import { projectRoot } from '../lib/paths';
 
 const ADMIN_URL = process.env.DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/postgres';
@@ -51,7 +51,7 @@ function runCli(tz: string | undefined): void {
   const env: NodeJS.ProcessEnv = { ...process.env };
   delete env.TZ;
   if (tz !== undefined) env.TZ = tz;
-  const script = path.join(projectRoot(), 'dist/scripts/gen-bareos.js');
+  const script = path.join(projectRoot(), 'dist/dev/gen-bareos.js');
   const r = spawnSync(process.execPath, [script, '--jobs', '5000', '--seed', '7', '--database', DB_URL], {
     env,
     encoding: 'utf8',

@@ -42,7 +42,7 @@ test('npm run bench -- --jobs 3000 prints every figure and exits 0', { timeout: 
   const json = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'catalog-rebuild-bench-')), 'bench.json');
   const started = Date.now();
   const { code, stdout, stderr } = await new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
-    const child = spawn(process.execPath, [path.join(projectRoot(), 'dist/scripts/bench.js'), '--jobs', '3000', '--page-size', '500', '--json', json], {
+    const child = spawn(process.execPath, [path.join(projectRoot(), 'dist/dev/bench/main.js'), '--jobs', '3000', '--page-size', '500', '--json', json], {
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let out = '';

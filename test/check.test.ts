@@ -11,10 +11,10 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Pool } from 'pg';
-import { generateBareosSource } from '../lib/sources/bareos-generator';
+import { generateBareosSource } from '../dev/bareos-generator';
 import { createVersionPartition } from '../lib/catalog';
 import { migrate } from '../lib/db';
-import { freePort } from '../lib/env/dev-server';
+import { freePort } from '../dev/env/dev-server';
 import { connectTemporal, getProgress, pause, rebuildHandle, resume, startRebuild, waitForResult } from '../client';
 import { checkCatalog } from '../client/check';
 import {
@@ -28,7 +28,9 @@ import {
   uniqueQueue,
   WorkerProcess,
   writeConfig,
-} from './helpers/harness';
+} from '../dev/harness/harness';
+import { serverTimezone } from '../dev/harness/fixture';
+import { sleep } from '../dev/harness/wait';
 
 const NOW = '2026-11-01T20:00:00Z';
 const HOUR = 3600_000;
@@ -271,7 +273,7 @@ test('a rebuilt catalog: check agrees with the source, and a half-done rebuild n
   let worker: WorkerProcess | undefined;
   try {
     await generateBareosSource({ databaseUrl: dbs.sourceUrl, jobs: 2500, seed: 21 });
-    const sourceTz = (await dbs.sourcePool.query<{ tz: string }>(`SELECT current_setting('TimeZone') AS tz`)).rows[0].tz;
+    const sourceTz = await serverTimezone(dbs.sourcePool);
     const env = testEnv({ address: temporal.address, configFile: writeConfig(dbs), taskQueue: uniqueQueue('check') });
     worker = await spawnWorker(env);
     const first = await runCliAsync(['start', '--catalog', 'gen', '--source', 'director', '--page-size', '100', '--wait'], env);
@@ -339,14 +341,14 @@ test('a rebuilt catalog: check agrees with the source, and a half-done rebuild n
         const b = await building();
         if (b && b.committed >= Math.floor(b.total / 3)) break;
         assert.ok(Date.now() < deadline, 'second rebuild reached a third of its pages');
-        await new Promise((r) => setTimeout(r, 100));
+        await sleep(100);
       }
       await pause(handle);
       for (;;) {
         const p = await getProgress(handle);
         if (p.paused && p.inFlight === 0) break;
         assert.ok(Date.now() < deadline + 30_000, 'pause drained');
-        await new Promise((r) => setTimeout(r, 100));
+        await sleep(100);
       }
       const half = await building();
       assert.ok(half.committed > 0 && half.committed < half.total, `half done: ${half.committed}/${half.total} pages`);

@@ -124,11 +124,12 @@ test('deploy/config.example.json passes loadConfig, alone and with the compose o
   assert.equal(withCompose.catalogDatabaseUrl, composeEnv.CATALOG_DATABASE_URL ?? config.catalogDatabaseUrl);
 });
 
-test('Dockerfile builds the worker on node:20-slim', () => {
+test('Dockerfile builds the worker on node:20-slim from the product sources only', () => {
   const text = fs.readFileSync(path.join(root, 'Dockerfile'), 'utf8');
   assert.match(text, /^FROM node:20-slim\s*$/m);
   assert.match(text, /^RUN npm ci\b/m);
-  assert.match(text, /^RUN npm run build\s*$/m);
+  assert.match(text, /^RUN npx tsc -p tsconfig\.build\.json && node dist\/worker\/build-bundle\.js\s*$/m);
+  assert.doesNotMatch(text, /^COPY .*\b(dev|test|scripts)\b/m, 'no development tooling or tests in the image');
   assert.match(text, /^CMD \["node",\s*"dist\/worker\/main\.js"\]\s*$/m);
   for (const dir of ['migrations', 'workflows', 'activities', 'worker', 'lib']) {
     assert.match(text, new RegExp(`^COPY .*\\b${dir}\\b`, 'm'), `the image contains ${dir}/`);

@@ -8,18 +8,16 @@
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, ChildProcess } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { Connection } from '@temporalio/client';
-import { ensureTemporalCli } from '../lib/env/temporal-cli';
-import { freePort, waitForTemporal } from '../lib/env/dev-server';
-import { projectRoot } from '../lib/paths';
-import { spawnWorker, testDatabases, TestDatabases, testEnv, uniqueQueue, WorkerProcess, writeConfig } from './helpers/harness';
+import { privateTemporal, spawnWorker, testDatabases, TestDatabases, testEnv, uniqueQueue, WorkerProcess, writeConfig } from '../dev/harness/harness';
+import { runWorkerToExit } from '../dev/harness/entrypoint';
+import { sleep } from '../dev/harness/wait';
 
-let cli: string;
-let server: ChildProcess | undefined;
+let server: Awaited<ReturnType<typeof privateTemporal>> | undefined;
 let address: string;
 let dbs: TestDatabases;
 let tmp: string;
@@ -27,65 +25,23 @@ let worker: WorkerProcess | undefined;
 
 /** `temporal server start-dev` on free ports WITHOUT the catalog-rebuild search attributes. */
 before(async () => {
-  cli = ensureTemporalCli();
   tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'catalog-rebuild-config-test-'));
-  const port = await freePort();
-  const log = fs.openSync(path.join(tmp, 'server.log'), 'a');
-  server = spawn(
-    cli,
-    ['server', 'start-dev', '--headless', '--ip', '127.0.0.1', '--port', String(port), '--db-filename', path.join(tmp, 'temporal.db'), '--log-level', 'warn'],
-    { stdio: ['ignore', log, log], detached: true },
-  );
-  fs.closeSync(log);
-  address = `127.0.0.1:${port}`;
-  await waitForTemporal(address, 60_000);
+  server = await privateTemporal({ searchAttributes: false });
+  address = server.address;
   dbs = await testDatabases('config');
 });
 
 after(async () => {
   worker?.kill();
   if (worker) await worker.exited;
-  if (server?.pid && server.exitCode === null) {
-    const exited = new Promise((r) => server!.once('exit', r));
-    try {
-      process.kill(-server.pid, 'SIGTERM');
-    } catch {
-      /* gone */
-    }
-    let timer: NodeJS.Timeout | undefined;
-    await Promise.race([exited, new Promise((r) => (timer = setTimeout(r, 10_000)))]);
-    clearTimeout(timer);
-    try {
-      process.kill(-server.pid, 'SIGKILL');
-    } catch {
-      /* gone */
-    }
-  }
+  await server?.stop();
+  if (server) fs.rmSync(server.dir, { recursive: true, force: true });
   await dbs?.drop();
   if (tmp) fs.rmSync(tmp, { recursive: true, force: true });
 });
 
 /** Runs the worker entrypoint to its exit (60 s at most); returns exit code and output. */
-function runWorker(env: NodeJS.ProcessEnv): Promise<{ code: number | null; out: string; ms: number }> {
-  const t0 = Date.now();
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, [path.join(projectRoot(), 'dist/worker/main.js')], { env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
-    let out = '';
-    child.stdout!.on('data', (d) => (out += d));
-    child.stderr!.on('data', (d) => (out += d));
-    const timer = setTimeout(() => {
-      try {
-        process.kill(-child.pid!, 'SIGKILL');
-      } catch {
-        /* gone */
-      }
-    }, 60_000);
-    child.on('exit', (code) => {
-      clearTimeout(timer);
-      resolve({ code, out, ms: Date.now() - t0 });
-    });
-  });
-}
+const runWorker = (env: NodeJS.ProcessEnv) => runWorkerToExit(env, 60_000);
 
 function configFile(name: string, content: unknown): string {
   const file = path.join(tmp, name);
@@ -188,7 +144,7 @@ test('unregistered search attributes: exit 1 printing the create command; runnin
   // The printed command is the fix: run it (the CLI reads TEMPORAL_ADDRESS like the worker does).
   const args = m[1].trim().split(/\s+/).slice(1);
   const fix = await new Promise<{ code: number | null; out: string }>((resolve) => {
-    const c = spawn(cli, args, { env: { ...process.env, TEMPORAL_ADDRESS: address }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const c = spawn(server!.cli, args, { env: { ...process.env, TEMPORAL_ADDRESS: address }, stdio: ['ignore', 'pipe', 'pipe'] });
     let o = '';
     c.stdout!.on('data', (d) => (o += d));
     c.stderr!.on('data', (d) => (o += d));
@@ -202,7 +158,7 @@ test('unregistered search attributes: exit 1 printing the create command; runnin
       worker = await spawnWorker(env);
     } catch (err) {
       lastErr = err;
-      await new Promise((r) => setTimeout(r, 500));
+      await sleep(500);
     }
   }
   assert.ok(worker, `worker did not start after the fix: ${(lastErr as Error)?.message}`);

@@ -5,9 +5,11 @@
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { generateBareosSource } from '../lib/sources/bareos-generator';
+import { generateBareosSource } from '../dev/bareos-generator';
 import { getProgress, pause, resume, startRebuild, waitForResult } from '../client';
-import { compareCatalogToSource, privateTemporal, spawnWorker, temporalClient, testDatabases, TestDatabases, testEnv, uniqueQueue, WorkerProcess, writeConfig } from './helpers/harness';
+import { compareCatalogToSource, privateTemporal, spawnWorker, temporalClient, testDatabases, TestDatabases, testEnv, uniqueQueue, WorkerProcess, writeConfig } from '../dev/harness/harness';
+import { serverTimezone } from '../dev/harness/fixture';
+import { sleep, waitFor } from '../dev/harness/wait';
 
 let temporal: Awaited<ReturnType<typeof privateTemporal>>;
 let dbs: TestDatabases;
@@ -20,7 +22,7 @@ before(async () => {
   temporal = await privateTemporal();
   dbs = await testDatabases('controls');
   await generateBareosSource({ databaseUrl: dbs.sourceUrl, jobs: 8_000, seed: 31 });
-  sourceTz = (await dbs.sourcePool.query<{ tz: string }>(`SELECT current_setting('TimeZone') AS tz`)).rows[0].tz;
+  sourceTz = await serverTimezone(dbs.sourcePool);
   env = testEnv({ address: temporal.address, configFile: writeConfig(dbs), taskQueue: uniqueQueue('controls') });
   worker = await spawnWorker(env);
   client = await temporalClient(temporal.address);
@@ -33,8 +35,6 @@ after(async () => {
   await dbs?.drop();
 });
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
 async function ledger(catalog: string): Promise<{ n: number; last: Date | null }> {
   const { rows } = await dbs.catalogPool.query<{ n: number; last: Date | null }>(
     `SELECT count(p.committed_at)::int AS n, max(p.committed_at) AS last FROM page p JOIN version v USING (version_id)
@@ -46,13 +46,12 @@ async function ledger(catalog: string): Promise<{ n: number; last: Date | null }
 
 test('pause: no page commits while paused (ledger); resume completes; catalog = source', async () => {
   const { handle } = await startRebuild(client.client, { catalog: 'p', source: 'director', pageSize: 100, concurrency: 2, pauseBetweenPagesMs: 50 }, { taskQueue: env.CATALOG_REBUILD_TASK_QUEUE });
-  while ((await getProgress(handle)).pagesDone < 10) await sleep(50);
+  await waitFor('10 pages done', async () => (await getProgress(handle)).pagesDone >= 10);
   await pause(handle);
-  for (;;) {
+  await waitFor('paused with no page in flight', async () => {
     const p = await getProgress(handle);
-    if (p.paused && p.inFlight === 0) break;
-    await sleep(50);
-  }
+    return p.paused && p.inFlight === 0;
+  });
   const pausedAt = new Date();
   const before = await ledger('p');
   await sleep(2_000);
@@ -72,7 +71,7 @@ test('pause: no page commits while paused (ledger); resume completes; catalog = 
 test('Temporal cancellation: version abandoned, active version unchanged, nothing committed after the abandon', async () => {
   const active = await dbs.catalogPool.query<{ version_id: string }>(`SELECT version_id::text FROM active WHERE catalog_name = 'p'`);
   const { handle } = await startRebuild(client.client, { catalog: 'p', source: 'director', pageSize: 100, concurrency: 2, pauseBetweenPagesMs: 50 }, { taskQueue: env.CATALOG_REBUILD_TASK_QUEUE });
-  while ((await getProgress(handle)).pagesDone < 5) await sleep(50);
+  await waitFor('5 pages done', async () => (await getProgress(handle)).pagesDone >= 5);
   await handle.cancel();
   await assert.rejects(handle.result());
   const desc = await handle.describe();
@@ -93,7 +92,7 @@ test('Temporal cancellation: version abandoned, active version unchanged, nothin
 
 test('a pause sent while the rebuild continues as new every few pages is carried into the next run', async () => {
   const { handle } = await startRebuild(client.client, { catalog: 'can', source: 'director', pageSize: 200, concurrency: 2, maxPagesPerRun: 3 }, { taskQueue: env.CATALOG_REBUILD_TASK_QUEUE });
-  while ((await getProgress(handle)).pagesDone < 4) await sleep(20);
+  await waitFor('4 pages done', async () => (await getProgress(handle)).pagesDone >= 4, { intervalMs: 20 });
   await pause(handle);
   let p = await getProgress(handle);
   for (let i = 0; i < 100 && !(p.paused && p.inFlight === 0); i++) {

@@ -8,12 +8,13 @@
 import { test, before, after, TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
-import * as os from 'node:os';
 import * as path from 'node:path';
-import { Client, WorkflowHandle } from '@temporalio/client';
-import { cancel, getProgress, RebuildCatalogInput, RebuildCatalogResult, RebuildProgress, setThrottle, startRebuild, waitForResult } from '../client';
-import { generateBareosSource } from '../lib/sources/bareos-generator';
-import { compareCatalogToSource, privateTemporal, temporalClient, testDatabases, TestDatabases, testEnv, uniqueQueue, writeConfig } from './helpers/harness';
+import { WorkflowHandle } from '@temporalio/client';
+import { cancel, RebuildProgress, setThrottle } from '../client';
+import { generateBareosSource } from '../dev/bareos-generator';
+import { compareCatalogToSource, privateTemporal, TestDatabases } from '../dev/harness/harness';
+import { rebuildFixture, RebuildFixture as Ctx } from '../dev/harness/fixture';
+import { sleep, waitFor } from '../dev/harness/wait';
 import {
   events,
   ledger,
@@ -26,9 +27,7 @@ import {
   ReaderObservation,
   startReaderLoop,
   TemporalProxy,
-  waitFor,
-  WorkerFleet,
-} from './helpers/faults';
+} from '../dev/harness/faults';
 
 type PrivateTemporal = Awaited<ReturnType<typeof privateTemporal>>;
 let temporal: PrivateTemporal;
@@ -44,76 +43,8 @@ after(async () => {
   for (const d of temporalDirs) fs.rmSync(d, { recursive: true, force: true });
 });
 
-/** Everything one test owns: databases, queue, workers, a Temporal client. */
-interface Ctx {
-  dbs: TestDatabases;
-  fleet: WorkerFleet;
-  client: Client;
-  taskQueue: string;
-  catalog: string;
-  tmp: string;
-  start(input: Omit<RebuildCatalogInput, 'catalog' | 'source'>): Promise<WorkflowHandle>;
-  /** Waits for the rebuild's result (with a deadline), naming the workers' output on failure. */
-  result(handle: WorkflowHandle, timeoutMs?: number): Promise<RebuildCatalogResult>;
-  progress(handle: WorkflowHandle): Promise<RebuildProgress>;
-}
-
-/**
- * Fresh databases with a generated Bareos source of `jobs` jobs, a config file, a unique task queue
- * and catalog name, a worker fleet and a client; all of it released by the test's cleanup (every
- * worker killed, the workflow terminated if still running, the databases dropped).
- */
-async function setup(t: TestContext, tag: string, jobs: number): Promise<Ctx> {
-  const dbs = await testDatabases(tag);
-  const taskQueue = uniqueQueue(tag);
-  const catalog = `crash-${tag}-${taskQueue.slice(-6)}`;
-  const env = testEnv({ address: temporal.address, configFile: writeConfig(dbs), taskQueue });
-  const fleet = new WorkerFleet(env);
-  let tc: Awaited<ReturnType<typeof temporalClient>> | undefined;
-  const tmp = fs.mkdtempSync(path.join(os.tmpdir(), `catalog-rebuild-crash-${tag}-`));
-  const handles: WorkflowHandle[] = [];
-  t.after(async () => {
-    await fleet.stopAll();
-    for (const h of handles) {
-      await h.terminate('test cleanup').catch(() => undefined);
-    }
-    await tc?.close().catch(() => undefined);
-    await dbs.drop();
-    fs.rmSync(tmp, { recursive: true, force: true });
-  });
-  await generateBareosSource({ databaseUrl: dbs.sourceUrl, jobs, seed: 11 });
-  tc = await temporalClient(temporal.address);
-  const client = tc.client;
-  return {
-    dbs,
-    fleet,
-    client,
-    taskQueue,
-    catalog,
-    tmp,
-    async start(input) {
-      const { handle } = await startRebuild(client, { catalog, source: 'director', ...input }, { taskQueue });
-      handles.push(handle);
-      return handle;
-    },
-    async result(handle, timeoutMs = 120_000) {
-      let timer: NodeJS.Timeout | undefined;
-      try {
-        return await Promise.race([
-          waitForResult(handle),
-          new Promise<never>((_, reject) => {
-            timer = setTimeout(() => reject(new Error(`rebuild did not end within ${timeoutMs} ms`)), timeoutMs);
-          }),
-        ]);
-      } catch (err) {
-        throw new Error(`${(err as Error).message}\n${fleet.outputs()}`, { cause: err });
-      } finally {
-        clearTimeout(timer);
-      }
-    },
-    progress: (handle) => getProgress(handle, 10_000),
-  };
-}
+/** Fresh databases with a generated Bareos source (seed 11), a worker fleet and a client; released by the test's cleanup. */
+const setup = (t: TestContext, tag: string, jobs: number): Promise<Ctx> => rebuildFixture(t, { address: temporal.address, tag, jobs, seed: 11 });
 
 /** Waits until the rebuild has planned its version; returns the version id. */
 async function versionOf(ctx: Ctx, handle: WorkflowHandle): Promise<string> {
@@ -250,7 +181,7 @@ test('one worker killed inside a page and restarted after 5 s: the new worker re
   const earlierRows = await partitionFingerprint(pool, versionId, committedList);
   const progressAtKill = { checkpoint: checkpointAtKill, pages: atKill.length };
 
-  await new Promise((r) => setTimeout(r, Math.max(0, killedAt + 5_000 - Date.now())));
+  await sleep(Math.max(0, killedAt + 5_000 - Date.now()));
   const second = await ctx.fleet.spawn();
   const result = await ctx.result(handle);
   t.diagnostic(`killed in "${session.state}: ${session.query.slice(0, 50)}" at ledger checkpoint ${checkpointAtKill} with ${atKill.length} pages committed; result: ${result.retries} retries, ${result.durationMs} ms`);
@@ -542,7 +473,7 @@ test('the private Temporal dev server restarts mid-rebuild: workers reconnect an
   const downAt = Date.now();
   await temporal.stop();
   const atStop = await ledger(pool, versionId);
-  await new Promise((r) => setTimeout(r, 2_000));
+  await sleep(2_000);
   temporal = await privateTemporal({ dbFile, port });
   temporalDirs.push(temporal.dir);
   const upAt = Date.now();

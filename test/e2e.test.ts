@@ -6,7 +6,7 @@
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { generateBareosSource } from '../lib/sources/bareos-generator';
+import { generateBareosSource } from '../dev/bareos-generator';
 import {
   compareCatalogToSource,
   privateTemporal,
@@ -19,7 +19,9 @@ import {
   uniqueQueue,
   WorkerProcess,
   writeConfig,
-} from './helpers/harness';
+} from '../dev/harness/harness';
+import { serverTimezone } from '../dev/harness/fixture';
+import { sleep } from '../dev/harness/wait';
 
 let temporal: Awaited<ReturnType<typeof privateTemporal>>;
 let dbs: TestDatabases;
@@ -31,7 +33,7 @@ before(async () => {
   temporal = await privateTemporal();
   dbs = await testDatabases('e2e');
   await generateBareosSource({ databaseUrl: dbs.sourceUrl, jobs: 20_000, seed: 11 });
-  sourceTz = (await dbs.sourcePool.query<{ tz: string }>(`SELECT current_setting('TimeZone') AS tz`)).rows[0].tz;
+  sourceTz = await serverTimezone(dbs.sourcePool);
   env = testEnv({ address: temporal.address, configFile: writeConfig(dbs), taskQueue: uniqueQueue('e2e'), extra: { TZ: 'America/New_York' } });
   worker = await spawnWorker(env);
 });
@@ -106,7 +108,7 @@ test('readers keep the previous complete version during a rebuild until the atom
       reads++;
       if (s.length !== 1) mixed++;
       for (const x of s) seen.add(x);
-      await new Promise((r) => setTimeout(r, 20));
+      await sleep(20);
     }
   })();
   const w = await waiter;

@@ -10,9 +10,11 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Client } from 'pg';
 import { createPool } from '../lib/db';
-import { createDatabase, dropDatabase, EmbeddedPostgres, resolveAdminUrl, startEmbeddedPostgres } from '../lib/env/postgres';
-import { generateBareosSource } from '../lib/sources/bareos-generator';
-import { compareCatalogToSource, privateTemporal, runCliProcess, spawnWorker, testEnv, uniqueQueue, WorkerProcess, writeConfig } from './helpers/harness';
+import { createDatabase, dropDatabase, resolveAdminUrl } from '../dev/env/postgres';
+import { EmbeddedPostgres, startEmbeddedPostgres } from '../dev/env/embedded-postgres';
+import { generateBareosSource } from '../dev/bareos-generator';
+import { compareCatalogToSource, privateTemporal, runCliProcess, spawnWorker, testEnv, uniqueQueue, WorkerProcess, writeConfig } from '../dev/harness/harness';
+import { serverTimezone } from '../dev/harness/fixture';
 
 let temporal: Awaited<ReturnType<typeof privateTemporal>> | undefined;
 let embedded: EmbeddedPostgres | undefined;
@@ -75,7 +77,7 @@ test('a rebuild of 3,000 jobs on the embedded PostgreSQL publishes a catalog equ
   const catalogPool = createPool(catalogUrl, { applicationName: 'catalog-rebuild:test', max: 2 });
   const sourcePool = createPool(sourceUrl, { applicationName: 'catalog-rebuild:test', max: 2 });
   try {
-    const tz = (await sourcePool.query<{ tz: string }>(`SELECT current_setting('TimeZone') AS tz`)).rows[0].tz;
+    const tz = await serverTimezone(sourcePool);
     const cmp = await compareCatalogToSource(catalogPool, sourcePool, 'embedded', tz);
     assert.equal(cmp.rows, 3_000);
     assert.equal(cmp.catalog, cmp.source, 'every field of every job equals the source');

@@ -7,7 +7,7 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Pool } from 'pg';
 import { BAREOS_FINGERPRINT_ROW, CATALOG_FINGERPRINT_ROW, fingerprintRow, STAGED_FINGERPRINT_ROW } from '../lib/fingerprint';
-import { resolveAdminUrl } from '../lib/env/postgres';
+import { resolveAdminUrl } from '../dev/env/postgres';
 
 /** One job in source form: naive Bareos end time in the source zone, and the UTC text the catalog holds. */
 interface Case {

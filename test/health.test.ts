@@ -4,8 +4,9 @@
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { freePort } from '../lib/env/dev-server';
-import { privateTemporal, spawnWorker, testDatabases, TestDatabases, testEnv, uniqueQueue, writeConfig } from './helpers/harness';
+import { freePort } from '../dev/env/dev-server';
+import { privateTemporal, spawnWorker, testDatabases, TestDatabases, testEnv, uniqueQueue, writeConfig } from '../dev/harness/harness';
+import { sleep } from '../dev/harness/wait';
 
 let temporal: Awaited<ReturnType<typeof privateTemporal>>;
 let dbs: TestDatabases;
@@ -27,7 +28,7 @@ test('GET /healthz is 200 with state RUNNING and database ok; the worker exits 0
   try {
     let res = await fetch(`http://127.0.0.1:${port}/healthz`);
     for (let i = 0; i < 50 && res.status !== 200; i++) {
-      await new Promise((r) => setTimeout(r, 100));
+      await sleep(100);
       res = await fetch(`http://127.0.0.1:${port}/healthz`);
     }
     assert.equal(res.status, 200);

@@ -13,93 +13,36 @@
  */
 import { after, before, test, TestContext } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { Client as PgClient } from 'pg';
 import format from 'pg-format';
-import { Client, WorkflowHandle } from '@temporalio/client';
-import { getProgress, pause, RebuildCatalogInput, RebuildCatalogResult, resume, startRebuild, waitForResult } from '../client';
+import { getProgress, pause, resume } from '../client';
 import { listMigrations, migrate, migrationsDir } from '../lib/db';
-import { databaseUrl } from '../lib/env/postgres';
-import { projectRoot } from '../lib/paths';
-import { generateBareosSource } from '../lib/sources/bareos-generator';
-import { compareCatalogToSource, privateTemporal, spawnWorker, temporalClient, testDatabases, TestDatabases, testEnv, uniqueQueue, WorkerProcess, writeConfig } from './helpers/harness';
-import { waitFor } from './helpers/faults';
+import { databaseUrl } from '../dev/env/postgres';
+import { compareCatalogToSource, privateTemporal, testDatabases, TestDatabases } from '../dev/harness/harness';
+import { rebuildFixture, serverTimezone } from '../dev/harness/fixture';
+import { runWorkerToExit } from '../dev/harness/entrypoint';
+import { sleep, waitFor, within } from '../dev/harness/wait';
 
 let temporal: Awaited<ReturnType<typeof privateTemporal>>;
-let tc: Awaited<ReturnType<typeof temporalClient>>;
 const tmpDirs: string[] = [];
 
 before(async () => {
   temporal = await privateTemporal();
   tmpDirs.push(temporal.dir);
-  tc = await temporalClient(temporal.address);
 });
 
 after(async () => {
-  await tc?.close().catch(() => undefined);
   await temporal?.stop();
   for (const d of tmpDirs) fs.rmSync(d, { recursive: true, force: true });
 });
 
-/** `p`'s value, or 'timeout' after `ms` (the timer never outlives the race). */
-async function within<T>(p: Promise<T>, ms: number): Promise<T | 'timeout'> {
-  let timer: NodeJS.Timeout | undefined;
-  try {
-    return await Promise.race([p, new Promise<'timeout'>((r) => (timer = setTimeout(() => r('timeout'), ms)))]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
-
-/** Fresh databases with `jobs` generated Bareos jobs, workers, a queue; all released by the test's cleanup. */
-async function setup(t: TestContext, tag: string, jobs: number, extraEnv: Record<string, string> = {}, keepDatabases = false) {
-  const dbs = await testDatabases(tag);
-  const taskQueue = uniqueQueue(tag);
-  const catalog = `ops-${tag}`;
-  const env = testEnv({ address: temporal.address, configFile: writeConfig(dbs), taskQueue, extra: extraEnv });
-  const workers: WorkerProcess[] = [];
-  const handles: WorkflowHandle[] = [];
-  t.after(async () => {
-    for (const w of workers) w.kill('SIGKILL');
-    await Promise.all(workers.map((w) => within(w.exited, 10_000)));
-    for (const h of handles) await h.terminate('test cleanup').catch(() => undefined);
-    if (!keepDatabases) await dbs.drop();
-  });
-  await generateBareosSource({ databaseUrl: dbs.sourceUrl, jobs, seed: 31 });
-  return {
-    dbs,
-    env,
-    catalog,
-    workers,
-    async spawn(): Promise<WorkerProcess> {
-      const w = await spawnWorker(env);
-      workers.push(w);
-      return w;
-    },
-    async start(input: Omit<RebuildCatalogInput, 'catalog' | 'source'>): Promise<WorkflowHandle> {
-      const { handle } = await startRebuild(tc.client as Client, { catalog, source: 'director', ...input }, { taskQueue });
-      handles.push(handle);
-      return handle;
-    },
-    async result(handle: WorkflowHandle, timeoutMs = 90_000): Promise<RebuildCatalogResult> {
-      let timer: NodeJS.Timeout | undefined;
-      try {
-        return await Promise.race([
-          waitForResult(handle),
-          new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`rebuild did not end within ${timeoutMs} ms`)), timeoutMs))),
-        ]);
-      } catch (err) {
-        throw new Error(`${(err as Error).message}\n${workers.map((w) => `--- worker ${w.pid}\n${w.output().slice(-3000)}`).join('\n')}`, { cause: err });
-      } finally {
-        clearTimeout(timer);
-      }
-    },
-  };
-}
+/** Fresh databases with `jobs` generated Bareos jobs (seed 31), workers, a queue; all released by the test's cleanup. */
+const setup = (t: TestContext, tag: string, jobs: number, workerEnv: Record<string, string> = {}, keepDatabases = false) =>
+  rebuildFixture(t, { address: temporal.address, tag, jobs, seed: 31, catalog: `ops-${tag}`, workerEnv, keepDatabases });
 
 /** Ledger of a version: planned pages, ledger rows, committed rows, distinct page numbers. */
 async function ledgerSummary(dbs: TestDatabases, versionId: string) {
@@ -115,10 +58,6 @@ async function ledgerSummary(dbs: TestDatabases, versionId: string) {
     [versionId],
   );
   return rows[0];
-}
-
-async function sourceTimezone(dbs: TestDatabases): Promise<string> {
-  return (await dbs.sourcePool.query<{ tz: string }>(`SELECT current_setting('TimeZone') AS tz`)).rows[0].tz;
 }
 
 test('SIGTERM to a worker inside a page: the page finishes or is retried elsewhere, nothing lost or duplicated, the worker exits 0', async (t) => {
@@ -162,7 +101,7 @@ test('SIGTERM to a worker inside a page: the page finishes or is retried elsewhe
   assert.equal(led.distinct_pages, result.pagesTotal);
   assert.equal(Number(led.rows), jobs, 'ledger rows add up to the source');
   assert.equal(Number(led.partition_rows), jobs, 'no job lost or duplicated in the version');
-  const cmp = await compareCatalogToSource(ctx.dbs.catalogPool, ctx.dbs.sourcePool, ctx.catalog, await sourceTimezone(ctx.dbs));
+  const cmp = await compareCatalogToSource(ctx.dbs.catalogPool, ctx.dbs.sourcePool, ctx.catalog, await serverTimezone(ctx.dbs.sourcePool));
   assert.equal(cmp.rows, jobs);
   assert.equal(cmp.catalog, cmp.source, 'the catalog equals the source');
 
@@ -216,7 +155,7 @@ test('SIGTERM with a page longer than the shutdown grace time: nothing lost or d
   assert.equal(led.ledger, result.pagesTotal, 'exactly one ledger row per planned page');
   assert.equal(led.committed, result.pagesTotal);
   assert.equal(Number(led.partition_rows), jobs);
-  const cmp = await compareCatalogToSource(ctx.dbs.catalogPool, ctx.dbs.sourcePool, ctx.catalog, await sourceTimezone(ctx.dbs));
+  const cmp = await compareCatalogToSource(ctx.dbs.catalogPool, ctx.dbs.sourcePool, ctx.catalog, await serverTimezone(ctx.dbs.sourcePool));
   assert.equal(cmp.catalog, cmp.source);
   const p3 = await ctx.dbs.catalogPool.query<{ attempt: number; worker_identity: string }>(
     `SELECT attempt, worker_identity FROM page WHERE version_id = $1 AND page_no = 3`,
@@ -289,7 +228,7 @@ test('rolling upgrade: an additive migration applied mid-rebuild; the rebuild co
     [`job_v${paused.versionId}`],
   );
   assert.equal(cols.rows[0].n, 1, 'the partition being built has the new column');
-  await new Promise((r) => setTimeout(r, 500));
+  await sleep(500);
   assert.equal((await getProgress(handle, 10_000)).pagesDone, paused.pagesDone, 'still paused during the upgrade');
 
   await resume(handle);
@@ -299,24 +238,14 @@ test('rolling upgrade: an additive migration applied mid-rebuild; the rebuild co
   assert.equal(led.ledger, result.pagesTotal);
   assert.equal(led.committed, result.pagesTotal);
   assert.equal(Number(led.partition_rows), jobs);
-  const cmp = await compareCatalogToSource(ctx.dbs.catalogPool, ctx.dbs.sourcePool, ctx.catalog, await sourceTimezone(ctx.dbs));
+  const cmp = await compareCatalogToSource(ctx.dbs.catalogPool, ctx.dbs.sourcePool, ctx.catalog, await serverTimezone(ctx.dbs.sourcePool));
   assert.equal(cmp.catalog, cmp.source, 'the catalog equals the source after the upgrade');
   const notes = await ctx.dbs.catalogPool.query<{ n: number }>(`SELECT count(upgrade_note)::int AS n FROM job WHERE version_id = $1`, [result.versionId]);
   assert.equal(notes.rows[0].n, 0, 'the old worker left the new column NULL');
   upgraded = { dbs: ctx.dbs, catalog: ctx.catalog };
 
   // A worker of this build against the newer schema refuses to start.
-  const refused = await new Promise<{ code: number | null; out: string }>((resolve) => {
-    const child = spawn(process.execPath, [path.join(projectRoot(), 'dist/worker/main.js')], { env: ctx.env, stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '';
-    child.stdout!.on('data', (d) => (out += d));
-    child.stderr!.on('data', (d) => (out += d));
-    const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
-    child.on('exit', (code) => {
-      clearTimeout(timer);
-      resolve({ code, out });
-    });
-  });
+  const refused = await runWorkerToExit(ctx.env);
   assert.equal(refused.code, 1, refused.out);
   assert.match(refused.out, new RegExp(`catalog schema is at migration ${newId}, this build knows up to ${knownId}`));
   assert.doesNotMatch(refused.out, /polling task queue/);

@@ -20,9 +20,9 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { promisify } from 'node:util';
-import { generateBareosSource } from '../lib/sources/bareos-generator';
-import { ensureTemporalCli } from '../lib/env/temporal-cli';
-import { DevServer, freePort, startDevServer } from '../lib/env/dev-server';
+import { generateBareosSource } from '../dev/bareos-generator';
+import { ensureTemporalCli } from '../dev/env/temporal-cli';
+import { DevServer, freePort, startDevServer } from '../dev/env/dev-server';
 import { projectRoot } from '../lib/paths';
 import { connectTemporal, rebuildHandle, startRebuild, TemporalSession } from '../client';
 import { LIVE_POLLER_WINDOW_SECONDS } from '../client/status';
@@ -37,9 +37,13 @@ import {
   uniqueQueue,
   WorkerProcess,
   writeConfig,
-} from './helpers/harness';
+} from '../dev/harness/harness';
+import { serverTimezone } from '../dev/harness/fixture';
+import { waitFor } from '../dev/harness/wait';
 
 const run = promisify(execFile);
+/** Polling as this file's checks need it: every 100 ms, and an assertion failing inside a check fails the test at once. */
+const POLL = { intervalMs: 100, rethrow: true };
 const CHROMIUM = '/usr/bin/chromium';
 
 let server: DevServer;
@@ -69,7 +73,7 @@ before(async () => {
   });
   dbs = await testDatabases('operator');
   await generateBareosSource({ databaseUrl: dbs.sourceUrl, jobs: 3000, seed: 7 });
-  sourceTz = (await dbs.sourcePool.query<{ tz: string }>(`SELECT current_setting('TimeZone') AS tz`)).rows[0].tz;
+  sourceTz = await serverTimezone(dbs.sourcePool);
   configFile = writeConfig(dbs);
 
   // (c), first half: a worker dies while rebuild `c` copies its pages.
@@ -78,7 +82,7 @@ before(async () => {
   workers.push(w);
   const session = await connectTemporal(env);
   await startRebuild(session.client, { catalog: 'c', source: 'director', pageSize: 50, concurrency: 1, pauseBetweenPagesMs: 300 }, { taskQueue: env.CATALOG_REBUILD_TASK_QUEUE });
-  await until(async () => (await committedPages('c')) >= 3, 60_000, 'rebuild c commits 3 pages');
+  await waitFor('rebuild c commits 3 pages', async () => (await committedPages('c')) >= 3, { ...POLL, timeoutMs: 60_000 });
   w.kill('SIGKILL');
   await w.exited;
   dead = { env, killedAt: Date.now(), session };
@@ -91,14 +95,6 @@ after(async () => {
   await server?.stop();
   await dbs?.drop();
 });
-
-async function until(fn: () => Promise<boolean>, timeoutMs: number, what: string): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await fn())) {
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting until ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
 
 /** Committed pages of the newest version of a catalog (the ledger). */
 async function committedPages(catalog: string): Promise<number> {
@@ -142,7 +138,7 @@ function cliInBackground(args: string[], env: NodeJS.ProcessEnv) {
     output: () => stdout,
     errors: () => stderr,
     exited,
-    waitFor: (re: RegExp, timeoutMs: number) => until(async () => re.test(stdout), timeoutMs, `output matches ${re}:\n${stdout}\n${stderr}`),
+    waitFor: (re: RegExp, timeoutMs: number) => waitFor(`output matches ${re}:\n${stdout}\n${stderr}`, () => re.test(stdout), { ...POLL, timeoutMs }),
   };
 }
 
@@ -156,20 +152,20 @@ test('(a) the temporal CLI pauses, queries, lists and resumes a rebuild; status 
     await startRebuild(session.client, { catalog: 'x', source: 'director', pageSize: 100, concurrency: 1, pauseBetweenPagesMs: 50 }, { taskQueue: env.CATALOG_REBUILD_TASK_QUEUE });
     mark('worker up, rebuild started');
     const follow = cliInBackground(['status', '--catalog', 'x', '--follow'], env);
-    await until(async () => (await committedPages('x')) >= 3, 60_000, 'rebuild x commits 3 pages');
+    await waitFor('rebuild x commits 3 pages', async () => (await committedPages('x')) >= 3, { ...POLL, timeoutMs: 60_000 });
     mark('3 pages committed');
 
     await temporal(['workflow', 'signal', '--workflow-id', 'catalog-rebuild/x', '--name', 'pause']);
     let progress: Record<string, unknown> = {};
-    await until(
+    await waitFor(
+      'the query shows the rebuild paused and drained',
       async () => {
         const out = await temporal(['workflow', 'query', '--workflow-id', 'catalog-rebuild/x', '--type', 'progress', '--output', 'json']);
         const parsed = JSON.parse(out) as { queryResult: Record<string, unknown>[] };
         progress = parsed.queryResult[0];
         return progress.paused === true && progress.inFlight === 0;
       },
-      30_000,
-      'the query shows the rebuild paused and drained',
+      { ...POLL, timeoutMs: 30_000 },
     );
     mark('paused and drained');
     assert.equal(progress.phase, 'copying');
@@ -188,13 +184,13 @@ test('(a) the temporal CLI pauses, queries, lists and resumes a rebuild; status 
 
     // Visibility: the CatalogName search attribute finds the rebuild.
     let listed: { execution?: { workflowId?: string }; status?: string }[] = [];
-    await until(
+    await waitFor(
+      "temporal workflow list --query \"CatalogName='x'\" lists catalog-rebuild/x",
       async () => {
         listed = parseJsonOrLines(await temporal(['workflow', 'list', '--query', "CatalogName='x'", '--output', 'json']));
         return listed.some((w) => w.execution?.workflowId === 'catalog-rebuild/x');
       },
-      15_000,
-      "temporal workflow list --query \"CatalogName='x'\" lists catalog-rebuild/x",
+      { ...POLL, timeoutMs: 15_000 },
     );
     assert.ok(listed.every((w) => w.execution?.workflowId?.startsWith('catalog-rebuild/x')), JSON.stringify(listed));
     const none = await temporal(['workflow', 'list', '--query', "CatalogName='nosuch'", '--output', 'json']);
@@ -325,15 +321,15 @@ test('(c) with its worker dead, status answers from the database, reports no pol
   const follow = cliInBackground(['status', '--catalog', 'c', '--follow', '--stall-after', '1s'], env);
   // The server lists a dead worker's pollers for minutes; status counts only recent polls.
   let s: Record<string, unknown> = {};
-  await until(
+  await waitFor(
+    'status --json reports workersPolling 0',
     async () => {
       const r = runCliProcess(['status', '--catalog', 'c', '--json'], env, 60_000);
       assert.equal(r.code, 0, r.stderr);
       s = JSON.parse(r.stdout);
       return s.workersPolling === 0;
     },
-    Math.max(30_000, dead.killedAt + (LIVE_POLLER_WINDOW_SECONDS + 30) * 1000 - Date.now()),
-    'status --json reports workersPolling 0',
+    { ...POLL, timeoutMs: Math.max(30_000, dead.killedAt + (LIVE_POLLER_WINDOW_SECONDS + 30) * 1000 - Date.now()) },
   );
   assert.equal(s.answeredBy, 'database');
   assert.match(String(s.note), /no worker answered the progress query within 5 s.*catalog database/);

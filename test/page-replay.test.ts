@@ -5,25 +5,20 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { MockActivityEnvironment } from '@temporalio/testing';
-import { createActivities, Activities } from '../activities';
-import { generateBareosSource } from '../lib/sources/bareos-generator';
-import { SourceRegistry } from '../lib/sources';
-import { migrate } from '../lib/db';
-import { testDatabases, TestDatabases } from './helpers/harness';
+import type { Activities } from '../activities';
+import type { TestDatabases } from '../dev/harness/harness';
+import { activityFixture, ActivityFixture } from '../dev/harness/activity-env';
 import { CopyPageResult, PlanResult } from '../workflows/definitions';
 
 let dbs: TestDatabases;
 let acts: Activities;
-let sources: SourceRegistry;
+let fixture: ActivityFixture;
 let versionId: string;
 const events: unknown[] = [];
 
 before(async () => {
-  dbs = await testDatabases('replay');
-  await generateBareosSource({ databaseUrl: dbs.sourceUrl, jobs: 3_000, seed: 5 });
-  await migrate(dbs.catalogPool);
-  sources = new SourceRegistry(() => ({ kind: 'bareos', databaseUrl: dbs.sourceUrl }));
-  acts = createActivities({ pool: dbs.catalogPool, sources, identity: 'test@host', buildId: 'test' });
+  fixture = await activityFixture('replay', { jobs: 3_000, seed: 5 });
+  ({ dbs, acts } = fixture);
   const plan: PlanResult = await new MockActivityEnvironment().run(acts.planRebuild, { catalog: 'c', source: 'director', pageSize: 1000, workflowId: 'wf', firstRunId: 'run1' });
   versionId = plan.versionId;
   assert.equal(plan.pagesTotal, 3);
@@ -38,8 +33,7 @@ before(async () => {
 });
 
 after(async () => {
-  await sources?.close();
-  await dbs?.drop();
+  await fixture?.close();
 });
 
 async function copy(pageNo: number, attempt = 1): Promise<CopyPageResult> {

@@ -5,12 +5,14 @@
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { createDatabase } from '../lib/env/postgres';
+import { createDatabase } from '../dev/env/postgres';
 import { createPool } from '../lib/db';
-import { generateBareosSource } from '../lib/sources/bareos-generator';
+import { generateBareosSource } from '../dev/bareos-generator';
 import { getProgress, startRebuild, waitForResult } from '../client';
-import { compareCatalogToSource, privateTemporal, spawnWorker, temporalClient, testEnv, uniqueQueue, WorkerProcess, writeConfig } from './helpers/harness';
-import { freePgPort, postgresBinDir, PrivatePostgres, startPrivatePostgres } from './helpers/private-postgres';
+import { compareCatalogToSource, privateTemporal, spawnWorker, temporalClient, testEnv, uniqueQueue, WorkerProcess, writeConfig } from '../dev/harness/harness';
+import { freePgPort, postgresBinDir, PrivatePostgres, startPrivatePostgres } from '../dev/harness/private-postgres';
+import { serverTimezone } from '../dev/harness/fixture';
+import { sleep, waitFor, withDeadline } from '../dev/harness/wait';
 
 const bin = postgresBinDir();
 let pg: PrivatePostgres | undefined;
@@ -38,31 +40,26 @@ test('a PostgreSQL restart mid-rebuild is survived: the rebuild completes and eq
   const { client, close } = await temporalClient(temporal!.address);
   try {
     const { handle } = await startRebuild(client, { catalog: 'pg', source: 'director', pageSize: 250, concurrency: 2, pauseBetweenPagesMs: 40 }, { taskQueue: env.CATALOG_REBUILD_TASK_QUEUE });
-    let atRestart = 0;
-    for (;;) {
-      const p = await getProgress(handle);
-      if (p.pagesDone >= 20) {
-        atRestart = p.pagesDone;
-        break;
-      }
-      await new Promise((r) => setTimeout(r, 100));
-    }
+    const { pagesDone: atRestart } = await waitFor(
+      '20 pages done',
+      async () => {
+        const p = await getProgress(handle);
+        return p.pagesDone >= 20 && p;
+      },
+      { intervalMs: 100 },
+    );
     pg!.restart();
     // Restart again while pages are in flight, so a transaction is cut between statements.
-    await new Promise((r) => setTimeout(r, 1_500));
+    await sleep(1_500);
     pg!.restart();
-    let timer: NodeJS.Timeout | undefined;
-    const deadline = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error('the rebuild did not finish within 180 s of the restart')), 180_000);
-    });
-    const result = await Promise.race([waitForResult(handle), deadline]).finally(() => clearTimeout(timer));
+    const result = await withDeadline(waitForResult(handle), 180_000, () => 'the rebuild did not finish within 180 s of the restart');
     assert.equal(result.published, true);
     assert.equal(result.rowsUpserted, 20_000);
     assert.ok(atRestart < result.pagesTotal, 'the restart happened during the copy phase');
     const catalogPool = createPool(catalogUrl, { applicationName: 'test', max: 2 });
     const sourcePool = createPool(sourceUrl, { applicationName: 'test', max: 2 });
     try {
-      const tz = (await sourcePool.query<{ tz: string }>(`SELECT current_setting('TimeZone') AS tz`)).rows[0].tz;
+      const tz = await serverTimezone(sourcePool);
       const cmp = await compareCatalogToSource(catalogPool, sourcePool, 'pg', tz);
       assert.equal(cmp.rows, 20_000);
       assert.equal(cmp.catalog, cmp.source);

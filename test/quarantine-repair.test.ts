@@ -8,33 +8,27 @@
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { MockActivityEnvironment } from '@temporalio/testing';
-import { createActivities, Activities } from '../activities';
-import { generateBareosSource } from '../lib/sources/bareos-generator';
-import { SourceRegistry } from '../lib/sources';
-import { migrate } from '../lib/db';
-import { testDatabases, TestDatabases } from './helpers/harness';
+import type { Activities } from '../activities';
+import type { TestDatabases } from '../dev/harness/harness';
+import { activityFixture, ActivityFixture, runActivity } from '../dev/harness/activity-env';
 import { PlanResult, ReconcileSummary } from '../workflows/definitions';
 
 let dbs: TestDatabases;
-let sources: SourceRegistry;
 let maxRejects = 0;
 let acts: Activities;
+let fixture: ActivityFixture;
 
 before(async () => {
-  dbs = await testDatabases('quarantine');
-  await generateBareosSource({ databaseUrl: dbs.sourceUrl, jobs: 1_200, seed: 9 });
-  await migrate(dbs.catalogPool);
-  sources = new SourceRegistry(() => ({ kind: 'bareos', databaseUrl: dbs.sourceUrl, timezone: 'UTC', maxRejects }));
-  acts = createActivities({ pool: dbs.catalogPool, sources, identity: 'test@host', buildId: 'test' });
+  // The source's settings are read at each lookup: a test changes maxRejects.
+  fixture = await activityFixture('quarantine', { jobs: 1_200, seed: 9, source: (d) => ({ kind: 'bareos', databaseUrl: d.sourceUrl, timezone: 'UTC', maxRejects }) });
+  ({ dbs, acts } = fixture);
 });
 
 after(async () => {
-  await sources?.close();
-  await dbs?.drop();
+  await fixture?.close();
 });
 
-const run = <I, O>(fn: (i: I) => Promise<O>, input: I): Promise<O> => new MockActivityEnvironment({ heartbeatTimeoutMs: 2_000 }).run(fn, input);
+const run = <I, O>(fn: (i: I) => Promise<O>, input: I): Promise<O> => runActivity(fn, input);
 
 async function bucketOf(jobid: number): Promise<string> {
   const { rows } = await dbs.sourcePool.query<{ b: string }>(`SELECT starttime::date::text AS b FROM job WHERE jobid = $1`, [jobid]);

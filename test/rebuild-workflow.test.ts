@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Context } from '@temporalio/activity';
-import { bundleWorkflowCode, DefaultLogger, Runtime, Worker, WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import { DefaultLogger, Runtime, Worker, WorkflowBundleOption } from '@temporalio/worker';
 import { WorkflowFailedError } from '@temporalio/client';
 import type { Activities } from '../activities';
 import {
@@ -21,14 +21,16 @@ import {
   cancelSignal,
   setThrottleUpdate,
 } from '../workflows/definitions';
-import { localTestEnv } from './helpers/workflow-env';
+import { localTestEnv } from '../dev/harness/workflow-env';
+import { sleep, waitFor } from '../dev/harness/wait';
+import { loadWorkflowBundle } from '../worker/bundle';
 
 Runtime.install({ logger: new DefaultLogger('WARN') });
 let env: TestWorkflowEnvironment;
-let bundle: WorkflowBundleWithSourceMap;
+let bundle: WorkflowBundleOption;
 before(async () => {
   env = await localTestEnv();
-  bundle = await bundleWorkflowCode({ workflowsPath: require.resolve('../workflows'), logger: new DefaultLogger('WARN') });
+  bundle = await loadWorkflowBundle();
 });
 after(async () => {
   await env?.teardown();
@@ -114,31 +116,23 @@ async function withWorker<T>(mock: Mock, fn: (taskQueue: string) => Promise<T>):
   return worker.runUntil(fn(taskQueue));
 }
 
-const waitFor = async (pred: () => Promise<boolean> | boolean, timeoutMs = 20_000): Promise<void> => {
-  const end = Date.now() + timeoutMs;
-  while (!(await pred())) {
-    if (Date.now() > end) throw new Error('timed out waiting');
-    await new Promise((r) => setTimeout(r, 50));
-  }
-};
-
 test('progress shows the plan (pagesTotal, checkpoint 0) before any page commits; window bounded; checkpoint exact', async () => {
   const mock = mockActivities({ pages: 10 });
   await withWorker(mock, async (taskQueue) => {
     const h = await env.client.workflow.start('RebuildCatalog', { taskQueue, workflowId: `t-${randomBytes(3).toString('hex')}`, args: [{ catalog: 'c1', source: 's', concurrency: 3, pageSize: 100 }] });
-    await waitFor(async () => (await h.query(progressQuery)).pagesTotal === 10);
+    await waitFor('progress pagesTotal 10', async () => (await h.query(progressQuery)).pagesTotal === 10);
     const p0 = await h.query(progressQuery);
     assert.equal(p0.checkpoint, 0);
     assert.equal(p0.pagesDone, 0);
     assert.equal(p0.phase, 'copying');
     assert.equal(p0.versionId, '7');
-    await waitFor(() => mock.calls.filter((c) => c.name === 'copyPage').length === 3);
+    await waitFor('3 copyPage calls', () => mock.calls.filter((c) => c.name === 'copyPage').length === 3);
     // Complete page 2 before page 1: the checkpoint stays 0, pagesDone 1.
     mock.release(2);
-    await waitFor(async () => (await h.query(progressQuery)).pagesDone === 1);
+    await waitFor('progress pagesDone 1', async () => (await h.query(progressQuery)).pagesDone === 1);
     assert.equal((await h.query(progressQuery)).checkpoint, 0);
     mock.release(1);
-    await waitFor(async () => (await h.query(progressQuery)).checkpoint === 2);
+    await waitFor('progress checkpoint 2', async () => (await h.query(progressQuery)).checkpoint === 2);
     const releaser = setInterval(() => mock.release(), 20);
     const r = (await h.result()) as RebuildCatalogResult;
     clearInterval(releaser);
@@ -160,15 +154,15 @@ test('pause stops scheduling; in-flight pages finish (draining); resume continue
   const mock = mockActivities({ pages: 6 });
   await withWorker(mock, async (taskQueue) => {
     const h = await env.client.workflow.start('RebuildCatalog', { taskQueue, workflowId: `t-${randomBytes(3).toString('hex')}`, args: [{ catalog: 'c2', source: 's', concurrency: 2 }] });
-    await waitFor(() => mock.calls.filter((c) => c.name === 'copyPage').length === 2);
+    await waitFor('2 copyPage calls', () => mock.calls.filter((c) => c.name === 'copyPage').length === 2);
     await h.signal(pauseSignal);
-    await waitFor(async () => (await h.query(progressQuery)).paused);
+    await waitFor('progress paused', async () => (await h.query(progressQuery)).paused);
     const p = await h.query(progressQuery);
     assert.equal(p.draining, true);
     mock.release();
-    await waitFor(async () => (await h.query(progressQuery)).checkpoint === 2);
+    await waitFor('progress checkpoint 2', async () => (await h.query(progressQuery)).checkpoint === 2);
     assert.equal((await h.query(progressQuery)).draining, false);
-    await new Promise((r) => setTimeout(r, 500));
+    await sleep(500);
     assert.equal(mock.calls.filter((c) => c.name === 'copyPage').length, 2, 'no page starts while paused');
     await h.signal(resumeSignal);
     const releaser = setInterval(() => mock.release(), 20);
@@ -183,13 +177,13 @@ test('setThrottle validates its input and widens the window', async () => {
   const mock = mockActivities({ pages: 8 });
   await withWorker(mock, async (taskQueue) => {
     const h = await env.client.workflow.start('RebuildCatalog', { taskQueue, workflowId: `t-${randomBytes(3).toString('hex')}`, args: [{ catalog: 'c3', source: 's', concurrency: 1 }] });
-    await waitFor(() => mock.calls.filter((c) => c.name === 'copyPage').length === 1);
+    await waitFor('1 copyPage call', () => mock.calls.filter((c) => c.name === 'copyPage').length === 1);
     await assert.rejects(h.executeUpdate(setThrottleUpdate, { args: [{ concurrency: 0 }] }), (err: Error) =>
       /concurrency must be an integer from 1 to 64/.test(String((err.cause as Error | undefined)?.message)),
     );
     const s = await h.executeUpdate(setThrottleUpdate, { args: [{ concurrency: 4 }] });
     assert.deepEqual(s, { concurrency: 4, pauseBetweenPagesMs: 0 });
-    await waitFor(() => mock.calls.filter((c) => c.name === 'copyPage').length === 4);
+    await waitFor('4 copyPage calls', () => mock.calls.filter((c) => c.name === 'copyPage').length === 4);
     const releaser = setInterval(() => mock.release(), 20);
     await h.result();
     clearInterval(releaser);
@@ -201,7 +195,7 @@ test('cancel signal abandons the version and completes unpublished', async () =>
   const mock = mockActivities({ pages: 5 });
   await withWorker(mock, async (taskQueue) => {
     const h = await env.client.workflow.start('RebuildCatalog', { taskQueue, workflowId: `t-${randomBytes(3).toString('hex')}`, args: [{ catalog: 'c4', source: 's' }] });
-    await waitFor(() => mock.calls.filter((c) => c.name === 'copyPage').length >= 1);
+    await waitFor('at least 1 copyPage call', () => mock.calls.filter((c) => c.name === 'copyPage').length >= 1);
     await h.signal(cancelSignal, { reason: 'test' });
     const r = (await h.result()) as RebuildCatalogResult;
     assert.equal(r.published, false);
@@ -216,7 +210,7 @@ test('Temporal cancellation abandons the version and ends the workflow cancelled
   const mock = mockActivities({ pages: 5 });
   await withWorker(mock, async (taskQueue) => {
     const h = await env.client.workflow.start('RebuildCatalog', { taskQueue, workflowId: `t-${randomBytes(3).toString('hex')}`, args: [{ catalog: 'c5', source: 's' }] });
-    await waitFor(() => mock.calls.filter((c) => c.name === 'copyPage').length >= 1);
+    await waitFor('at least 1 copyPage call', () => mock.calls.filter((c) => c.name === 'copyPage').length >= 1);
     await h.cancel();
     await assert.rejects(h.result(), (err: unknown) => err instanceof WorkflowFailedError && /cancel/i.test(String((err as Error).cause)));
     const end = mock.calls.find((c) => c.name === 'endVersion');

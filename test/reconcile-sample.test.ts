@@ -5,33 +5,25 @@
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { MockActivityEnvironment } from '@temporalio/testing';
-import { createActivities, Activities } from '../activities';
-import { generateBareosSource } from '../lib/sources/bareos-generator';
-import { SourceRegistry } from '../lib/sources';
-import { migrate } from '../lib/db';
-import { testDatabases, TestDatabases } from './helpers/harness';
+import type { Activities } from '../activities';
+import type { TestDatabases } from '../dev/harness/harness';
+import { activityFixture, ActivityFixture, runActivity } from '../dev/harness/activity-env';
 import { PlanResult, ReconcileSummary } from '../workflows/definitions';
 
 let dbs: TestDatabases;
 let acts: Activities;
-let sources: SourceRegistry;
+let fixture: ActivityFixture;
 
 before(async () => {
-  dbs = await testDatabases('sample');
-  await generateBareosSource({ databaseUrl: dbs.sourceUrl, jobs: 2_000, seed: 9 });
-  await migrate(dbs.catalogPool);
-  sources = new SourceRegistry(() => ({ kind: 'bareos', databaseUrl: dbs.sourceUrl }));
-  acts = createActivities({ pool: dbs.catalogPool, sources, identity: 'test@host', buildId: 'test' });
+  fixture = await activityFixture('sample', { jobs: 2_000, seed: 9 });
+  ({ dbs, acts } = fixture);
 });
 
 after(async () => {
-  await sources?.close();
-  await dbs?.drop();
+  await fixture?.close();
 });
 
-const run = <T>(fn: (...a: never[]) => Promise<T>, arg: unknown): Promise<T> =>
-  new MockActivityEnvironment({ heartbeatTimeoutMs: 5_000 }).run(fn as (a: unknown) => Promise<T>, arg);
+const run = <T>(fn: (...a: never[]) => Promise<T>, arg: unknown): Promise<T> => runActivity(fn as (a: unknown) => Promise<T>, arg, { heartbeatTimeoutMs: 5_000 });
 
 test('a changed comment is found by the sample, its bucket repaired, and the next round passes', async () => {
   const plan = await run<PlanResult>(acts.planRebuild, { catalog: 's', source: 'director', pageSize: 500, workflowId: 'wf-s', firstRunId: 'r1' });

@@ -15,14 +15,16 @@ import * as path from 'node:path';
 import { Client, WorkflowFailedError, WorkflowHandle } from '@temporalio/client';
 import { Pool } from 'pg';
 import format from 'pg-format';
-import { getProgress, pause, RebuildCatalogInput, RebuildCatalogResult, resume, startRebuild, waitForResult } from '../client';
+import { getProgress, pause, RebuildCatalogInput, RebuildCatalogResult, resume, startRebuild } from '../client';
 import { createActivities } from '../activities';
 import { createPool } from '../lib/db';
-import { createDatabase, databaseUrl, dropDatabase, resolveAdminUrl } from '../lib/env/postgres';
+import { createDatabase, databaseUrl, dropDatabase, resolveAdminUrl } from '../dev/env/postgres';
 import { NothingToRollBackError, rollbackCatalog } from '../lib/catalog';
-import { generateBareosSource } from '../lib/sources/bareos-generator';
+import { generateBareosSource } from '../dev/bareos-generator';
 import { SourceRegistry } from '../lib/sources';
-import { compareCatalogToSource, privateTemporal, runCliProcess, spawnWorker, temporalClient, testEnv, uniqueQueue, WorkerProcess } from './helpers/harness';
+import { compareCatalogToSource, privateTemporal, runCliProcess, spawnWorker, temporalClient, testEnv, uniqueQueue, WorkerProcess } from '../dev/harness/harness';
+import { rebuildResult, serverTimezone, workerOutputs } from '../dev/harness/fixture';
+import { sleep, waitFor } from '../dev/harness/wait';
 
 const SOURCES = ['repair', 'unreadable', 'delta', 'shrink', 'rollback'] as const;
 type SourceName = (typeof SOURCES)[number];
@@ -61,7 +63,7 @@ before(async () => {
     sourcePools[s] = createPool(urls[s], { applicationName: 'catalog-rebuild:test', max: 3 });
   }
   await Promise.all(SOURCES.map((s, i) => generateBareosSource({ databaseUrl: urls[s], jobs: JOBS[s], seed: 40 + i })));
-  serverTz = (await sourcePools.repair.query<{ tz: string }>(`SELECT current_setting('TimeZone') AS tz`)).rows[0].tz;
+  serverTz = await serverTimezone(sourcePools.repair);
 
   // A login role that may read the `unreadable` source's tables (test 2 revokes it mid-rebuild).
   readerRole = `${dbBase}_reader`;
@@ -108,22 +110,6 @@ after(async () => {
 // ---------------------------------------------------------------------------------------------
 // Helpers
 
-/** Polls `fn` until it returns a truthy value. */
-async function waitFor<T>(what: string, fn: () => Promise<T | null | undefined | false>, timeoutMs = 60_000, intervalMs = 50): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let lastError: unknown;
-  for (;;) {
-    try {
-      const v = await fn();
-      if (v) return v;
-    } catch (err) {
-      lastError = err;
-    }
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${lastError ? `: ${(lastError as Error).message}` : ''}`);
-    await new Promise((r) => setTimeout(r, intervalMs));
-  }
-}
-
 /** Starts a rebuild through the client library on the main (or given) task queue. */
 async function start(catalog: string, source: string, input: Partial<RebuildCatalogInput> = {}, taskQueue = mainQueue): Promise<WorkflowHandle> {
   const { handle } = await startRebuild(client, { catalog, source, pageSize: 500, ...input }, { taskQueue });
@@ -132,19 +118,7 @@ async function start(catalog: string, source: string, input: Partial<RebuildCata
 }
 
 /** The rebuild's result within a deadline; the workers' output on failure to end. */
-async function result(handle: WorkflowHandle, timeoutMs = 90_000): Promise<RebuildCatalogResult> {
-  let timer: NodeJS.Timeout | undefined;
-  try {
-    return await Promise.race([
-      waitForResult(handle),
-      new Promise<never>((_, reject) => {
-        timer = setTimeout(() => reject(new Error(`rebuild did not end within ${timeoutMs} ms\n${workers.map((w) => w.output().slice(-3000)).join('\n')}`)), timeoutMs);
-      }),
-    ]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
+const result = (handle: WorkflowHandle, timeoutMs = 90_000): Promise<RebuildCatalogResult> => rebuildResult(handle, timeoutMs, () => workerOutputs(workers));
 
 /** The failure a rebuild ended with (asserts that it failed); root cause message. */
 async function failure(handle: WorkflowHandle): Promise<string> {
@@ -216,7 +190,7 @@ function readerLoop(catalog: string): { stop(): Promise<Snapshot[]> } {
   const loop = (async () => {
     while (running) {
       seen.push(await readActive(catalog));
-      await new Promise((r) => setTimeout(r, 15));
+      await sleep(15);
     }
   })();
   return {
@@ -360,7 +334,7 @@ test('an unreadable bucket fails the rebuild naming it (never counted as empty);
   let victim: { jobid: string; bucket: string; realendtime: string } | undefined;
   try {
     const h = await start(catalog, 'unreadable', { concurrency: 1 }, slowQueue);
-    await waitFor('the last page to sleep in its transaction', slowPageSleeping, 60_000, 25);
+    await waitFor('the last page to sleep in its transaction', slowPageSleeping, { intervalMs: 25 });
     const p = await getProgress(h);
     assert.equal(p.pagesDone, SLOW_PAGE.pageNo - 1, 'every other page committed');
     const v2 = p.versionId!;
@@ -406,7 +380,7 @@ test('an unreadable bucket fails the rebuild naming it (never counted as empty);
   // bucket can be read, so every bucket is unreadable, none is counted as empty, nothing is repaired.
   try {
     const h = await start(catalog, 'unreadable-ro', { concurrency: 1 }, slowQueue);
-    await waitFor('the last page to sleep in its transaction', slowPageSleeping, 60_000, 25);
+    await waitFor('the last page to sleep in its transaction', slowPageSleeping, { intervalMs: 25 });
     const v3 = (await getProgress(h)).versionId!;
     await sourcePools.unreadable.query(format('REVOKE SELECT ON job FROM %I', readerRole));
     const message = await failure(h);
@@ -591,9 +565,9 @@ test('retention 1 keeps exactly two versions with rows; rollback re-activates th
   assert.deepEqual(await readActive(catalog), s3);
 
   const reader = readerLoop(catalog);
-  await new Promise((r) => setTimeout(r, 1_000));
+  await sleep(1_000);
   const rb = await rollbackCatalog(catalogPool, catalog);
-  await new Promise((r) => setTimeout(r, 1_000));
+  await sleep(1_000);
   const seen = await reader.stop();
   assert.deepEqual(rb, { catalog, versionId: v2, replacedVersionId: v3 });
   let switched = false;
@@ -632,7 +606,7 @@ test('retention 1 keeps exactly two versions with rows; rollback re-activates th
         `SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND query LIKE 'ALTER TABLE job DETACH PARTITION%' AND wait_event_type = 'Lock'`,
       );
       return !!rowCount;
-    }, 4_000, 10);
+    }, { timeoutMs: 4_000, intervalMs: 10 });
     const rowsKept = await tableExists(v2);
     const statusWhileDetaching = (await statuses(catalog))[v2];
     const rolledBack = await rollbackCatalog(catalogPool, catalog).catch((e: unknown) => e);

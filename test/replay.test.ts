@@ -9,8 +9,9 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { bundleWorkflowCode, DefaultLogger, Runtime, Worker } from '@temporalio/worker';
+import { DefaultLogger, Runtime, Worker } from '@temporalio/worker';
 import { projectRoot } from '../lib/paths';
+import { loadWorkflowBundle } from '../worker/bundle';
 
 Runtime.install({ logger: new DefaultLogger('WARN') });
 
@@ -21,7 +22,7 @@ const files = Object.keys(index).map((name) => `${name}.json`).sort();
 
 test('recorded histories replay against the current workflow code', async () => {
   assert.ok(files.length >= 9, `expected at least 9 recorded histories in ${dir}, found ${files.length}`);
-  const workflowBundle = await bundleWorkflowCode({ workflowsPath: require.resolve('../workflows'), logger: new DefaultLogger('WARN') });
+  const workflowBundle = await loadWorkflowBundle(); // what workers run: the prebuilt bundle
   const histories = files.map((f) => ({ workflowId: index[f.replace(/\.json$/, '')], history: JSON.parse(fs.readFileSync(path.join(dir, f), 'utf8')) }));
   const results = [];
   for await (const r of Worker.runReplayHistories({ workflowBundle }, histories)) results.push(r);

@@ -18,10 +18,11 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { Pool } from 'pg';
 import { createPool } from '../lib/db';
-import { createDatabase, dropDatabase } from '../lib/env/postgres';
+import { createDatabase, dropDatabase } from '../dev/env/postgres';
 import { projectRoot } from '../lib/paths';
-import { compareCatalogToSource } from '../lib/verify';
-import { privateTemporal, runCliAsync, spawnWorker, testDatabases, TestDatabases, testEnv, uniqueQueue, WorkerProcess } from './helpers/harness';
+import { compareCatalogToSource } from '../dev/verify';
+import { privateTemporal, runCliAsync, spawnWorker, testDatabases, TestDatabases, testEnv, uniqueQueue, WorkerProcess } from '../dev/harness/harness';
+import { withDeadline } from '../dev/harness/wait';
 
 const fixture = (name: string): string => fs.readFileSync(path.join(projectRoot(), 'test', 'fixtures', name), 'utf8');
 
@@ -178,16 +179,8 @@ function dbNameOf(url: string): string {
 }
 
 /** Runs the CLI without blocking the event loop (worker output pipes keep draining), with a deadline. */
-async function cli(args: string[], extra: Record<string, string> = {}, timeoutMs = 240_000): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  let timer: NodeJS.Timeout | undefined;
-  const deadline = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`catalog-rebuild ${args.join(' ')} did not finish within ${timeoutMs} ms`)), timeoutMs);
-  });
-  try {
-    return await Promise.race([runCliAsync(args, { ...env, ...extra }), deadline]);
-  } finally {
-    clearTimeout(timer);
-  }
+function cli(args: string[], extra: Record<string, string> = {}, timeoutMs = 240_000): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return withDeadline(runCliAsync(args, { ...env, ...extra }), timeoutMs, () => `catalog-rebuild ${args.join(' ')} did not finish within ${timeoutMs} ms`);
 }
 
 async function activeVersion(catalog: string): Promise<string> {

@@ -17,7 +17,8 @@ import { readListingBytes } from '../lib/sources/staged';
 import { jobRowSchema, plainlyValid, validateRows } from '../lib/validate';
 import { ReadRow } from '../lib/sources/types';
 import { projectRoot } from '../lib/paths';
-import { privateTemporal, runCliProcess, spawnWorker, testDatabases, TestDatabases, testEnv, uniqueQueue, WorkerProcess } from './helpers/harness';
+import { privateTemporal, runCliProcess, spawnWorker, testDatabases, TestDatabases, testEnv, uniqueQueue, WorkerProcess } from '../dev/harness/harness';
+import { sleep } from '../dev/harness/wait';
 
 const fixture = (name: string) => path.join(projectRoot(), 'test', 'fixtures', name);
 const RESTIC_MANUAL = fixture('restic_doc_snapshots_json_manual_rest.json');
@@ -218,12 +219,12 @@ describe('listing edge cases (no services)', () => {
       await assert.rejects(readListingBytes('fleet', { kind: 'restic-json', command: ['bash', '-c', script], commandTimeoutMs: 1500 }), /source fleet: listing command bash timed out after 1500 ms/);
       assert.ok(Date.now() - started < 5_000, `gave up after ${Date.now() - started} ms`);
     }
-    await new Promise((r) => setTimeout(r, 200));
+    await sleep(200);
     const left = spawnSync('pgrep', ['-f', marker], { encoding: 'utf8' });
     assert.equal(left.stdout.trim(), '', 'no process of the command is left');
     const ok = await readListingBytes('fleet', { kind: 'restic-json', command: ['bash', '-c', `echo '[]'; (exec -a ${marker} sleep 300) &`] });
     assert.equal(ok.toString(), '[]\n');
-    await new Promise((r) => setTimeout(r, 200));
+    await sleep(200);
     assert.equal(spawnSync('pgrep', ['-f', marker], { encoding: 'utf8' }).stdout.trim(), '', 'a process left behind by a finished command is killed');
   });
 

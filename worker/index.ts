@@ -5,23 +5,28 @@
 import * as os from 'node:os';
 import { Client, Connection } from '@temporalio/client';
 import { loadClientConnectConfig } from '@temporalio/envconfig';
-import { bundleWorkflowCode, DefaultLogger, NativeConnection, Worker, WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import { NativeConnection, Worker, WorkflowBundleOption } from '@temporalio/worker';
 import { createActivities, PageHooks } from '../activities';
 import { Config, getSource, loadConfig, redactUrl, taskQueue as defaultTaskQueue } from '../lib/config';
 import { createPool, migrate } from '../lib/db';
 import { ConfigError } from '../lib/errors';
 import { SourceRegistry } from '../lib/sources';
 import { startHealthServer } from './health';
+import { loadWorkflowBundle } from './bundle';
 import { REQUIRED_SEARCH_ATTRIBUTES } from '../workflows/search-attributes';
 import { installMetricsRuntime, runtimePageMetrics } from './metrics';
 
 /** Build id of this worker (package version, or CATALOG_REBUILD_BUILD_ID), recorded on events. */
 export const BUILD_ID = process.env.CATALOG_REBUILD_BUILD_ID || `catalog-rebuild@${require('../../package.json').version}`;
 
-let bundle: Promise<WorkflowBundleWithSourceMap> | undefined;
-/** Bundles the workflow code once per process. */
-export function workflowBundle(): Promise<WorkflowBundleWithSourceMap> {
-  bundle ??= bundleWorkflowCode({ workflowsPath: require.resolve('../workflows'), logger: new DefaultLogger('WARN') });
+let bundle: Promise<WorkflowBundleOption> | undefined;
+/**
+ * The workflow code, once per process: the prebuilt `dist/workflow-bundle.js` written by
+ * `npm run build`, or (when it is missing or older than the compiled workflows) bundled in this
+ * process, which is announced in the worker's output.
+ */
+export function workflowBundle(): Promise<WorkflowBundleOption> {
+  bundle ??= loadWorkflowBundle();
   return bundle;
 }
 

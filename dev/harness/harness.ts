@@ -10,20 +10,25 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { Pool } from 'pg';
-import { ensureTemporalCli } from '../../lib/env/temporal-cli';
-import { DevServer, freePort, startDevServer } from '../../lib/env/dev-server';
-import { createDatabase, dropDatabase, resolveAdminUrl } from '../../lib/env/postgres';
+import { ensureTemporalCli } from '../env/temporal-cli';
+import { DevServer, freePort, startDevServer } from '../env/dev-server';
+import { createDatabase, dropDatabase, resolveAdminUrl } from '../env/postgres';
 import { projectRoot } from '../../lib/paths';
 import { createPool } from '../../lib/db';
-import { compareCatalogToSource as compareInSql } from '../../lib/verify';
+import { compareCatalogToSource as compareInSql } from '../verify';
 
-/** A private Temporal dev server for one test file. */
-export async function privateTemporal(opts: { dbFile?: string; port?: number } = {}): Promise<DevServer & { dir: string; dbFile: string; port: number; cli: string }> {
+/**
+ * A private Temporal dev server for one test file (headless, on a free port unless `port` is given,
+ * with the search attributes unless `searchAttributes: false`).
+ */
+export async function privateTemporal(
+  opts: { dbFile?: string; port?: number; searchAttributes?: boolean } = {},
+): Promise<DevServer & { dir: string; dbFile: string; port: number; cli: string }> {
   const cli = ensureTemporalCli();
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'catalog-rebuild-temporal-'));
   const port = opts.port ?? (await freePort());
   const dbFile = opts.dbFile ?? path.join(dir, 'temporal.db');
-  const server = await startDevServer({ cli, port, uiPort: 0, dbFile, logFile: path.join(dir, 'server.log'), headless: true });
+  const server = await startDevServer({ cli, port, uiPort: 0, dbFile, logFile: path.join(dir, 'server.log'), headless: true, searchAttributes: opts.searchAttributes });
   return { ...server, dir, dbFile, port, cli };
 }
 
@@ -93,9 +98,14 @@ export interface WorkerProcess {
   exited: Promise<number | null>;
 }
 
-/** Spawns `node dist/dev/test-worker.js` detached; resolves once it polls. */
-export async function spawnWorker(env: NodeJS.ProcessEnv): Promise<WorkerProcess> {
-  const child = spawn(process.execPath, [path.join(projectRoot(), 'dist/dev/test-worker.js')], {
+/**
+ * Spawns a worker detached and resolves once it polls: by default the test worker entry
+ * (`dist/dev/test-worker.js`, which adds the page hooks of `CATALOG_REBUILD_FAULTS`); with
+ * `{ entry: 'product' }` the product's `dist/worker/main.js`, as benchmarks measure it.
+ */
+export async function spawnWorker(env: NodeJS.ProcessEnv, opts: { entry?: 'test' | 'product' } = {}): Promise<WorkerProcess> {
+  const entry = opts.entry === 'product' ? 'dist/worker/main.js' : 'dist/dev/test-worker.js';
+  const child = spawn(process.execPath, [path.join(projectRoot(), entry)], {
     env,
     detached: true,
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -111,7 +121,7 @@ export async function spawnWorker(env: NodeJS.ProcessEnv): Promise<WorkerProcess
         resolve();
       }
     }, 50);
-    exited.then((code) => {
+    void exited.then((code) => {
       clearInterval(t);
       reject(new Error(`worker exited with ${code} before polling:\n${out}`));
     });

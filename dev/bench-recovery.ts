@@ -12,11 +12,11 @@
  */
 import { Command } from 'commander';
 import { getProgress, startRebuild, waitForResult } from '../client';
-import { generateBareosSource } from '../lib/sources/bareos-generator';
+import { generateBareosSource } from './bareos-generator';
 import { LIMITS } from '../workflows/definitions';
-import { compareCatalogToSource, privateTemporal, temporalClient, testDatabases, testEnv, uniqueQueue, writeConfig } from '../test/helpers/harness';
-import { events, killInsidePageTransaction, ledger, median, pageAttempts, waitFor, WorkerFleet } from '../test/helpers/faults';
-
+import { compareCatalogToSource, privateTemporal, temporalClient, testDatabases, testEnv, uniqueQueue, writeConfig } from './harness/harness';
+import { events, killInsidePageTransaction, ledger, median, pageAttempts, WorkerFleet } from './harness/faults';
+import { waitFor } from './harness/wait';
 
 interface KillRecord {
   n: number;

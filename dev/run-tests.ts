@@ -6,8 +6,8 @@
 import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { ensureTemporalCli } from '../lib/env/temporal-cli';
-import { resolveAdminUrl } from '../lib/env/postgres';
+import { ensureTemporalCli } from './env/temporal-cli';
+import { resolveAdminUrl } from './env/postgres';
 import { projectRoot } from '../lib/paths';
 
 function testFiles(dir: string, only: string[]): string[] {

@@ -2,7 +2,7 @@
  * gen-bareos: fills a PostgreSQL database with a deterministic, realistic Bareos director
  * catalog (client, pool, fileset, job), for tests, demos and benches.
  *
- *   node dist/scripts/gen-bareos.js --jobs 200000 [--seed 1] [--database URL]
+ *   node dist/dev/gen-bareos.js --jobs 200000 [--seed 1] [--database URL]
  *        [--end-date YYYY-MM-DD] [--clients 40]
  *
  * The database defaults to $DATABASE_URL and is created (via the `postgres` database of the
@@ -11,7 +11,7 @@
 import { Command, InvalidArgumentError } from 'commander';
 import { Client } from 'pg';
 import format from 'pg-format';
-import { generateBareosSource } from '../lib/sources/bareos-generator';
+import { generateBareosSource } from './bareos-generator';
 
 /** Commander parser for an integer option value at least `min`. */
 function integerAtLeast(min: number): (value: string) => number {

@@ -9,28 +9,7 @@ import * as os from 'node:os';
 import { Pool } from 'pg';
 import format from 'pg-format';
 import { spawnWorker, WorkerProcess } from './harness';
-
-/** Polls `fn` every `intervalMs` until it returns a value other than undefined/false/null. */
-export async function waitFor<T>(
-  what: string,
-  fn: () => Promise<T | undefined | null | false> | T | undefined | null | false,
-  opts: { timeoutMs?: number; intervalMs?: number } = {},
-): Promise<T> {
-  const deadline = Date.now() + (opts.timeoutMs ?? 60_000);
-  let lastError: unknown;
-  for (;;) {
-    try {
-      const v = await fn();
-      if (v !== undefined && v !== null && v !== false) return v;
-    } catch (err) {
-      lastError = err;
-    }
-    if (Date.now() > deadline) {
-      throw new Error(`timed out after ${opts.timeoutMs ?? 60_000} ms waiting for ${what}${lastError ? `: ${(lastError as Error).message}` : ''}`);
-    }
-    await new Promise((r) => setTimeout(r, opts.intervalMs ?? 100));
-  }
-}
+import { waitFor, within } from './wait';
 
 /** A spawned worker with the identity it records in the ledger and events (`<pid>@<hostname>`). */
 export interface FleetWorker extends WorkerProcess {
@@ -94,7 +73,7 @@ export class WorkerFleet {
       }
       w.kill('SIGKILL');
     }
-    await Promise.all(this.all.map((w) => Promise.race([w.exited, new Promise((r) => setTimeout(r, 10_000))])));
+    await Promise.all(this.all.map((w) => within(w.exited, 10_000)));
   }
 
   /** Output of every worker, for failure messages. */

@@ -24,6 +24,8 @@ export interface DevServerOptions {
   headless?: boolean;
   /** Leave the server running after this process exits (own process group). */
   detached?: boolean;
+  /** Create the CatalogName and RebuildPhase search attributes (default true). */
+  searchAttributes?: boolean;
 }
 
 /** A started dev server. */
@@ -83,7 +85,7 @@ export async function waitForTemporal(address: string, timeoutMs = 60_000): Prom
 
 /**
  * Starts `temporal server start-dev` on 127.0.0.1 with CatalogName and RebuildPhase keyword search
- * attributes and waits until it answers.
+ * attributes (unless `searchAttributes: false`) and waits until it answers.
  * @throws Error with the server log's tail when it does not come up.
  */
 export async function startDevServer(o: DevServerOptions): Promise<DevServer> {
@@ -98,13 +100,10 @@ export async function startDevServer(o: DevServerOptions): Promise<DevServer> {
     String(o.port),
     '--db-filename',
     o.dbFile,
-    '--search-attribute',
-    'CatalogName=Keyword',
-    '--search-attribute',
-    'RebuildPhase=Keyword',
     '--log-level',
     'warn',
   ];
+  if (o.searchAttributes ?? true) args.push('--search-attribute', 'CatalogName=Keyword', '--search-attribute', 'RebuildPhase=Keyword');
   if (o.headless) args.push('--headless');
   else args.push('--ui-port', String(o.uiPort), '--ui-ip', '127.0.0.1', '--ui-disable-news-fetch');
   const out = fs.openSync(o.logFile, 'a');

@@ -1,6 +1,6 @@
 /** A local Temporal test environment on the installed Temporal CLI (free ports, search attributes registered). */
 import { TestWorkflowEnvironment } from '@temporalio/testing';
-import { ensureTemporalCli } from '../../lib/env/temporal-cli';
+import { ensureTemporalCli } from '../env/temporal-cli';
 import { CatalogNameKey, RebuildPhaseKey } from '../../workflows/search-attributes';
 
 /** Starts `temporal server start-dev` through @temporalio/testing with the project's CLI binary. */

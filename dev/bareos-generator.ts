@@ -1,7 +1,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { Client } from 'pg';
-import { projectRoot } from '../paths';
+import { projectRoot } from '../lib/paths';
 
 /**
  * Deterministic generator of a realistic Bareos director catalog (`client`, `pool`,
@@ -916,7 +916,7 @@ function pickClients(clients: ClientProfile[], roles: string[], fallback: number
 }
 
 /**
- * Creates (if missing) the Bareos catalog tables of `lib/sources/bareos-schema.sql` in the
+ * Creates (if missing) the Bareos catalog tables of `dev/bareos-schema.sql` in the
  * target database, empties `job`, `client`, `pool` and `fileset` (TRUNCATE ... RESTART
  * IDENTITY) and fills them with a deterministic, realistic director history of exactly
  * `opts.jobs` jobs ending on `opts.endDate` (see the module comment for the model).
@@ -983,7 +983,7 @@ export async function generateBareosSource(opts: GenerateBareosOptions): Promise
     }
   }
 
-  const schema = fs.readFileSync(path.join(projectRoot(), 'lib/sources/bareos-schema.sql'), 'utf8');
+  const schema = fs.readFileSync(path.join(projectRoot(), 'dev/bareos-schema.sql'), 'utf8');
   const fmt = new TimeFormat();
   const client = new Client({ connectionString: opts.databaseUrl, application_name: 'catalog-rebuild-gen' });
   await client.connect();

@@ -1,0 +1,54 @@
+/**
+ * Activities without Temporal: fresh databases with a generated Bareos source, the catalog schema,
+ * the activities built over them, and one call of an activity in a `MockActivityEnvironment`.
+ */
+import type { Info } from '@temporalio/activity';
+import { MockActivityEnvironment } from '@temporalio/testing';
+import { Activities, createActivities } from '../../activities';
+import type { SourceConfig } from '../../lib/config';
+import { migrate } from '../../lib/db';
+import { SourceRegistry } from '../../lib/sources';
+import { generateBareosSource } from '../bareos-generator';
+import { testDatabases, TestDatabases } from './harness';
+
+/** Databases, sources and activities of one test file; `close()` releases them. */
+export interface ActivityFixture {
+  dbs: TestDatabases;
+  sources: SourceRegistry;
+  acts: Activities;
+  close(): Promise<void>;
+}
+
+/**
+ * Fresh databases (`tag` in their names) with `jobs` generated Bareos jobs (`seed`), the catalog
+ * migrated, and the activities (identity `test@host`). Every source name resolves to `source(dbs)`
+ * (default: the generated Bareos source), called at each lookup so a test may change what it returns.
+ */
+export async function activityFixture(
+  tag: string,
+  o: { jobs: number; seed: number; source?: (dbs: TestDatabases) => SourceConfig },
+): Promise<ActivityFixture> {
+  const dbs = await testDatabases(tag);
+  await generateBareosSource({ databaseUrl: dbs.sourceUrl, jobs: o.jobs, seed: o.seed });
+  await migrate(dbs.catalogPool);
+  const settings = o.source ?? ((d: TestDatabases): SourceConfig => ({ kind: 'bareos', databaseUrl: d.sourceUrl }));
+  const sources = new SourceRegistry(() => settings(dbs));
+  const acts = createActivities({ pool: dbs.catalogPool, sources, identity: 'test@host', buildId: 'test' });
+  return {
+    dbs,
+    sources,
+    acts,
+    async close() {
+      await sources.close().catch(() => undefined);
+      await dbs.drop();
+    },
+  };
+}
+
+/**
+ * Runs one activity call in a fresh `MockActivityEnvironment` (`info` overrides, default heartbeat
+ * timeout 2,000 ms) and returns its result.
+ */
+export function runActivity<I, O>(fn: (input: I) => Promise<O>, input: I, info: Partial<Info> = {}): Promise<O> {
+  return new MockActivityEnvironment({ heartbeatTimeoutMs: 2_000, ...info }).run(fn, input);
+}
