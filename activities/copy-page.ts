@@ -4,6 +4,7 @@
  */
 import { activityInfo, ApplicationFailure, Context, log } from '@temporalio/activity';
 import type { PoolClient } from 'pg';
+import type { PlannedPage } from '../lib/catalog';
 import {
   attemptWorker,
   claimPage,
@@ -11,7 +12,6 @@ import {
   completePage,
   copyOrUpsertRows,
   lockVersion,
-  PlannedPage,
   rangeChecksum,
   readPlanPage,
   recordedPage,
@@ -21,7 +21,8 @@ import {
 } from '../lib/catalog';
 import { cancelOnAbort, withTransaction } from '../lib/db';
 import { FailureType, NotPublishableError } from '../lib/errors';
-import { validateRows, ValidatedRows } from '../lib/validate';
+import type { ValidatedRows } from '../lib/validate';
+import { validateRows } from '../lib/validate';
 import type { CopyPageInput, CopyPageResult } from '../workflows/definitions';
 import type { ActivityContext, PageAttempt } from './context';
 import { guard } from './failures';
@@ -52,7 +53,11 @@ export async function copyPage(ctx: ActivityContext, input: CopyPageInput): Prom
   );
 }
 
-async function copyPageAttempt(ctx: ActivityContext, input: CopyPageInput, progress: AttemptProgress): Promise<CopyPageResult> {
+async function copyPageAttempt(
+  ctx: ActivityContext,
+  input: CopyPageInput,
+  progress: AttemptProgress,
+): Promise<CopyPageResult> {
   const started = Date.now();
   const attempt = activityInfo().attempt;
   const page: PageAttempt = { pageNo: input.pageNo, attempt };
@@ -95,21 +100,33 @@ async function copyPageAttempt(ctx: ActivityContext, input: CopyPageInput, progr
   const signal = Context.current().cancellationSignal;
   if (signal.aborted) {
     log.warn('page given up before writing: activity cancelled', { pageNo: input.pageNo, attempt });
-    throw ApplicationFailure.retryable(`page ${input.pageNo} given up before writing: activity cancelled`, FailureType.PAGE_CANCELLED);
+    throw ApplicationFailure.retryable(
+      `page ${input.pageNo} given up before writing: activity cancelled`,
+      FailureType.PAGE_CANCELLED,
+    );
   }
   const result = await withTransaction(ctx.pool, async (c) => {
     try {
-      return await cancelOnAbort(ctx.pool, c, signal, () => writePage(ctx, c, input, page, plan, checked, previousFailure));
+      return await cancelOnAbort(ctx.pool, c, signal, () =>
+        writePage(ctx, c, input, page, plan, checked, previousFailure),
+      );
     } catch (err) {
       if (signal.aborted) {
-        throw ApplicationFailure.retryable(`page ${input.pageNo} given up while writing: activity cancelled (${(err as Error).message})`, FailureType.PAGE_CANCELLED);
+        throw ApplicationFailure.retryable(
+          `page ${input.pageNo} given up while writing: activity cancelled (${(err as Error).message})`,
+          FailureType.PAGE_CANCELLED,
+        );
       }
       throw err;
     }
   });
   if (!result) {
     const other = await recorded();
-    if (!other) throw ApplicationFailure.retryable(`page ${input.pageNo}: ledger row held by an attempt that did not commit`, FailureType.PAGE_CONFLICT);
+    if (!other)
+      throw ApplicationFailure.retryable(
+        `page ${input.pageNo}: ledger row held by an attempt that did not commit`,
+        FailureType.PAGE_CONFLICT,
+      );
     return other;
   }
   result.durationMs = Date.now() - started;
@@ -133,7 +150,11 @@ async function writePage(
 ): Promise<CopyPageResult | null> {
   const { versionId, pageNo } = input;
   const attempt = page.attempt;
-  const claimed = await claimPage(c, { versionId, pageNo, attempt, firstKey: plan.firstKey, lastKey: plan.lastKey }, ctx.identity);
+  const claimed = await claimPage(
+    c,
+    { versionId, pageNo, attempt, firstKey: plan.firstKey, lastKey: plan.lastKey },
+    ctx.identity,
+  );
   if (!claimed) return null; // another attempt committed: roll back, report its result
   await lockVersion(c, versionId, { mode: 'share', allowed: ['building'] });
   await ctx.hooks?.insideTransaction?.(page, c);
@@ -149,7 +170,11 @@ async function writePage(
       versionId,
       kind: 'rejected',
       message: pageRejectsMessage(pageNo, checked.rejects),
-      details: { pageNo, rejects, first: checked.rejects.slice(0, 5).map((r) => ({ jobKey: r.jobKey, jobId: r.jobId, reason: r.reason })) },
+      details: {
+        pageNo,
+        rejects,
+        first: checked.rejects.slice(0, 5).map((r) => ({ jobKey: r.jobKey, jobId: r.jobId, reason: r.reason })),
+      },
     });
   }
   if (checked.duplicates) {
@@ -162,7 +187,13 @@ async function writePage(
     });
   }
   const sum = await rangeChecksum(c, versionId, plan.firstKey, plan.lastKey);
-  await completePage(c, versionId, pageNo, { rows: sum.rows, checksum: sum.checksum, rejects, warnings: checked.warnings, duplicates: checked.duplicates });
+  await completePage(c, versionId, pageNo, {
+    rows: sum.rows,
+    checksum: sum.checksum,
+    rejects,
+    warnings: checked.warnings,
+    duplicates: checked.duplicates,
+  });
   return {
     pageNo,
     rows: sum.rows,
@@ -196,7 +227,8 @@ async function describePreviousAttempt(ctx: ActivityContext, input: CopyPageInpu
       if (pending?.lastFailure?.message) failure = pending.lastFailure.message;
       // lastWorkerIdentity is the worker of the attempt now running (this one) once it started:
       // the attempt's own claim row names the previous holder; describe only fills a gap.
-      if (!worker && pending?.lastWorkerIdentity && pending.lastWorkerIdentity !== ctx.identity) worker = pending.lastWorkerIdentity;
+      if (!worker && pending?.lastWorkerIdentity && pending.lastWorkerIdentity !== ctx.identity)
+        worker = pending.lastWorkerIdentity;
     } catch (err) {
       log.warn('could not describe the workflow for the previous attempt', { error: (err as Error).message });
     }
@@ -206,7 +238,13 @@ async function describePreviousAttempt(ctx: ActivityContext, input: CopyPageInpu
     versionId: input.versionId,
     kind: 'page_retry',
     message: pageRetryMessage(input.pageNo, attempt, worker, failure),
-    details: { pageNo: input.pageNo, attempt, lastFailure: failure, lastWorkerIdentity: worker, retriedBy: ctx.identity },
+    details: {
+      pageNo: input.pageNo,
+      attempt,
+      lastFailure: failure,
+      lastWorkerIdentity: worker,
+      retriedBy: ctx.identity,
+    },
   });
   log.warn('page retried', { pageNo: input.pageNo, attempt, lastFailure: failure, lastWorkerIdentity: worker });
   return `${failure} (worker ${worker ?? 'unknown'})`;

@@ -2,6 +2,7 @@
  * Removal of versions' rows, shared by `planRebuild` (abandoned and failed versions) and
  * `retireVersions` (retired versions beyond retention).
  */
+import type { VersionStatus } from '../lib/catalog';
 import {
   deleteStagedRecords,
   deleteVersionRejects,
@@ -9,7 +10,6 @@ import {
   lockCatalogForPublish,
   lockVersionRow,
   markDropped,
-  VersionStatus,
 } from '../lib/catalog';
 import { withTransaction } from '../lib/db';
 import type { ActivityContext } from './context';

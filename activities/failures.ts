@@ -18,7 +18,10 @@ export function toFailure(err: unknown): unknown {
       : ApplicationFailure.create({ message: err.message, type: err.code, nonRetryable: true, cause: err });
   }
   if (isTransientDbError(err)) {
-    return ApplicationFailure.retryable(`transient database error: ${(err as Error).message}`, FailureType.DB_TRANSIENT);
+    return ApplicationFailure.retryable(
+      `transient database error: ${(err as Error).message}`,
+      FailureType.DB_TRANSIENT,
+    );
   }
   const code = (err as { code?: unknown } | null)?.code;
   if (typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code)) {
@@ -64,7 +67,11 @@ export async function readSource<T>(what: string, fn: () => Promise<T>): Promise
     if (err instanceof CatalogRebuildError || err instanceof ApplicationFailure) throw err;
     const code = (err as { code?: unknown } | null)?.code;
     const detail = `${(err as Error)?.message ?? String(err)}${typeof code === 'string' ? ` (${/^[0-9A-Z]{5}$/.test(code) ? 'SQLSTATE ' : ''}${code})` : ''}`;
-    if (isTransientDbError(err)) throw ApplicationFailure.retryable(`${what}: transient source read failure, retrying: ${detail}`, FailureType.DB_TRANSIENT);
+    if (isTransientDbError(err))
+      throw ApplicationFailure.retryable(
+        `${what}: transient source read failure, retrying: ${detail}`,
+        FailureType.DB_TRANSIENT,
+      );
     throw new SourceUnreadable(what, detail, { cause: err });
   }
 }

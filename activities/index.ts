@@ -18,7 +18,14 @@ import type {
   RetireVersionsResult,
   SealVersionInput,
 } from '../workflows/activity-types';
-import type { CopyPageInput, CopyPageResult, PlanResult, ReconcileSummary, RepairBucketInput, RepairBucketResult } from '../workflows/definitions';
+import type {
+  CopyPageInput,
+  CopyPageResult,
+  PlanResult,
+  ReconcileSummary,
+  RepairBucketInput,
+  RepairBucketResult,
+} from '../workflows/definitions';
 import type { ActivityContext, PageHooks } from './context';
 import { copyPage } from './copy-page';
 import { planRebuild } from './plan-rebuild';

@@ -11,7 +11,10 @@ export function describeRejects(rejects: Pick<RejectRecord, 'jobKey' | 'jobId' |
   return (
     rejects
       .slice(0, limit)
-      .map((r) => `record ${r.jobKey}${r.jobId && r.jobId !== r.jobKey ? ` (${r.jobId.length > 16 ? `${r.jobId.slice(0, 12)}…` : r.jobId})` : ''}: ${r.reason}`)
+      .map(
+        (r) =>
+          `record ${r.jobKey}${r.jobId && r.jobId !== r.jobKey ? ` (${r.jobId.length > 16 ? `${r.jobId.slice(0, 12)}…` : r.jobId})` : ''}: ${r.reason}`,
+      )
       .join('; ') + (rejects.length > limit ? '; …' : '')
   );
 }
@@ -52,7 +55,10 @@ export function pageRetryMessage(pageNo: number, attempt: number, worker: string
 }
 
 /** The `rejected` event of a page: how many records were quarantined and the first reasons. */
-export function pageRejectsMessage(pageNo: number, rejects: Pick<RejectRecord, 'jobKey' | 'jobId' | 'reason'>[]): string {
+export function pageRejectsMessage(
+  pageNo: number,
+  rejects: Pick<RejectRecord, 'jobKey' | 'jobId' | 'reason'>[],
+): string {
   return `page ${pageNo}: ${rejects.length} source records quarantined: ${describeRejects(rejects)}`;
 }
 
@@ -81,7 +87,10 @@ export function warningsNote(w: ReconcileWarnings): string {
   }
   const dst = w.dst;
   if (dst && 'error' in dst) parts.push(`DST counts unavailable: ${dst.error}`);
-  else if (dst && (dst.nonexistent || dst.ambiguous)) parts.push(`${dst.nonexistent} nonexistent and ${dst.ambiguous} ambiguous start times at DST changes in ${dst.zone}`);
+  else if (dst && (dst.nonexistent || dst.ambiguous))
+    parts.push(
+      `${dst.nonexistent} nonexistent and ${dst.ambiguous} ambiguous start times at DST changes in ${dst.zone}`,
+    );
   if (w.duplicateRecords) parts.push(`${w.duplicateRecords} repeated job ids dropped`);
   return parts.length ? `; warnings: ${parts.join('; ')}` : '';
 }
@@ -121,7 +130,12 @@ export function reconciledMessage(o: ReconcileOutcome, w: ReconcileWarnings): st
 }
 
 /** The `unreadable` message of a round whose source could not be read: every catalog bucket is named unreadable, none counted as empty. */
-export function sourceUnreadableMessage(round: number, source: string, catalogBuckets: (string | null)[], detail: string): string {
+export function sourceUnreadableMessage(
+  round: number,
+  source: string,
+  catalogBuckets: (string | null)[],
+  detail: string,
+): string {
   const dated = catalogBuckets.filter((b): b is string => b !== null);
   const span = dated.length ? `${dated[0]} … ${dated[dated.length - 1]}` : 'none';
   return (
@@ -134,7 +148,13 @@ export function sourceUnreadableMessage(round: number, source: string, catalogBu
  * The failure of a rebuild whose quarantined records exceed the source's `maxRejects`: the first
  * reasons, where every record is kept, and the two ways out.
  */
-export function rejectThresholdMessage(f: { source: string; versionId: string; rejects: number; maxRejects: number; sample: RejectSampleRow[] }): string {
+export function rejectThresholdMessage(f: {
+  source: string;
+  versionId: string;
+  rejects: number;
+  maxRejects: number;
+  sample: RejectSampleRow[];
+}): string {
   const reasons = describeRejects(f.sample.map((r) => ({ jobKey: r.job_key, jobId: r.job_id, reason: r.reason })));
   return (
     `${f.rejects} source records of ${f.source} are quarantined, more than the threshold of ${f.maxRejects}: ${reasons}. ` +
@@ -177,7 +197,13 @@ export function renumberedNote(renumbered: { jobs: RenumberedJob[]; truncated: b
 }
 
 /** The shrink guard's refusal: which buckets lost how many jobs (first 62), and how to publish anyway. */
-export function shrinkGuardMessage(f: { shrunk: ShrunkBucket[]; share: number; minJobs: number; previousVersionId: string; renumberedNote: string }): string {
+export function shrinkGuardMessage(f: {
+  shrunk: ShrunkBucket[];
+  share: number;
+  minJobs: number;
+  previousVersionId: string;
+  renumberedNote: string;
+}): string {
   const names = f.shrunk.map((r) => `${r.bucket} (${r.before} → ${r.after})`);
   return (
     `shrink guard: ${f.shrunk.length} buckets lost more than ${Math.round(f.share * 100)}% and at least ${f.minJobs} jobs compared with active version ${f.previousVersionId}: ` +
@@ -186,6 +212,11 @@ export function shrinkGuardMessage(f: { shrunk: ShrunkBucket[]; share: number; m
 }
 
 /** The `published` event's message. */
-export function publishedMessage(versionId: string, previousVersionId: string | null, allowShrink: boolean, note: string): string {
+export function publishedMessage(
+  versionId: string,
+  previousVersionId: string | null,
+  allowShrink: boolean,
+  note: string,
+): string {
   return `version ${versionId} published${previousVersionId ? `, replacing version ${previousVersionId}` : ''}${allowShrink ? ' (shrink allowed)' : ''}${note}`;
 }

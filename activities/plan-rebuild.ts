@@ -82,7 +82,12 @@ async function storePlan(
   await lockCatalogForPublish(c, input.catalog);
   if (await planExists(c, input.workflowId, input.firstRunId)) return null;
   for (const stale of await abandonSupersededVersions(c, input.catalog)) {
-    await ctx.events.record(c, { catalog: input.catalog, versionId: stale, kind: 'abandoned', message: supersededMessage(stale) });
+    await ctx.events.record(c, {
+      catalog: input.catalog,
+      versionId: stale,
+      kind: 'abandoned',
+      message: supersededMessage(stale),
+    });
   }
   const versionId = await insertVersion(c, {
     catalog: input.catalog,
@@ -125,5 +130,11 @@ async function storePlan(
       ...(prepared.snapshot ? { snapshotSha256: prepared.snapshot, duplicateRecords: prepared.duplicates } : {}),
     },
   });
-  return { versionId, pagesTotal: firstKeys.length, sourceRows: wm.rows, watermark: { jobKey: wm.maxKey, time: wm.time }, timezone };
+  return {
+    versionId,
+    pagesTotal: firstKeys.length,
+    sourceRows: wm.rows,
+    watermark: { jobKey: wm.maxKey, time: wm.time },
+    timezone,
+  };
 }

@@ -4,6 +4,7 @@
  */
 import { log } from '@temporalio/activity';
 import type { PoolClient } from 'pg';
+import type { RenumberedJob } from '../lib/catalog';
 import {
   activeVersionId,
   flipActive,
@@ -12,7 +13,6 @@ import {
   lockCatalogForPublish,
   lockVersionRow,
   renumberedJobs,
-  RenumberedJob,
   requireVersionStatus,
   retireVersion,
   shrunkBuckets,
@@ -56,7 +56,11 @@ export async function publishVersion(ctx: ActivityContext, input: PublishVersion
  * Job names whose job id changed between the active version and the new one (a source re-created
  * from volumes renumbers jobs). A report only: a failure never blocks the publish.
  */
-async function compareJobIds(ctx: ActivityContext, input: PublishVersionInput, activeBefore: string | null): Promise<Renumbering> {
+async function compareJobIds(
+  ctx: ActivityContext,
+  input: PublishVersionInput,
+  activeBefore: string | null,
+): Promise<Renumbering> {
   if (!activeBefore || activeBefore === input.versionId) return { renumbered: null, error: null };
   try {
     return { renumbered: await renumberedJobs(ctx.pool, activeBefore, input.versionId), error: null };
@@ -76,10 +80,12 @@ async function publishInTransaction(
 ): Promise<PublishVersionResult> {
   await lockCatalogForPublish(c, input.catalog);
   const row = await lockVersionRow(c, input.versionId, 'update');
-  if (row?.catalog !== input.catalog) throw new NotPublishableError(`version ${input.versionId} is not a version of catalog ${input.catalog}`);
+  if (row?.catalog !== input.catalog)
+    throw new NotPublishableError(`version ${input.versionId} is not a version of catalog ${input.catalog}`);
   if (row.status === 'active') return { previousVersionId: await latestRetiredVersionId(c, input.catalog) }; // a retry after commit
   requireVersionStatus(input.versionId, row.status, ['verifying', 'building']);
-  if (!(await latestReconciliationPassed(c, input.versionId))) throw new NotPublishableError(`version ${input.versionId} has no passing reconciliation`);
+  if (!(await latestReconciliationPassed(c, input.versionId)))
+    throw new NotPublishableError(`version ${input.versionId} has no passing reconciliation`);
   const previous = await activeVersionId(c, input.catalog, { forUpdate: true });
   let { renumbered, error } = renumbering;
   if (previous !== activeBefore) {
@@ -91,7 +97,10 @@ async function publishInTransaction(
     const share = input.shrinkShare ?? SHRINK_SHARE;
     const minJobs = input.shrinkMinJobs ?? SHRINK_MIN_JOBS;
     const shrunk = await shrunkBuckets(c, previous, input.versionId, { minJobs, share });
-    if (shrunk.length) throw new NotPublishableError(shrinkGuardMessage({ shrunk, share, minJobs, previousVersionId: previous, renumberedNote: note }));
+    if (shrunk.length)
+      throw new NotPublishableError(
+        shrinkGuardMessage({ shrunk, share, minJobs, previousVersionId: previous, renumberedNote: note }),
+      );
   }
   await flipActive(c, input.catalog, input.versionId);
   if (previous) await retireVersion(c, previous);

@@ -3,7 +3,8 @@
  * catalog's (counts, then fingerprints), and sampled catalog records against the source's field by
  * field. Buckets are named by date, `none` for jobs without a start time.
  */
-import { BucketStat, JOB_COLUMNS, SourceRow } from '../lib/sources/types';
+import type { BucketStat, SourceRow } from '../lib/sources/types';
+import { JOB_COLUMNS } from '../lib/sources/types';
 
 /** A bucket that differs, with both sides' job counts and why. */
 export interface MismatchedBucket {
@@ -30,7 +31,11 @@ export function bucketName(bucket: string | null): string {
  * bucket to repair.
  * @returns the differing buckets sorted by name.
  */
-export function compareBuckets(source: BucketStat[], catalog: BucketStat[], sampleBuckets: Iterable<string> = []): MismatchedBucket[] {
+export function compareBuckets(
+  source: BucketStat[],
+  catalog: BucketStat[],
+  sampleBuckets: Iterable<string> = [],
+): MismatchedBucket[] {
   const srcMap = new Map(source.map((s) => [bucketName(s.bucket), s]));
   const catMap = new Map(catalog.map((s) => [bucketName(s.bucket), s]));
   const mismatched: MismatchedBucket[] = [];
@@ -45,7 +50,12 @@ export function compareBuckets(source: BucketStat[], catalog: BucketStat[], samp
   }
   for (const b of sampleBuckets) {
     if (!mismatched.some((m) => m.bucket === b)) {
-      mismatched.push({ bucket: b, source: srcMap.get(b)?.count ?? 0, catalog: catMap.get(b)?.count ?? 0, reason: 'sample' });
+      mismatched.push({
+        bucket: b,
+        source: srcMap.get(b)?.count ?? 0,
+        catalog: catMap.get(b)?.count ?? 0,
+        reason: 'sample',
+      });
     }
   }
   return mismatched.sort((a, b) => a.bucket.localeCompare(b.bucket));

@@ -22,8 +22,10 @@ import type { ReconcileSummary } from '../workflows/definitions';
 import type { ActivityContext } from './context';
 import { guard, readSource, SourceUnreadable } from './failures';
 import { withHeartbeat } from './heartbeat';
-import { reconciledMessage, ReconcileWarnings, rejectThresholdMessage, sourceUnreadableMessage } from './messages';
-import { bucketName, compareBuckets, compareSample, SampleComparison, sumBytes } from './reconcile-compare';
+import type { ReconcileWarnings } from './messages';
+import { reconciledMessage, rejectThresholdMessage, sourceUnreadableMessage } from './messages';
+import type { SampleComparison } from './reconcile-compare';
+import { bucketName, compareBuckets, compareSample, sumBytes } from './reconcile-compare';
 
 /** Records compared field by field per round unless the input says otherwise. */
 const DEFAULT_SAMPLE_SIZE = 1000;
@@ -98,7 +100,15 @@ async function reconcileRound(ctx: ActivityContext, input: ReconcileInput): Prom
     details: report,
   });
   if (overThreshold) {
-    throw new NotPublishableError(rejectThresholdMessage({ source: input.source, versionId: input.versionId, rejects, maxRejects, sample: rejectRows }));
+    throw new NotPublishableError(
+      rejectThresholdMessage({
+        source: input.source,
+        versionId: input.versionId,
+        rejects,
+        maxRejects,
+        sample: rejectRows,
+      }),
+    );
   }
   return summary;
 }
@@ -118,15 +128,29 @@ async function readSourceStats(
 ): Promise<{ src: BucketStat[]; delta: number }> {
   try {
     const [src, delta] = await Promise.all([
-      readSource(`source ${input.source}`, () => (maxKey ? source.bucketStats(maxKey) : Promise.resolve([] as BucketStat[]))),
+      readSource(`source ${input.source}`, () =>
+        maxKey ? source.bucketStats(maxKey) : Promise.resolve([] as BucketStat[]),
+      ),
       readSource(`source ${input.source}`, () => source.deltaCount(maxKey)),
     ]);
     return { src, delta };
   } catch (err) {
     if (!(err instanceof SourceUnreadable)) throw err;
     const names = cat.map((s) => bucketName(s.bucket));
-    const message = sourceUnreadableMessage(input.round, input.source, cat.map((s) => s.bucket), err.detail);
-    const report = { round: input.round, ok: false, unreadable: names.slice(0, 1000), unreadableCount: names.length, unreadableReason: err.detail, watermarkKey: maxKey };
+    const message = sourceUnreadableMessage(
+      input.round,
+      input.source,
+      cat.map((s) => s.bucket),
+      err.detail,
+    );
+    const report = {
+      round: input.round,
+      ok: false,
+      unreadable: names.slice(0, 1000),
+      unreadableCount: names.length,
+      unreadableReason: err.detail,
+      watermarkKey: maxKey,
+    };
     await saveReconciliation(ctx.pool, input.versionId, input.round, false, report);
     await ctx.events.record(ctx.pool, {
       catalog: input.catalog,
@@ -150,10 +174,17 @@ async function compareSampleWithSource(
   source: JobSource,
   maxKey: string | null,
 ): Promise<SampleComparison & { sampled: number }> {
-  const sample = await sampleCatalogRows(ctx.pool, input.versionId, `${input.versionId}:${input.round}`, input.sampleSize ?? DEFAULT_SAMPLE_SIZE);
+  const sample = await sampleCatalogRows(
+    ctx.pool,
+    input.versionId,
+    `${input.versionId}:${input.round}`,
+    input.sampleSize ?? DEFAULT_SAMPLE_SIZE,
+  );
   if (!sample.length || !maxKey) return { mismatches: 0, diffs: [], buckets: new Set(), sampled: sample.length };
   const keys = sample.map((r) => r.job_key!).sort((a, b) => (BigInt(a) < BigInt(b) ? -1 : 1));
-  const srcRows = await readSource(`${keys.length} sampled jobs of source ${input.source}`, () => source.readKeys(keys)).catch((err: unknown) => {
+  const srcRows = await readSource(`${keys.length} sampled jobs of source ${input.source}`, () =>
+    source.readKeys(keys),
+  ).catch((err: unknown) => {
     throw err instanceof SourceUnreadable ? new NotPublishableError(`round ${input.round}: ${err.message}`) : err;
   });
   return { ...compareSample(sample, srcRows), sampled: sample.length };
@@ -163,7 +194,12 @@ async function compareSampleWithSource(
  * What the round reports without blocking the publish: DST-affected start times (a failure to count
  * them is reported as `{ error }`), unknown codes, and repeated ids dropped.
  */
-async function readWarnings(ctx: ActivityContext, input: ReconcileInput, source: JobSource, maxKey: string | null): Promise<ReconcileWarnings> {
+async function readWarnings(
+  ctx: ActivityContext,
+  input: ReconcileInput,
+  source: JobSource,
+  maxKey: string | null,
+): Promise<ReconcileWarnings> {
   const [dst, unknownCodes, duplicateRecords] = await Promise.all([
     maxKey
       ? readSource(`source ${input.source}`, () => source.dstReport(maxKey)).catch((err: unknown) => {

@@ -2,13 +2,13 @@
  * The `repairBucket` activity: one mismatched bucket re-read from the source at the watermark and
  * made equal in the catalog (design.md G6), in one transaction behind the version fence.
  */
+import type { JobKeyPair } from '../lib/catalog';
 import {
   bucketCountWithRejects,
   bucketJobKeys,
   deleteBucketRejectsExcept,
   deleteJobsById,
   deleteJobsByKey,
-  JobKeyPair,
   loadVersion,
   lockVersion,
   upsertRows,
@@ -17,7 +17,8 @@ import {
 import { withTransaction } from '../lib/db';
 import { NotPublishableError } from '../lib/errors';
 import type { JobSource, SourceRow } from '../lib/sources/types';
-import { validateRows, ValidatedRows } from '../lib/validate';
+import type { ValidatedRows } from '../lib/validate';
+import { validateRows } from '../lib/validate';
 import type { RepairBucketInput, RepairBucketResult } from '../workflows/definitions';
 import type { ActivityContext } from './context';
 import { guard, readSource, SourceUnreadable } from './failures';
@@ -59,19 +60,31 @@ async function repair(ctx: ActivityContext, input: RepairBucketInput): Promise<R
   const { upserted, deleted } = await withTransaction(ctx.pool, async (c) => {
     await lockVersion(c, input.versionId, { mode: 'share', allowed: ['building', 'verifying'] });
     const n = await upsertRows(c, input.versionId, 0, dedupeByJobId([...read.valid, ...moved.valid]));
-    const d = await deleteJobsById(c, input.versionId, gone.map((r) => r.job_id));
+    const d = await deleteJobsById(
+      c,
+      input.versionId,
+      gone.map((r) => r.job_id),
+    );
     const q = await deleteJobsByKey(c, input.versionId, rejectedKeys);
     await deleteBucketRejectsExcept(c, input.versionId, input.bucket, rejectedKeys);
     await writeRejects(c, input.versionId, 0, rejected);
     return { upserted: n, deleted: d + q };
   });
-  const ok = (await bucketCountWithRejects(ctx.pool, input.versionId, input.bucket)) === read.valid.length + read.rejects.length;
+  const ok =
+    (await bucketCountWithRejects(ctx.pool, input.versionId, input.bucket)) === read.valid.length + read.rejects.length;
   const movedCount = moved.valid.length + moved.rejects.length;
   await ctx.events.record(ctx.pool, {
     catalog: input.catalog,
     versionId: input.versionId,
     kind: 'repaired',
-    message: repairedMessage({ bucket: input.bucket, upserted, deleted, moved: movedCount, rejects: rejected.length, ok }),
+    message: repairedMessage({
+      bucket: input.bucket,
+      upserted,
+      deleted,
+      moved: movedCount,
+      rejects: rejected.length,
+      ok,
+    }),
     details: { bucket: input.bucket, upserted, deleted, moved: movedCount, rejects: rejected.length, ok },
   });
   return { bucket: input.bucket, upserted, deleted, ok };
@@ -82,7 +95,12 @@ async function repair(ctx: ActivityContext, input: RepairBucketInput): Promise<R
  * has there, whether their job still exists (then it moved and is read by key) or is gone.
  * @throws NotPublishableError (after an `unreadable` event) when the source cannot be read.
  */
-async function readBucket(ctx: ActivityContext, input: RepairBucketInput, source: JobSource, maxKey: string): Promise<BucketReading> {
+async function readBucket(
+  ctx: ActivityContext,
+  input: RepairBucketInput,
+  source: JobSource,
+  maxKey: string,
+): Promise<BucketReading> {
   const what = `bucket ${input.bucket ?? 'none'} of source ${input.source}`;
   try {
     const read = validateRows(await readSource(what, () => source.readBucket(input.bucket, maxKey)));

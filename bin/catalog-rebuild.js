@@ -2,4 +2,10 @@
 'use strict';
 // Runs the compiled CLI (npm run build produces dist/).
 const { runCli } = require('../dist/client/cli.js');
-runCli(process.argv.slice(2)).then((code) => process.exit(code), (err) => { console.error(err); process.exit(1); });
+runCli(process.argv.slice(2)).then(
+  (code) => process.exit(code),
+  (err) => {
+    console.error(err);
+    process.exit(1);
+  },
+);

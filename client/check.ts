@@ -10,8 +10,9 @@
  * else a `W` backup within the maximum age is WARNING, else CRITICAL. No active version, or a
  * database that cannot be read: UNKNOWN. Ages are measured from the database's `now()`.
  */
-import { Pool, PoolClient } from 'pg';
-import { BackupCheckSnapshot, readBackupCheck } from '../lib/catalog/check';
+import type { Pool, PoolClient } from 'pg';
+import type { BackupCheckSnapshot } from '../lib/catalog/check';
+import { readBackupCheck } from '../lib/catalog/check';
 
 /** Nagios plugin states and their exit codes. */
 export const NagiosState = { OK: 0, WARNING: 1, CRITICAL: 2, UNKNOWN: 3 } as const;
@@ -35,13 +36,21 @@ const UNIT_SECONDS: Record<string, number> = { s: 1, m: 60, h: 3600, d: 86400 };
  */
 export function parseDuration(text: string): number {
   const m = /^(\d{1,9})([smhd])$/.exec(text.trim());
-  if (!m || Number(m[1]) === 0) throw new Error(`invalid duration ${JSON.stringify(text)}: use a positive whole number with s, m, h or d (e.g. 26h, 35d, 90m, 3600s)`);
+  if (!m || Number(m[1]) === 0)
+    throw new Error(
+      `invalid duration ${JSON.stringify(text)}: use a positive whole number with s, m, h or d (e.g. 26h, 35d, 90m, 3600s)`,
+    );
   return Number(m[1]) * UNIT_SECONDS[m[2]];
 }
 
 /** Formats seconds as a short duration (`35d`, `26h`, `90m`, `45s`) for messages. */
 export function formatDuration(seconds: number): string {
-  for (const [unit, n] of [['d', 86400], ['h', 3600], ['m', 60]] as const) if (seconds >= n && seconds % n === 0) return `${seconds / n}${unit}`;
+  for (const [unit, n] of [
+    ['d', 86400],
+    ['h', 3600],
+    ['m', 60],
+  ] as const)
+    if (seconds >= n && seconds % n === 0) return `${seconds / n}${unit}`;
   return `${seconds}s`;
 }
 
@@ -98,7 +107,12 @@ export function checkResult(o: CheckOptions, snapshot: BackupCheckSnapshot): Che
   const lookback = o.lookbackSeconds ?? DEFAULT_LOOKBACK_SECONDS;
   const versionId = snapshot.versionId;
   if (!versionId) {
-    return { code: NagiosState.UNKNOWN, line: unknownLine(`catalog ${o.catalog} has no active (published) version`), clients: [], versionId: null };
+    return {
+      code: NagiosState.UNKNOWN,
+      line: unknownLine(`catalog ${o.catalog} has no active (published) version`),
+      clients: [],
+      versionId: null,
+    };
   }
   const states: ClientState[] = snapshot.clients.map((r) => ({
     client: r.client,
@@ -131,7 +145,12 @@ export function checkResult(o: CheckOptions, snapshot: BackupCheckSnapshot): Che
     code = NagiosState.OK;
     text = `${ok.length} clients ok (${where}, ${limit})`;
   }
-  return { code, line: `CATALOG ${STATE_NAMES[code]} - ${text.replace(/[\r\n|]+/g, ' ')} | ${perf}`, clients: states, versionId };
+  return {
+    code,
+    line: `CATALOG ${STATE_NAMES[code]} - ${text.replace(/[\r\n|]+/g, ' ')} | ${perf}`,
+    clients: states,
+    versionId,
+  };
 }
 
 /**
@@ -144,7 +163,12 @@ export async function checkCatalog(pool: Pool, o: CheckOptions): Promise<CheckRe
   try {
     client = await pool.connect();
   } catch (err) {
-    return { code: NagiosState.UNKNOWN, line: unknownLine(`cannot connect to the catalog database: ${(err as Error).message}`), clients: [], versionId: null };
+    return {
+      code: NagiosState.UNKNOWN,
+      line: unknownLine(`cannot connect to the catalog database: ${(err as Error).message}`),
+      clients: [],
+      versionId: null,
+    };
   }
   let failed = false;
   try {
@@ -158,7 +182,12 @@ export async function checkCatalog(pool: Pool, o: CheckOptions): Promise<CheckRe
     return checkResult(o, snapshot);
   } catch (err) {
     failed = true;
-    return { code: NagiosState.UNKNOWN, line: unknownLine(`cannot read catalog ${o.catalog}: ${(err as Error).message}`), clients: [], versionId: null };
+    return {
+      code: NagiosState.UNKNOWN,
+      line: unknownLine(`cannot read catalog ${o.catalog}: ${(err as Error).message}`),
+      clients: [],
+      versionId: null,
+    };
   } finally {
     // After a failed read the session may be unusable (its rollback may have failed too): discard it.
     client.release(failed);

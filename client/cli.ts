@@ -8,13 +8,22 @@
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { LIMITS } from '../workflows/definitions';
 import { CATALOG_NAME_PATTERN } from '../workflows/names';
-import { DEFAULT_LOOKBACK_SECONDS, DEFAULT_MAX_AGE_SECONDS, formatDuration, NagiosState, parseDuration, unknownLine } from './check';
-import { CommandContext, ExitCode, processContext } from './commands/context';
+import {
+  DEFAULT_LOOKBACK_SECONDS,
+  DEFAULT_MAX_AGE_SECONDS,
+  formatDuration,
+  NagiosState,
+  parseDuration,
+  unknownLine,
+} from './check';
+import type { CommandContext } from './commands/context';
+import { ExitCode, processContext } from './commands/context';
 import { startCommand } from './commands/start';
 import { statusCommand } from './commands/status';
 import { checkCommand } from './commands/check';
 import { waitCommand } from './commands/wait';
-import { signalCommand, SignalName } from './commands/signals';
+import type { SignalName } from './commands/signals';
+import { signalCommand } from './commands/signals';
 import { throttleCommand } from './commands/throttle';
 import { eventsCommand } from './commands/events';
 import { rollbackCommand } from './commands/rollback';
@@ -25,13 +34,15 @@ export { ExitCode } from './commands/context';
 function intOption(name: string, min: number, max: number) {
   return (value: string): number => {
     const n = Number(value);
-    if (!Number.isInteger(n) || n < min || n > max) throw new InvalidArgumentError(`${name} must be an integer from ${min} to ${max}`);
+    if (!Number.isInteger(n) || n < min || n > max)
+      throw new InvalidArgumentError(`${name} must be an integer from ${min} to ${max}`);
     return n;
   };
 }
 
 function catalogName(value: string): string {
-  if (!CATALOG_NAME_PATTERN.test(value)) throw new InvalidArgumentError('catalog names use letters, digits, _ . - (at most 63)');
+  if (!CATALOG_NAME_PATTERN.test(value))
+    throw new InvalidArgumentError('catalog names use letters, digits, _ . - (at most 63)');
   return value;
 }
 
@@ -51,7 +62,10 @@ function collect(value: string, previous: string[] | undefined): string[] {
 }
 
 function isoTime(value: string): string {
-  if (!/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})$/.test(value) || Number.isNaN(Date.parse(value))) {
+  if (
+    !/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})$/.test(value) ||
+    Number.isNaN(Date.parse(value))
+  ) {
     throw new InvalidArgumentError('--now must be an ISO 8601 time with a zone, e.g. 2026-11-01T20:00:00Z');
   }
   return value;
@@ -71,12 +85,35 @@ function addStart(program: Command, ctx: CommandContext): void {
     .description('start a rebuild (or attach to the running one of this catalog)')
     .requiredOption('--catalog <name>', 'catalog to rebuild', catalogName)
     .requiredOption('--source <name>', 'source name from the worker configuration')
-    .option('--page-size <n>', `jobs per page (${LIMITS.pageSize.min}..${LIMITS.pageSize.max})`, intOption('--page-size', LIMITS.pageSize.min, LIMITS.pageSize.max), LIMITS.pageSize.default)
-    .option('--concurrency <n>', `pages in flight (${LIMITS.concurrency.min}..${LIMITS.concurrency.max})`, intOption('--concurrency', LIMITS.concurrency.min, LIMITS.concurrency.max), LIMITS.concurrency.default)
+    .option(
+      '--page-size <n>',
+      `jobs per page (${LIMITS.pageSize.min}..${LIMITS.pageSize.max})`,
+      intOption('--page-size', LIMITS.pageSize.min, LIMITS.pageSize.max),
+      LIMITS.pageSize.default,
+    )
+    .option(
+      '--concurrency <n>',
+      `pages in flight (${LIMITS.concurrency.min}..${LIMITS.concurrency.max})`,
+      intOption('--concurrency', LIMITS.concurrency.min, LIMITS.concurrency.max),
+      LIMITS.concurrency.default,
+    )
     .option('--allow-shrink', 'publish even if buckets shrank beyond the shrink guard', false)
-    .option('--retention <n>', 'retired versions kept with their rows after the publish', intOption('--retention', 0, 100), 1)
-    .addOption(new Option('--max-pages-per-run <n>', 'pages per run before continue-as-new').argParser(intOption('--max-pages-per-run', 1, 5000)).hideHelp())
-    .addOption(new Option('--heartbeat-timeout-ms <n>', 'page heartbeat timeout (ms)').argParser(intOption('--heartbeat-timeout-ms', 1000, 600000)).hideHelp())
+    .option(
+      '--retention <n>',
+      'retired versions kept with their rows after the publish',
+      intOption('--retention', 0, 100),
+      1,
+    )
+    .addOption(
+      new Option('--max-pages-per-run <n>', 'pages per run before continue-as-new')
+        .argParser(intOption('--max-pages-per-run', 1, 5000))
+        .hideHelp(),
+    )
+    .addOption(
+      new Option('--heartbeat-timeout-ms <n>', 'page heartbeat timeout (ms)')
+        .argParser(intOption('--heartbeat-timeout-ms', 1000, 600000))
+        .hideHelp(),
+    )
     .option('--wait', 'wait for the rebuild to end; exit 1 unless published', false)
     .action(run((o) => startCommand(ctx, o)));
 }
@@ -84,11 +121,16 @@ function addStart(program: Command, ctx: CommandContext): void {
 function addStatus(program: Command, ctx: CommandContext): void {
   program
     .command('status')
-    .description('show a rebuild\'s progress (from the workflow, else from the catalog database)')
+    .description("show a rebuild's progress (from the workflow, else from the catalog database)")
     .requiredOption('--catalog <name>', 'catalog', catalogName)
     .option('--json', 'print JSON for scripts', false)
     .option('--follow', 'live progress until the rebuild ends; exit 0 when published, 1 otherwise', false)
-    .addOption(new Option('--stall-after <duration>', 'warn when no page committed for this long').argParser(durationOption()).default(600, '10m').hideHelp())
+    .addOption(
+      new Option('--stall-after <duration>', 'warn when no page committed for this long')
+        .argParser(durationOption())
+        .default(600, '10m')
+        .hideHelp(),
+    )
     .action(run((o) => statusCommand(ctx, o)));
 }
 
@@ -96,7 +138,9 @@ function addStatus(program: Command, ctx: CommandContext): void {
 function addCheck(program: Command, ctx: CommandContext): void {
   program
     .command('check')
-    .description('Nagios/Icinga backup check on the active catalog version: exit 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN')
+    .description(
+      'Nagios/Icinga backup check on the active catalog version: exit 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN',
+    )
     .requiredOption('--catalog <name>', 'catalog', catalogName)
     .addOption(
       new Option('--max-age <duration>', 'newest good backup of each client at most this old (s, m, h, d)')
@@ -108,9 +152,19 @@ function addCheck(program: Command, ctx: CommandContext): void {
         .argParser(durationOption())
         .default(DEFAULT_LOOKBACK_SECONDS, formatDuration(DEFAULT_LOOKBACK_SECONDS)),
     )
-    .option('--client <name>', 'check this client (repeatable); default: every client with a backup in the lookback', collect)
-    .addOption(new Option('--timeout <duration>', 'give up (UNKNOWN) after this long').argParser(durationOption()).default(30, '30s'))
-    .addOption(new Option('--now <iso>', 'reference time instead of the database\'s now()').argParser(isoTime).hideHelp())
+    .option(
+      '--client <name>',
+      'check this client (repeatable); default: every client with a backup in the lookback',
+      collect,
+    )
+    .addOption(
+      new Option('--timeout <duration>', 'give up (UNKNOWN) after this long')
+        .argParser(durationOption())
+        .default(30, '30s'),
+    )
+    .addOption(
+      new Option('--now <iso>', "reference time instead of the database's now()").argParser(isoTime).hideHelp(),
+    )
     .action(run((o) => checkCommand(ctx, o)));
 }
 
@@ -139,8 +193,16 @@ function addControlCommands(program: Command, ctx: CommandContext): void {
     .command('throttle')
     .description('change pages in flight and the pause between pages of a running rebuild')
     .requiredOption('--catalog <name>', 'catalog', catalogName)
-    .option('--concurrency <n>', 'pages in flight', intOption('--concurrency', LIMITS.concurrency.min, LIMITS.concurrency.max))
-    .option('--pause-ms <n>', 'pause between page starts (ms)', intOption('--pause-ms', LIMITS.pauseBetweenPagesMs.min, LIMITS.pauseBetweenPagesMs.max))
+    .option(
+      '--concurrency <n>',
+      'pages in flight',
+      intOption('--concurrency', LIMITS.concurrency.min, LIMITS.concurrency.max),
+    )
+    .option(
+      '--pause-ms <n>',
+      'pause between page starts (ms)',
+      intOption('--pause-ms', LIMITS.pauseBetweenPagesMs.min, LIMITS.pauseBetweenPagesMs.max),
+    )
     .action(run((o) => throttleCommand(ctx, o)));
 }
 
@@ -148,7 +210,7 @@ function addControlCommands(program: Command, ctx: CommandContext): void {
 function addCatalogCommands(program: Command, ctx: CommandContext): void {
   program
     .command('events')
-    .description('print the catalog\'s event log')
+    .description("print the catalog's event log")
     .requiredOption('--catalog <name>', 'catalog', catalogName)
     .option('--limit <n>', 'newest N events', intOption('--limit', 1, 100000), 50)
     .option('--json', 'JSON lines', false)
@@ -226,4 +288,3 @@ export async function runCli(argv: string[], out?: (s: string) => void, err?: (s
     return 1;
   }
 }
-

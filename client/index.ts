@@ -9,19 +9,16 @@
  * await close();
  */
 import { randomUUID } from 'node:crypto';
-import { Client, Connection, WorkflowHandle, WorkflowNotFoundError } from '@temporalio/client';
+import type { WorkflowHandle } from '@temporalio/client';
+import { Client, Connection, WorkflowNotFoundError } from '@temporalio/client';
 import { loadClientConnectConfig } from '@temporalio/envconfig';
-import {
-  cancelSignal,
-  pauseSignal,
-  progressQuery,
+import type {
   RebuildCatalogInput,
   RebuildCatalogResult,
   RebuildProgress,
-  resumeSignal,
-  setThrottleUpdate,
   ThrottleSettings,
 } from '../workflows/definitions';
+import { cancelSignal, pauseSignal, progressQuery, resumeSignal, setThrottleUpdate } from '../workflows/definitions';
 import { rebuildWorkflowId } from '../workflows/names';
 import { CatalogNameKey, RebuildPhaseKey } from '../workflows/search-attributes';
 import { taskQueue as defaultTaskQueue } from '../lib/config';
@@ -46,7 +43,9 @@ export interface TemporalSession {
  */
 export async function connectTemporal(env: NodeJS.ProcessEnv = process.env): Promise<TemporalSession> {
   const { connectionOptions, namespace } = loadClientConnectConfig({ overrideEnvVars: env as Record<string, string> });
-  const connection = await Connection.connect({ ...connectionOptions, connectTimeout: '10s' } as Parameters<typeof Connection.connect>[0]);
+  const connection = await Connection.connect({ ...connectionOptions, connectTimeout: '10s' } as Parameters<
+    typeof Connection.connect
+  >[0]);
   const ns = namespace ?? 'default';
   const client = new Client({ connection, namespace: ns });
   return { client, connection, namespace: ns, taskQueue: defaultTaskQueue(env), close: () => connection.close() };
@@ -116,7 +115,10 @@ export function rebuildHandle(client: Client, catalog: string): WorkflowHandle {
 export async function getProgress(handle: WorkflowHandle, timeoutMs = 5_000): Promise<RebuildProgress> {
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`no worker answered the progress query within ${timeoutMs} ms`)), timeoutMs);
+    timer = setTimeout(
+      () => reject(new Error(`no worker answered the progress query within ${timeoutMs} ms`)),
+      timeoutMs,
+    );
   });
   try {
     return await Promise.race([handle.query(progressQuery), timeout]);
@@ -144,7 +146,10 @@ export async function cancel(handle: WorkflowHandle, reason?: string): Promise<v
  * Runs the `setThrottle` update; the workflow's validator rejects out-of-range values.
  * @returns the settings in force after the update.
  */
-export async function setThrottle(handle: WorkflowHandle, settings: ThrottleSettings): Promise<Required<ThrottleSettings>> {
+export async function setThrottle(
+  handle: WorkflowHandle,
+  settings: ThrottleSettings,
+): Promise<Required<ThrottleSettings>> {
   return handle.executeUpdate(setThrottleUpdate, { args: [settings] });
 }
 

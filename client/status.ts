@@ -3,11 +3,12 @@
  * `progress` query), live poller counting, and `status --follow` (a live bar on a terminal, a line
  * every 5 s otherwise) with warnings for "no worker answered", "no worker polls" and "stalled".
  */
-import { MultiBar, Presets, SingleBar } from 'cli-progress';
-import { Pool } from 'pg';
+import type { SingleBar } from 'cli-progress';
+import { MultiBar, Presets } from 'cli-progress';
+import type { Pool } from 'pg';
 import { temporal } from '@temporalio/proto';
 import type { TemporalSession } from './index';
-import { RebuildProgress } from '../workflows/definitions';
+import type { RebuildProgress } from '../workflows/definitions';
 import { activeVersionId as readActiveVersionId } from '../lib/catalog/publish';
 import { readLatestVersionProgress } from '../lib/catalog/status';
 import { readLastEventMessage } from '../lib/catalog/event-reads';
@@ -88,8 +89,14 @@ export interface PollerSeen {
  * Workers (distinct identities) that polled the task queue for workflow or activity tasks within
  * `windowSeconds` (default {@link LIVE_POLLER_WINDOW_SECONDS}).
  */
-export async function livePollers(session: TemporalSession, windowSeconds = LIVE_POLLER_WINDOW_SECONDS): Promise<PollerSeen[]> {
-  const kinds = [temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW, temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_ACTIVITY];
+export async function livePollers(
+  session: TemporalSession,
+  windowSeconds = LIVE_POLLER_WINDOW_SECONDS,
+): Promise<PollerSeen[]> {
+  const kinds = [
+    temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
+    temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_ACTIVITY,
+  ];
   const seen = new Map<string, number | null>();
   const now = Date.now();
   for (const taskQueueType of kinds) {
@@ -100,9 +107,15 @@ export async function livePollers(session: TemporalSession, windowSeconds = LIVE
     });
     for (const p of r.pollers ?? []) {
       if (!p.identity) continue;
-      const ago = p.lastAccessTime?.seconds != null ? Math.max(0, Math.round((now - Number(p.lastAccessTime.seconds) * 1000) / 1000)) : null;
+      const ago =
+        p.lastAccessTime?.seconds != null
+          ? Math.max(0, Math.round((now - Number(p.lastAccessTime.seconds) * 1000) / 1000))
+          : null;
       const prev = seen.get(p.identity);
-      seen.set(p.identity, prev === undefined ? ago : prev === null || ago === null ? prev ?? ago : Math.min(prev, ago));
+      seen.set(
+        p.identity,
+        prev === undefined ? ago : prev === null || ago === null ? (prev ?? ago) : Math.min(prev, ago),
+      );
     }
   }
   return [...seen]
@@ -210,7 +223,9 @@ export async function followStatus(deps: FollowDeps, o: FollowOptions): Promise<
       warnings.set(key, text);
     } else if (!on && warnings.has(key)) {
       warnings.delete(key);
-      say(`ok: ${key === 'no-answer' ? 'the workflow answers the progress query again' : key === 'no-pollers' ? 'a worker polls the task queue again' : 'pages are committing again'}`);
+      say(
+        `ok: ${key === 'no-answer' ? 'the workflow answers the progress query again' : key === 'no-pollers' ? 'a worker polls the task queue again' : 'pages are committing again'}`,
+      );
     }
   };
 
@@ -232,7 +247,9 @@ export async function followStatus(deps: FollowDeps, o: FollowOptions): Promise<
         try {
           database = await deps.fromDatabase();
         } catch (dbErr) {
-          say(`warning: no answer from the workflow (${(err as Error).message}) nor from the catalog database (${(dbErr as Error).message})`);
+          say(
+            `warning: no answer from the workflow (${(err as Error).message}) nor from the catalog database (${(dbErr as Error).message})`,
+          );
           await Promise.race([new Promise((r) => setTimeout(r, pollMs)), outcome.catch(() => undefined)]);
           continue;
         }
@@ -261,7 +278,8 @@ export async function followStatus(deps: FollowDeps, o: FollowOptions): Promise<
           lastKey = key;
           lastChangeMs = now;
         }
-        if (p.phase === 'copying' && !p.paused && p.pagesDone < p.pagesTotal) idleS = Math.floor((now - lastChangeMs) / 1000);
+        if (p.phase === 'copying' && !p.paused && p.pagesDone < p.pagesTotal)
+          idleS = Math.floor((now - lastChangeMs) / 1000);
       } else {
         idleS = databaseIdleSeconds(sample.database);
       }
@@ -269,8 +287,10 @@ export async function followStatus(deps: FollowDeps, o: FollowOptions): Promise<
       setWarning('stalled', stalled, `stalled: no page committed for ${fmtSeconds(idleS)}`);
 
       if (o.tty) {
-        const done = sample.answeredBy === 'workflow' ? sample.progress.pagesDone : sample.database.latest?.pagesCommitted ?? 0;
-        const total = sample.answeredBy === 'workflow' ? sample.progress.pagesTotal : sample.database.latest?.pagesTotal ?? 0;
+        const done =
+          sample.answeredBy === 'workflow' ? sample.progress.pagesDone : (sample.database.latest?.pagesCommitted ?? 0);
+        const total =
+          sample.answeredBy === 'workflow' ? sample.progress.pagesTotal : (sample.database.latest?.pagesTotal ?? 0);
         const payload =
           sample.answeredBy === 'workflow'
             ? {

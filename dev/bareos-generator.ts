@@ -197,9 +197,25 @@ interface Ctx {
 }
 
 const ROLES: readonly (readonly [string, number])[] = [
-  ['web', 6], ['app', 5], ['db', 4], ['mail', 2], ['file', 3], ['ldap', 1], ['dns', 1], ['git', 1],
-  ['build', 2], ['proxy', 1], ['mon', 1], ['vpn', 1], ['win', 3], ['ts', 1], ['nas', 1], ['wiki', 1],
-  ['ci', 1], ['log', 1], ['erp', 1],
+  ['web', 6],
+  ['app', 5],
+  ['db', 4],
+  ['mail', 2],
+  ['file', 3],
+  ['ldap', 1],
+  ['dns', 1],
+  ['git', 1],
+  ['build', 2],
+  ['proxy', 1],
+  ['mon', 1],
+  ['vpn', 1],
+  ['win', 3],
+  ['ts', 1],
+  ['nas', 1],
+  ['wiki', 1],
+  ['ci', 1],
+  ['log', 1],
+  ['erp', 1],
 ];
 const ROLE_TOTAL = ROLES.reduce((s, [, w]) => s + w, 0);
 
@@ -224,7 +240,16 @@ function buildClients(seed: number, count: number): ClientProfile[] {
   const counters = new Map<string, number>();
   const out: ClientProfile[] = [];
   const retentions = [30, 60, 60, 90, 180].map((d) => d * DAY);
-  const scheds = [20 * HOUR, 21 * HOUR + 600, 21 * HOUR + 600, 21 * HOUR + 600, 21 * HOUR + 1800, 22 * HOUR, 22 * HOUR + 1200, 23 * HOUR + 300];
+  const scheds = [
+    20 * HOUR,
+    21 * HOUR + 600,
+    21 * HOUR + 600,
+    21 * HOUR + 600,
+    21 * HOUR + 1800,
+    22 * HOUR,
+    22 * HOUR + 1200,
+    23 * HOUR + 300,
+  ];
   for (let i = 0; i < count; i++) {
     const id = i + 1;
     let role: string;
@@ -599,9 +624,20 @@ function buildPlan(ctx: Ctx, d: number): PlanJob[] {
         ord++,
       ),
     );
-    const bytes = Math.floor(logUniform(rng, 5e7, 8e7) * Math.max(0.1, 1 + (d - ctx.endDay) / 2000) * ctx.clients.length);
+    const bytes = Math.floor(
+      logUniform(rng, 5e7, 8e7) * Math.max(0.1, 1 + (d - ctx.endDay) / 2000) * ctx.clients.length,
+    );
     const status = rng() < 0.99 ? 'T' : 'W';
-    settle(j, rng, status, Math.max(sched, lastEnd) + int(rng, 2, 10), bytes / 1.2e8 + int(rng, 20, 60), int(rng, 3, 5), bytes, (b) => b);
+    settle(
+      j,
+      rng,
+      status,
+      Math.max(sched, lastEnd) + int(rng, 2, 10),
+      bytes / 1.2e8 + int(rng, 20, 60),
+      int(rng, 3, 5),
+      bytes,
+      (b) => b,
+    );
   }
 
   // --- night database dumps (next day 01:30) ---
@@ -627,8 +663,15 @@ function buildPlan(ctx: Ctx, d: number): PlanJob[] {
         ord++,
       ),
     );
-    settle(j, rng, backupStatus(rng), sched + int(rng, 1, 30), bytes / 6e7 + int(rng, 10, 120), c.dump.files, bytes, (b) =>
-      typeof b === 'bigint' ? b : readBytesFor(c, b, rng),
+    settle(
+      j,
+      rng,
+      backupStatus(rng),
+      sched + int(rng, 1, 30),
+      bytes / 6e7 + int(rng, 10, 120),
+      c.dump.files,
+      bytes,
+      (b) => (typeof b === 'bigint' ? b : readBytesFor(c, b, rng)),
     );
   }
 
@@ -778,7 +821,15 @@ function buildPlan(ctx: Ctx, d: number): PlanJob[] {
       const s2 = base + DAY + 5 * HOUR + 1800;
       const a = add(
         newJob(
-          { name: 'rotate-logs', type: 'D', level: ' ', sched: s2, nameAt: s2, clientId: 0, comment: commentFor(s2, '') },
+          {
+            name: 'rotate-logs',
+            type: 'D',
+            level: ' ',
+            sched: s2,
+            nameAt: s2,
+            clientId: 0,
+            comment: commentFor(s2, ''),
+          },
           ord++,
         ),
       );
@@ -912,7 +963,10 @@ function validate(opts: GenerateBareosOptions): { endDay: number; clients: numbe
 function pickClients(clients: ClientProfile[], roles: string[], fallback: number[], max: number): ClientProfile[] {
   const out = clients.filter((c) => roles.includes(c.role)).slice(0, max);
   if (out.length) return out;
-  return fallback.filter((i) => i < clients.length).map((i) => clients[i]).slice(0, max);
+  return fallback
+    .filter((i) => i < clients.length)
+    .map((i) => clients[i])
+    .slice(0, max);
 }
 
 /**

@@ -14,7 +14,15 @@ import { Command } from 'commander';
 import { getProgress, startRebuild, waitForResult } from '../client';
 import { generateBareosSource } from './bareos-generator';
 import { LIMITS } from '../workflows/definitions';
-import { compareCatalogToSource, privateTemporal, temporalClient, testDatabases, testEnv, uniqueQueue, writeConfig } from './harness/harness';
+import {
+  compareCatalogToSource,
+  privateTemporal,
+  temporalClient,
+  testDatabases,
+  testEnv,
+  uniqueQueue,
+  writeConfig,
+} from './harness/harness';
 import { events, killInsidePageTransaction, ledger, median, pageAttempts, WorkerFleet } from './harness/faults';
 import { waitFor } from './harness/wait';
 
@@ -49,7 +57,11 @@ async function main(): Promise<void> {
     closeClient = tc.close;
     const catalog = 'bench-recovery';
     // Defaults: page size, concurrency and heartbeat timeout are not set.
-    const { handle } = await startRebuild(tc.client, { catalog, source: 'director', pauseBetweenPagesMs: o.pauseMs }, { taskQueue });
+    const { handle } = await startRebuild(
+      tc.client,
+      { catalog, source: 'director', pauseBetweenPagesMs: o.pauseMs },
+      { taskQueue },
+    );
     const versionId = await waitFor('the plan', async () => (await getProgress(handle)).versionId, { intervalMs: 50 });
     const started = Date.now();
     log(
@@ -61,10 +73,14 @@ async function main(): Promise<void> {
     for (let i = 1; i <= o.kills; i++) {
       // Spread the kills: wait for a page committed after the previous kill.
       const since = kills.length ? kills[kills.length - 1].at : 0;
-      await waitFor('a page committed since the last kill', async () => (await ledger(dbs.catalogPool, versionId)).some((r) => (r.committedAt ?? 0) > since + 500), {
-        timeoutMs: 120_000,
-        intervalMs: 20,
-      });
+      await waitFor(
+        'a page committed since the last kill',
+        async () => (await ledger(dbs.catalogPool, versionId)).some((r) => (r.committedAt ?? 0) > since + 500),
+        {
+          timeoutMs: 120_000,
+          intervalMs: 20,
+        },
+      );
       // Only a worker that holds no retry: each kill's recovery is then measured on its own.
       const candidates = async () => {
         const busy = await dbs.catalogPool.query<{ worker_identity: string }>(
@@ -77,8 +93,15 @@ async function main(): Promise<void> {
         return fleet!.live().filter((w) => !holdingRetries.has(w.identity));
       };
       const { worker, session, at } = await killInsidePageTransaction(dbs.catalogPool, fleet, candidates, 120_000);
-      kills.push({ n: i, identity: worker.identity, at, state: `${session.state}: ${session.query.replace(/\s+/g, ' ').slice(0, 40)}` });
-      log(`kill ${i}: SIGKILL ${worker.identity} at +${((at - started) / 1000).toFixed(1)} s inside a page transaction (${kills[i - 1].state})`);
+      kills.push({
+        n: i,
+        identity: worker.identity,
+        at,
+        state: `${session.state}: ${session.query.replace(/\s+/g, ' ').slice(0, 40)}`,
+      });
+      log(
+        `kill ${i}: SIGKILL ${worker.identity} at +${((at - started) / 1000).toFixed(1)} s inside a page transaction (${kills[i - 1].state})`,
+      );
       await fleet.spawn(); // the replacement, right away
     }
     const result = await waitForResult(handle);
@@ -93,7 +116,9 @@ async function main(): Promise<void> {
     const recoveries: number[] = [];
     const rewritten: number[] = [];
     log('');
-    log('kill  worker            lost pages: SIGKILL → commit of the next attempt (retry start)              rows written again');
+    log(
+      'kill  worker            lost pages: SIGKILL → commit of the next attempt (retry start)              rows written again',
+    );
     for (const k of kills) {
       const mine = attempts.filter((a) => a.workerIdentity === k.identity);
       const lost = [...new Set(mine.map((a) => a.pageNo))].filter((p) => byPage.get(p)?.workerIdentity !== k.identity);
@@ -112,14 +137,18 @@ async function main(): Promise<void> {
           parts.push(`page ${p} attempt ${r.attempt}: ${(ms / 1000).toFixed(2)} s (${startS})`);
         } else {
           // The retry itself was lost (its worker was killed later): only its start measures this kill.
-          parts.push(`page ${p} attempt ${killedAttempt + 1} started after ${startS}, lost too; committed by attempt ${r.attempt}`);
+          parts.push(
+            `page ${p} attempt ${killedAttempt + 1} started after ${startS}, lost too; committed by attempt ${r.attempt}`,
+          );
         }
       }
       if (!lost.length) parts.push('none');
       if (worst !== null) recoveries.push(worst);
       rewritten.push(rowsAgain);
       const named = retryEvents.filter((e) => e.details.lastWorkerIdentity === k.identity).length;
-      log(`${String(k.n).padStart(4)}  ${k.identity.padEnd(16)}  ${parts.join(', ').padEnd(70)}  ${rowsAgain} (${lost.length} page(s)); ${named} page_retry event(s) name it`);
+      log(
+        `${String(k.n).padStart(4)}  ${k.identity.padEnd(16)}  ${parts.join(', ').padEnd(70)}  ${rowsAgain} (${lost.length} page(s)); ${named} page_retry event(s) name it`,
+      );
     }
     const target = heartbeatTimeoutMs + 3_000;
     log('');
@@ -127,8 +156,12 @@ async function main(): Promise<void> {
       `recovery over ${recoveries.length} kills (SIGKILL → lost page committed by its retry): median ${(median(recoveries) / 1000).toFixed(2)} s, ` +
         `max ${(Math.max(...recoveries) / 1000).toFixed(2)} s; target < ${target / 1000} s (heartbeat timeout + 3 s): ${Math.max(...recoveries) < target ? 'met' : 'MISSED'}`,
     );
-    log(`work lost per kill: median ${median(rewritten)} rows, max ${Math.max(...rewritten)} rows (page size ${LIMITS.pageSize.default}; at most one page per page in flight)`);
-    log(`rebuild: published version ${result.versionId}, ${result.pagesTotal} pages, ${result.rowsUpserted} rows, ${result.retries} retries, ${(result.durationMs / 1000).toFixed(1)} s; catalog equals source (${cmp.rows} rows)`);
+    log(
+      `work lost per kill: median ${median(rewritten)} rows, max ${Math.max(...rewritten)} rows (page size ${LIMITS.pageSize.default}; at most one page per page in flight)`,
+    );
+    log(
+      `rebuild: published version ${result.versionId}, ${result.pagesTotal} pages, ${result.rowsUpserted} rows, ${result.retries} retries, ${(result.durationMs / 1000).toFixed(1)} s; catalog equals source (${cmp.rows} rows)`,
+    );
   } finally {
     await fleet?.stopAll();
     await closeClient?.().catch(() => undefined);
@@ -138,6 +171,6 @@ async function main(): Promise<void> {
 }
 
 main().catch((err) => {
-  console.error(`bench-recovery: ${err instanceof Error ? err.stack ?? err.message : String(err)}`);
+  console.error(`bench-recovery: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
   process.exit(1);
 });

@@ -54,7 +54,9 @@ function run(cmd: string, args: string[], cwd: string, env: NodeJS.ProcessEnv): 
 /** Copies the working tree's uncommitted changes (read-only git commands only) into `clone`. */
 function overlayWorkingTree(root: string, clone: string): void {
   const z = (args: string[]) => git(args, root).split('\0').filter(Boolean);
-  const changed = [...new Set([...z(['ls-files', '-z', '--modified']), ...z(['ls-files', '-z', '--others', '--exclude-standard'])])];
+  const changed = [
+    ...new Set([...z(['ls-files', '-z', '--modified']), ...z(['ls-files', '-z', '--others', '--exclude-standard'])]),
+  ];
   const deleted = new Set(z(['ls-files', '-z', '--deleted']));
   let copied = 0;
   for (const rel of changed) {
@@ -73,10 +75,11 @@ async function main(): Promise<number> {
   const argv = process.argv.slice(2);
   const flags = new Set(argv.filter((a) => a.startsWith('--')));
   const testArgs = argv.filter((a) => !a.startsWith('--'));
-  for (const f of flags) if (!['--working-tree', '--keep', '--keep-env'].includes(f)) {
-    console.error(`check:fresh: unknown option ${f} (options: --working-tree, --keep, --keep-env)`);
-    return 2;
-  }
+  for (const f of flags)
+    if (!['--working-tree', '--keep', '--keep-env'].includes(f)) {
+      console.error(`check:fresh: unknown option ${f} (options: --working-tree, --keep, --keep-env)`);
+      return 2;
+    }
   const root = projectRoot();
   const head = git(['rev-parse', '--short', 'HEAD'], root).trim();
   const dirty = git(['status', '--porcelain'], root).trim();
@@ -85,7 +88,10 @@ async function main(): Promise<number> {
   const started = Date.now();
 
   say(`cloning ${root} (HEAD ${head}) into ${clone}`);
-  if (dirty && !flags.has('--working-tree')) say('note: the working tree has uncommitted changes; they are NOT in the clone (use --working-tree to include them)');
+  if (dirty && !flags.has('--working-tree'))
+    say(
+      'note: the working tree has uncommitted changes; they are NOT in the clone (use --working-tree to include them)',
+    );
   try {
     git(['clone', '--quiet', '--no-hardlinks', root, clone], tmp);
   } catch (err) {
@@ -111,7 +117,9 @@ async function main(): Promise<number> {
   if (code === 0) code = await run(npm, ['test', ...(testArgs.length ? ['--', ...testArgs] : [])], clone, env);
   const total = Math.round((Date.now() - started) / 1000);
   if (code === 0) {
-    say(`PASS: a fresh clone of ${head}${flags.has('--working-tree') ? ' + working tree' : ''} passes npm ci (${ciSeconds} s) && npm test (${total} s in all)`);
+    say(
+      `PASS: a fresh clone of ${head}${flags.has('--working-tree') ? ' + working tree' : ''} passes npm ci (${ciSeconds} s) && npm test (${total} s in all)`,
+    );
     if (!flags.has('--keep')) fs.rmSync(tmp, { recursive: true, force: true });
     else say(`clone kept in ${clone}`);
   } else {

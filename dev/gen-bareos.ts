@@ -58,7 +58,9 @@ async function ensureDatabase(databaseUrl: string): Promise<void> {
 async function main(): Promise<void> {
   const program = new Command()
     .name('gen-bareos')
-    .description('Fill a PostgreSQL database with a deterministic Bareos director catalog (client, pool, fileset, job).')
+    .description(
+      'Fill a PostgreSQL database with a deterministic Bareos director catalog (client, pool, fileset, job).',
+    )
     .requiredOption('--jobs <n>', 'exact number of job rows (integer >= 1)', integerAtLeast(1))
     .option('--seed <n>', 'PRNG seed (integer >= 0)', integerAtLeast(0), 1)
     .option('--database <url>', 'PostgreSQL URL of the target database (default: $DATABASE_URL)')

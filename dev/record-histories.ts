@@ -10,14 +10,27 @@
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { Client, WorkflowFailedError, WorkflowHandle } from '@temporalio/client';
+import type { Client, WorkflowHandle } from '@temporalio/client';
+import { WorkflowFailedError } from '@temporalio/client';
 import { historyToJSON } from '@temporalio/common/lib/proto-utils';
 import format from 'pg-format';
-import { cancel, getProgress, pause, RebuildCatalogInput, RebuildCatalogResult, resume, setThrottle, startRebuild, waitForResult } from '../client';
+import type { RebuildCatalogInput } from '../client';
+import {
+  cancel,
+  getProgress,
+  pause,
+  RebuildCatalogResult,
+  resume,
+  setThrottle,
+  startRebuild,
+  waitForResult,
+} from '../client';
 import { generateBareosSource } from './bareos-generator';
 import { projectRoot } from '../lib/paths';
-import { privateTemporal, temporalClient, testDatabases, TestDatabases, testEnv, uniqueQueue, writeConfig } from './harness/harness';
-import { FleetWorker, WorkerFleet } from './harness/faults';
+import type { TestDatabases } from './harness/harness';
+import { privateTemporal, temporalClient, testDatabases, testEnv, uniqueQueue, writeConfig } from './harness/harness';
+import type { FleetWorker } from './harness/faults';
+import { WorkerFleet } from './harness/faults';
 import { waitFor } from './harness/wait';
 
 /** Jobs of the generated source: pages of 1,000 make 6 pages, of 500 make 12. */
@@ -89,9 +102,14 @@ const SCENARIOS: Record<string, Scenario> = {
     files: ['rebuild-worker-killed'],
     async run(ctx) {
       const queue = uniqueQueue('hist-kill');
-      const slow = await ctx.fleet.spawn({ CATALOG_REBUILD_TASK_QUEUE: queue, CATALOG_REBUILD_FAULTS: JSON.stringify({ slowPage: { pageNo: 6, ms: 30_000 } }) });
+      const slow = await ctx.fleet.spawn({
+        CATALOG_REBUILD_TASK_QUEUE: queue,
+        CATALOG_REBUILD_FAULTS: JSON.stringify({ slowPage: { pageNo: 6, ms: 30_000 } }),
+      });
       const h = await ctx.start({ catalog: 'kill', pageSize: 200, concurrency: 2, heartbeatTimeoutMs: 3000 }, queue);
-      await waitFor('page 6 to sleep in its transaction', () => slowPageSleeping(ctx.dbs, slow), { timeoutMs: 120_000 });
+      await waitFor('page 6 to sleep in its transaction', () => slowPageSleeping(ctx.dbs, slow), {
+        timeoutMs: 120_000,
+      });
       ctx.fleet.kill(slow);
       await ctx.fleet.spawn({ CATALOG_REBUILD_TASK_QUEUE: queue });
       const r = await waitForResult(h);
@@ -139,9 +157,15 @@ const SCENARIOS: Record<string, Scenario> = {
     files: ['rebuild-cancel-signal'],
     async run(ctx) {
       const queue = uniqueQueue('hist-cancel');
-      const slow = await ctx.fleet.spawn({ CATALOG_REBUILD_TASK_QUEUE: queue, CATALOG_REBUILD_FAULTS: JSON.stringify({ slowPage: { pageNo: 3, ms: 5_000 } }) });
+      const slow = await ctx.fleet.spawn({
+        CATALOG_REBUILD_TASK_QUEUE: queue,
+        CATALOG_REBUILD_FAULTS: JSON.stringify({ slowPage: { pageNo: 3, ms: 5_000 } }),
+      });
       const h = await ctx.start({ catalog: 'cancel', pageSize: 1000, concurrency: 1 }, queue);
-      await waitFor('page 3 to sleep in its transaction', () => slowPageSleeping(ctx.dbs, slow), { timeoutMs: 120_000, intervalMs: 25 });
+      await waitFor('page 3 to sleep in its transaction', () => slowPageSleeping(ctx.dbs, slow), {
+        timeoutMs: 120_000,
+        intervalMs: 25,
+      });
       await cancel(h, 'recorded cancel');
       const r = await waitForResult(h);
       if (!r.cancelled || r.published) throw new Error(`expected a cancelled rebuild, got ${JSON.stringify(r)}`);
@@ -158,7 +182,8 @@ const SCENARIOS: Record<string, Scenario> = {
       const h = await ctx.start({ catalog: 'throttle', pageSize: 1000, concurrency: 1, pauseBetweenPagesMs: 500 });
       await pagesDone(h, 1);
       const s = await setThrottle(h, { concurrency: 3, pauseBetweenPagesMs: 0 });
-      if (s.concurrency !== 3 || s.pauseBetweenPagesMs !== 0) throw new Error(`throttle not in force: ${JSON.stringify(s)}`);
+      if (s.concurrency !== 3 || s.pauseBetweenPagesMs !== 0)
+        throw new Error(`throttle not in force: ${JSON.stringify(s)}`);
       const r = await waitForResult(h);
       if (!r.published) throw new Error('expected the throttled rebuild to publish');
       await ctx.save('rebuild-set-throttle', h.workflowId);
@@ -171,9 +196,15 @@ const SCENARIOS: Record<string, Scenario> = {
     files: ['rebuild-repaired-bucket'],
     async run(ctx) {
       const queue = uniqueQueue('hist-repair');
-      const slow = await ctx.fleet.spawn({ CATALOG_REBUILD_TASK_QUEUE: queue, CATALOG_REBUILD_FAULTS: JSON.stringify({ slowPage: { pageNo: 3, ms: 3_000 } }) });
+      const slow = await ctx.fleet.spawn({
+        CATALOG_REBUILD_TASK_QUEUE: queue,
+        CATALOG_REBUILD_FAULTS: JSON.stringify({ slowPage: { pageNo: 3, ms: 3_000 } }),
+      });
       const h = await ctx.start({ catalog: 'repair', pageSize: 1000, concurrency: 1 }, queue);
-      await waitFor('page 3 to sleep in its transaction', () => slowPageSleeping(ctx.dbs, slow), { timeoutMs: 120_000, intervalMs: 25 });
+      await waitFor('page 3 to sleep in its transaction', () => slowPageSleeping(ctx.dbs, slow), {
+        timeoutMs: 120_000,
+        intervalMs: 25,
+      });
       const { versionId } = await getProgress(h);
       const { rows } = await ctx.dbs.catalogPool.query<{ k: string }>(
         format('SELECT min(job_key)::text AS k FROM %I WHERE bucket IS NOT NULL', `job_v${versionId}`),
@@ -181,7 +212,8 @@ const SCENARIOS: Record<string, Scenario> = {
       if (!rows[0]?.k) throw new Error('no committed dated job to change');
       await ctx.dbs.sourcePool.query(`UPDATE job SET jobfiles = jobfiles + 1 WHERE jobid = $1::bigint`, [rows[0].k]);
       const r = await waitForResult(h);
-      if (!r.published || r.reconciliation?.round !== 2) throw new Error(`expected a publish after one repair round, got ${JSON.stringify(r)}`);
+      if (!r.published || r.reconciliation?.round !== 2)
+        throw new Error(`expected a publish after one repair round, got ${JSON.stringify(r)}`);
       ctx.fleet.kill(slow);
       await ctx.save('rebuild-repaired-bucket', h.workflowId);
     },
@@ -216,9 +248,12 @@ const SCENARIOS: Record<string, Scenario> = {
 
 /** Scenarios to record: the named ones, or those with a history file missing. */
 function selected(args: string[]): string[] {
-  for (const a of args) if (!SCENARIOS[a]) throw new Error(`unknown scenario ${a}; scenarios: ${Object.keys(SCENARIOS).join(', ')}`);
+  for (const a of args)
+    if (!SCENARIOS[a]) throw new Error(`unknown scenario ${a}; scenarios: ${Object.keys(SCENARIOS).join(', ')}`);
   if (args.length) return Object.keys(SCENARIOS).filter((s) => args.includes(s));
-  return Object.keys(SCENARIOS).filter((s) => SCENARIOS[s].files.some((f) => !fs.existsSync(path.join(HISTORIES, `${f}.json`))));
+  return Object.keys(SCENARIOS).filter((s) =>
+    SCENARIOS[s].files.some((f) => !fs.existsSync(path.join(HISTORIES, `${f}.json`))),
+  );
 }
 
 async function main(): Promise<void> {

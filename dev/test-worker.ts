@@ -37,7 +37,9 @@ export function faultHooks(faults: Faults): PageHooks {
 }
 
 async function main(): Promise<void> {
-  const faults: Faults | undefined = process.env.CATALOG_REBUILD_FAULTS ? (JSON.parse(process.env.CATALOG_REBUILD_FAULTS) as Faults) : undefined;
+  const faults: Faults | undefined = process.env.CATALOG_REBUILD_FAULTS
+    ? (JSON.parse(process.env.CATALOG_REBUILD_FAULTS) as Faults)
+    : undefined;
   const w = await createWorker(process.env, { hooks: faults ? faultHooks(faults) : undefined });
   console.log(`catalog-rebuild worker ${process.pid} polling task queue ${w.worker.options.taskQueue}`);
   await w.run();

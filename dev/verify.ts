@@ -1,19 +1,39 @@
 /** Catalog = source check: the same text form of every job on both sides, compared by md5. */
-import { Pool } from 'pg';
+import type { Pool } from 'pg';
 import { BAREOS_JOB_SELECT } from '../lib/sources/bareos-columns';
 import { utcText } from '../lib/text-form';
 
 /** The fields compared, in order: every catalog column of a Bareos/Bacula job but the paging key. */
 const FIELDS = [
-  'job_id', 'job', 'job_name', 'client', 'type', 'level', 'status',
-  'sched_time', 'start_time', 'end_time', 'real_end_time',
-  'files', 'bytes', 'read_bytes', 'job_errors', 'pool', 'fileset', 'prior_job_id',
-  'job_tdate', 'vol_session_id', 'vol_session_time', 'comment', 'bucket',
+  'job_id',
+  'job',
+  'job_name',
+  'client',
+  'type',
+  'level',
+  'status',
+  'sched_time',
+  'start_time',
+  'end_time',
+  'real_end_time',
+  'files',
+  'bytes',
+  'read_bytes',
+  'job_errors',
+  'pool',
+  'fileset',
+  'prior_job_id',
+  'job_tdate',
+  'vol_session_id',
+  'vol_session_time',
+  'comment',
+  'bucket',
 ] as const;
 const TIMESTAMPS = new Set<string>(['sched_time', 'start_time', 'end_time', 'real_end_time']);
 
 /** One line per job: each field quoted (NULL as \N), so a value can neither vanish nor shift into its neighbour. */
-const line = (cols: string[]): string => `concat_ws('|', ${cols.map((c) => `coalesce(quote_literal(${c}), '\\N')`).join(', ')})`;
+const line = (cols: string[]): string =>
+  `concat_ws('|', ${cols.map((c) => `coalesce(quote_literal(${c}), '\\N')`).join(', ')})`;
 
 /** Outcome of {@link compareCatalogToSource}: md5 of each side's text ('-' when empty) and row counts. */
 export interface CatalogSourceComparison {
@@ -30,7 +50,12 @@ export interface CatalogSourceComparison {
  * column mapping (`BAREOS_JOB_SELECT`); `timezone` is the source's zone for its naive timestamps.
  * Used by the demo and the tests.
  */
-export async function compareCatalogToSource(catalogPool: Pool, sourcePool: Pool, catalog: string, timezone: string): Promise<CatalogSourceComparison> {
+export async function compareCatalogToSource(
+  catalogPool: Pool,
+  sourcePool: Pool,
+  catalog: string,
+  timezone: string,
+): Promise<CatalogSourceComparison> {
   const catalogCols = FIELDS.map((f) => (TIMESTAMPS.has(f) ? utcText(f) : `${f}::text`));
   const cat = await catalogPool.query<{ md5: string | null; n: number }>(
     `SELECT md5(string_agg(${line(catalogCols)}, E'\\n' ORDER BY job_id::bigint)) AS md5, count(*)::int AS n
@@ -44,5 +69,11 @@ export async function compareCatalogToSource(catalogPool: Pool, sourcePool: Pool
   );
   const c = cat.rows[0];
   const s = src.rows[0];
-  return { equal: c.n === s.n && c.md5 === s.md5, catalog: c.md5 ?? '-', source: s.md5 ?? '-', catalogRows: c.n, sourceRows: s.n };
+  return {
+    equal: c.n === s.n && c.md5 === s.md5,
+    catalog: c.md5 ?? '-',
+    source: s.md5 ?? '-',
+    catalogRows: c.n,
+    sourceRows: s.n,
+  };
 }

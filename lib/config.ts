@@ -52,14 +52,23 @@ export const fileSourceSchema = z
     path: z.string().min(1).optional(),
     /** Command printing the listing, as an argv array (no shell). */
     command: z
-      .array(z.string().min(1), { error: 'must be an argv array such as ["restic", "-r", "/srv/restic", "snapshots", "--json"] (no shell)' })
+      .array(z.string().min(1), {
+        error: 'must be an argv array such as ["restic", "-r", "/srv/restic", "snapshots", "--json"] (no shell)',
+      })
       .min(1)
       .optional(),
     /**
      * Time limit of the command (ms), default 90,000, at most 100,000: the plan runs it inside an
      * activity with a 2-minute start-to-close timeout. Slower listings: write them to a file first.
      */
-    commandTimeoutMs: z.number().int().positive().max(100_000, { message: 'at most 100000 ms (the plan activity has 2 minutes); write slower listings to a file and use "path"' }).optional(),
+    commandTimeoutMs: z
+      .number()
+      .int()
+      .positive()
+      .max(100_000, {
+        message: 'at most 100000 ms (the plan activity has 2 minutes); write slower listings to a file and use "path"',
+      })
+      .optional(),
     /** IANA zone of naive times (borg 1.x) and of buckets; default UTC. */
     timezone: ianaZone.optional(),
     /** Client (host) name of the jobs, for listings that do not carry one (borg); default NULL. */
@@ -77,14 +86,17 @@ export const fileSourceSchema = z
 
 /** Any source: a director catalog database or a backup tool's JSON listing. */
 export const sourceSchema = z.discriminatedUnion('kind', [databaseSourceSchema, fileSourceSchema], {
-  error: () => 'kind must be one of "bareos", "bacula" (director catalog databases), "restic-json", "borg-json" (listings)',
+  error: () =>
+    'kind must be one of "bareos", "bacula" (director catalog databases), "restic-json", "borg-json" (listings)',
 });
 
 /** The worker-side configuration file named by CATALOG_REBUILD_CONFIG. */
 export const configSchema = z
   .object({
     catalogDatabaseUrl: postgresUrl.optional(),
-    sources: z.record(z.string().regex(/^[A-Za-z0-9_.-]+$/, 'source names use letters, digits, _ . -'), sourceSchema).default({}),
+    sources: z
+      .record(z.string().regex(/^[A-Za-z0-9_.-]+$/, 'source names use letters, digits, _ . -'), sourceSchema)
+      .default({}),
   })
   .strict();
 
@@ -106,7 +118,8 @@ function formatIssues(err: z.ZodError, file: string): string {
   return err.issues
     .map((i) => {
       // A bad record key (a source name) carries its reason in nested issues.
-      const nested = i.code === 'invalid_key' ? (i as { issues?: { message: string }[] }).issues?.[0]?.message : undefined;
+      const nested =
+        i.code === 'invalid_key' ? (i as { issues?: { message: string }[] }).issues?.[0]?.message : undefined;
       return `${file}: ${i.path.length ? i.path.join('.') : '(top level)'}: ${nested ?? i.message}`;
     })
     .join('; ');
@@ -135,13 +148,17 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, opts: { require
       throw new ConfigError(`CATALOG_REBUILD_CONFIG: ${file} is not valid JSON: ${(err as Error).message}`);
     }
   } else if (opts.requireFile) {
-    throw new ConfigError('CATALOG_REBUILD_CONFIG is not set: name the JSON configuration file that defines catalogDatabaseUrl and sources');
+    throw new ConfigError(
+      'CATALOG_REBUILD_CONFIG is not set: name the JSON configuration file that defines catalogDatabaseUrl and sources',
+    );
   }
   const parsed = configSchema.safeParse(raw);
   if (!parsed.success) throw new ConfigError(formatIssues(parsed.error, file ?? 'configuration'));
   const catalogDatabaseUrl = env.CATALOG_DATABASE_URL || parsed.data.catalogDatabaseUrl;
   if (!catalogDatabaseUrl) {
-    throw new ConfigError('catalogDatabaseUrl: no catalog database: set CATALOG_DATABASE_URL or catalogDatabaseUrl in the CATALOG_REBUILD_CONFIG file');
+    throw new ConfigError(
+      'catalogDatabaseUrl: no catalog database: set CATALOG_DATABASE_URL or catalogDatabaseUrl in the CATALOG_REBUILD_CONFIG file',
+    );
   }
   if (!/^postgres(ql)?:\/\//.test(catalogDatabaseUrl)) {
     throw new ConfigError('CATALOG_DATABASE_URL: must be a postgres:// or postgresql:// URL');

@@ -1,6 +1,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { Pool, PoolClient, PoolConfig } from 'pg';
+import type { PoolClient, PoolConfig } from 'pg';
+import { Pool } from 'pg';
 import { projectRoot } from './paths';
 import { SchemaTooNewError } from './errors';
 
@@ -82,7 +83,12 @@ export async function withTransaction<T>(pool: Pool, fn: (client: PoolClient) =>
  * session; SQLSTATE 57014), so `fn` fails promptly and its transaction can roll back.
  * @throws whatever `fn` throws.
  */
-export async function cancelOnAbort<T>(pool: Pool, client: PoolClient, signal: AbortSignal, fn: () => Promise<T>): Promise<T> {
+export async function cancelOnAbort<T>(
+  pool: Pool,
+  client: PoolClient,
+  signal: AbortSignal,
+  fn: () => Promise<T>,
+): Promise<T> {
   let live = true;
   const backendPid = (client as unknown as { processID?: number }).processID;
   const onAbort = () => {

@@ -2,7 +2,8 @@
  * Errors with a stable `code` from the one registry, `workflows/failures.ts`. Activities turn the
  * permanent ones into `ApplicationFailure.nonRetryable(message, code)` so the workflow fails fast.
  */
-import { FailureType, FailureTypeName } from '../workflows/failures';
+import type { FailureTypeName } from '../workflows/failures';
+import { FailureType } from '../workflows/failures';
 
 export { FailureType, NON_RETRYABLE_TYPES } from '../workflows/failures';
 
@@ -90,7 +91,12 @@ export function isTransientDbError(err: unknown): boolean {
     if (RETRYABLE_NODE_CODES.has(code)) return true;
   }
   const msg = (err as { message?: unknown }).message;
-  if (typeof msg === 'string' && /Connection terminated|connection timeout|terminating connection|Client has encountered a connection error/i.test(msg)) {
+  if (
+    typeof msg === 'string' &&
+    /Connection terminated|connection timeout|terminating connection|Client has encountered a connection error/i.test(
+      msg,
+    )
+  ) {
     return true;
   }
   return false;

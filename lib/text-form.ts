@@ -6,7 +6,9 @@
 /** A value in COPY text format (`\N` for NULL; backslash, newline, carriage return and tab escaped). */
 export function copyValue(v: string | null): string {
   if (v === null) return '\\N';
-  return /[\\\n\r\t]/.test(v) ? v.replace(/[\\\n\r\t]/g, (c) => (c === '\\' ? '\\\\' : c === '\n' ? '\\n' : c === '\r' ? '\\r' : '\\t')) : v;
+  return /[\\\n\r\t]/.test(v)
+    ? v.replace(/[\\\n\r\t]/g, (c) => (c === '\\' ? '\\\\' : c === '\n' ? '\\n' : c === '\r' ? '\\r' : '\\t'))
+    : v;
 }
 
 /** SQL: the text form of timestamptz column `col` as a UTC instant, `YYYY-MM-DDTHH:MI:SS.USZ`. */

@@ -4,7 +4,8 @@
  * and repeated job ids are de-duplicated with a fixed winner.
  */
 import { z } from 'zod';
-import { JOB_COLUMNS, ReadRow, SourceRow } from './sources/types';
+import type { ReadRow, SourceRow } from './sources/types';
+import { JOB_COLUMNS } from './sources/types';
 import { fingerprintRow } from './fingerprint';
 
 export { fingerprintRow } from './fingerprint';
@@ -24,7 +25,11 @@ const signedNumber = (max: bigint, what: string, safeDigits: number) =>
   z
     .string()
     .regex(/^-?\d+$/, { message: 'must be a whole number' })
-    .refine((s) => s.replace('-', '').length < safeDigits || !/^-?\d+$/.test(s) || (BigInt(s) <= max && BigInt(s) >= -max - 1n), { message: `exceeds the ${what} range` });
+    .refine(
+      (s) =>
+        s.replace('-', '').length < safeDigits || !/^-?\d+$/.test(s) || (BigInt(s) <= max && BigInt(s) >= -max - 1n),
+      { message: `exceeds the ${what} range` },
+    );
 /** Longest job id or client name (bytes): both are index keys, and a btree entry must fit a third of a page. */
 export const MAX_KEY_BYTES = 1024;
 
@@ -37,23 +42,36 @@ export const jobRowSchema = z.object({
   job_id: z
     .string({ message: 'no job id' })
     .min(1, { message: 'no job id' })
-    .refine((s) => s.length * 3 <= MAX_KEY_BYTES || Buffer.byteLength(s) <= MAX_KEY_BYTES, { message: `is longer than ${MAX_KEY_BYTES} bytes (an index key)` }),
+    .refine((s) => s.length * 3 <= MAX_KEY_BYTES || Buffer.byteLength(s) <= MAX_KEY_BYTES, {
+      message: `is longer than ${MAX_KEY_BYTES} bytes (an index key)`,
+    }),
   client: z
     .string()
-    .refine((s) => s.length * 3 <= MAX_KEY_BYTES || Buffer.byteLength(s) <= MAX_KEY_BYTES, { message: `is longer than ${MAX_KEY_BYTES} bytes (an index key)` })
+    .refine((s) => s.length * 3 <= MAX_KEY_BYTES || Buffer.byteLength(s) <= MAX_KEY_BYTES, {
+      message: `is longer than ${MAX_KEY_BYTES} bytes (an index key)`,
+    })
     .nullable(),
   sched_time: instant.nullable(),
   start_time: instant.nullable(),
   end_time: instant.nullable(),
   real_end_time: instant.nullable(),
   files: wholeNumber(INT8_MAX, '64-bit').nullable(),
-  bytes: z.string().regex(/^\d{1,20}$/, { message: 'must be a non-negative whole number of at most 20 digits' }).nullable(),
-  read_bytes: z.string().regex(/^\d{1,20}$/, { message: 'must be a non-negative whole number of at most 20 digits' }).nullable(),
+  bytes: z
+    .string()
+    .regex(/^\d{1,20}$/, { message: 'must be a non-negative whole number of at most 20 digits' })
+    .nullable(),
+  read_bytes: z
+    .string()
+    .regex(/^\d{1,20}$/, { message: 'must be a non-negative whole number of at most 20 digits' })
+    .nullable(),
   job_errors: signedNumber(INT4_MAX, '32-bit', 10).nullable(),
   job_tdate: signedNumber(INT8_MAX, '64-bit', 19).nullable(),
   vol_session_id: signedNumber(INT8_MAX, '64-bit', 19).nullable(),
   vol_session_time: signedNumber(INT8_MAX, '64-bit', 19).nullable(),
-  bucket: z.string().regex(/^\d{4}-\d{2}-\d{2}$/, { message: 'is not a date' }).nullable(),
+  bucket: z
+    .string()
+    .regex(/^\d{4}-\d{2}-\d{2}$/, { message: 'is not a date' })
+    .nullable(),
 });
 
 /**
@@ -63,7 +81,36 @@ export const jobRowSchema = z.object({
 export const KNOWN_CODES = {
   type: new Set(['B', 'M', 'V', 'R', 'U', 'I', 'D', 'A', 'C', 'c', 'g', 'S', 'O']),
   level: new Set(['F', 'I', 'D', 'S', 'f', 'B', 'C', 'V', 'O', 'd', 'A']),
-  status: new Set(['T', 'W', 'E', 'e', 'f', 'D', 'A', 'I', 'C', 'R', 'B', 'F', 'S', 'm', 'M', 's', 'j', 'c', 'd', 't', 'p', 'a', 'i', 'l', 'q', 'L', 'u', 'w']),
+  status: new Set([
+    'T',
+    'W',
+    'E',
+    'e',
+    'f',
+    'D',
+    'A',
+    'I',
+    'C',
+    'R',
+    'B',
+    'F',
+    'S',
+    'm',
+    'M',
+    's',
+    'j',
+    'c',
+    'd',
+    't',
+    'p',
+    'a',
+    'i',
+    'l',
+    'q',
+    'L',
+    'u',
+    'w',
+  ]),
 } as const;
 
 /** A quarantined record: where it was, why, and the record as read. */
@@ -135,12 +182,24 @@ const short = (s: string | null, max: number, re: RegExp) => s === null || (s.le
  */
 export function plainlyValid(r: SourceRow): boolean {
   return (
-    r.job_key !== null && r.job_key.length < 19 && DIGITS.test(r.job_key) &&
-    r.job_id !== null && r.job_id.length > 0 && r.job_id.length * 3 <= MAX_KEY_BYTES &&
+    r.job_key !== null &&
+    r.job_key.length < 19 &&
+    DIGITS.test(r.job_key) &&
+    r.job_id !== null &&
+    r.job_id.length > 0 &&
+    r.job_id.length * 3 <= MAX_KEY_BYTES &&
     (r.client === null || r.client.length * 3 <= MAX_KEY_BYTES) &&
-    short(r.sched_time, 28, INSTANT) && short(r.start_time, 28, INSTANT) && short(r.end_time, 28, INSTANT) && short(r.real_end_time, 28, INSTANT) &&
-    short(r.files, 19, DIGITS) && short(r.bytes, 21, DIGITS) && short(r.read_bytes, 21, DIGITS) &&
-    short(r.job_errors, 10, SIGNED) && short(r.job_tdate, 19, SIGNED) && short(r.vol_session_id, 19, SIGNED) && short(r.vol_session_time, 19, SIGNED) &&
+    short(r.sched_time, 28, INSTANT) &&
+    short(r.start_time, 28, INSTANT) &&
+    short(r.end_time, 28, INSTANT) &&
+    short(r.real_end_time, 28, INSTANT) &&
+    short(r.files, 19, DIGITS) &&
+    short(r.bytes, 21, DIGITS) &&
+    short(r.read_bytes, 21, DIGITS) &&
+    short(r.job_errors, 10, SIGNED) &&
+    short(r.job_tdate, 19, SIGNED) &&
+    short(r.vol_session_id, 19, SIGNED) &&
+    short(r.vol_session_time, 19, SIGNED) &&
     short(r.bucket, 11, DATE)
   );
 }

@@ -98,7 +98,10 @@ test('same seed gives byte-identical catalogs with exactly the requested jobs', 
 test('the catalog holds the edge cases of a real director', async () => {
   await generateBareosSource({ databaseUrl: DB_URL, jobs: 5000, seed: 7 });
   const checks: [string, string][] = [
-    ['running job with NULL endtime', `jobstatus = 'R' AND endtime IS NULL AND realendtime IS NULL AND starttime IS NOT NULL`],
+    [
+      'running job with NULL endtime',
+      `jobstatus = 'R' AND endtime IS NULL AND realendtime IS NULL AND starttime IS NOT NULL`,
+    ],
     ['NULL starttime', `starttime IS NULL`],
     ['level single space', `level = ' '`],
     ['restore job', `type = 'R'`],
@@ -118,17 +121,25 @@ test('the catalog holds the edge cases of a real director', async () => {
   }
   assert.equal(await scalar(`SELECT max(jobid) - min(jobid) + 1 > count(*) FROM job`), 'true', 'a gap in jobid');
   assert.equal(
-    await scalar(`SELECT count(*) FROM job WHERE jobtdate <> extract(epoch FROM coalesce(endtime, starttime, schedtime))::bigint`),
+    await scalar(
+      `SELECT count(*) FROM job WHERE jobtdate <> extract(epoch FROM coalesce(endtime, starttime, schedtime))::bigint`,
+    ),
     '0',
     'jobtdate is the epoch of endtime (or starttime) read as UTC',
   );
-  assert.equal(await scalar(`SELECT count(*) FROM job WHERE job !~ '^[^ ]+\\.\\d{4}-\\d{2}-\\d{2}_\\d{2}\\.\\d{2}\\.\\d{2}_\\d{2}$'`), '0');
-  assert.equal(await scalar(`SELECT count(*) FROM job WHERE jobstatus = 'R' AND jobid < (SELECT max(jobid) - 500 FROM job)`), '0', 'only the newest jobs run');
-  // the sequence continues after the largest id
   assert.equal(
-    await scalar(`SELECT last_value FROM job_jobid_seq`),
-    await scalar('SELECT max(jobid) FROM job'),
+    await scalar(
+      `SELECT count(*) FROM job WHERE job !~ '^[^ ]+\\.\\d{4}-\\d{2}-\\d{2}_\\d{2}\\.\\d{2}\\.\\d{2}_\\d{2}$'`,
+    ),
+    '0',
   );
+  assert.equal(
+    await scalar(`SELECT count(*) FROM job WHERE jobstatus = 'R' AND jobid < (SELECT max(jobid) - 500 FROM job)`),
+    '0',
+    'only the newest jobs run',
+  );
+  // the sequence continues after the largest id
+  assert.equal(await scalar(`SELECT last_value FROM job_jobid_seq`), await scalar('SELECT max(jobid) FROM job'));
 });
 
 test('tiny histories have exactly the requested rows', async () => {
@@ -137,13 +148,16 @@ test('tiny histories have exactly the requested rows', async () => {
     assert.equal(r.jobs, jobs);
     assert.equal(await scalar('SELECT count(*) FROM job'), String(jobs));
   }
-  assert.equal(await scalar(`SELECT count(*) FROM job WHERE jobstatus = 'R'`) !== '0', true, 'newest job is running');
+  assert.equal((await scalar(`SELECT count(*) FROM job WHERE jobstatus = 'R'`)) !== '0', true, 'newest job is running');
 });
 
 test('invalid options are rejected before touching the database', async () => {
   await assert.rejects(generateBareosSource({ databaseUrl: DB_URL, jobs: 0, seed: 1 }), RangeError);
   await assert.rejects(generateBareosSource({ databaseUrl: DB_URL, jobs: 1.5, seed: 1 }), RangeError);
-  await assert.rejects(generateBareosSource({ databaseUrl: DB_URL, jobs: 10, seed: 1, endDate: '2026-02-30' }), RangeError);
+  await assert.rejects(
+    generateBareosSource({ databaseUrl: DB_URL, jobs: 10, seed: 1, endDate: '2026-02-30' }),
+    RangeError,
+  );
   await assert.rejects(generateBareosSource({ databaseUrl: DB_URL, jobs: 10, seed: 1, clients: 0 }), RangeError);
 });
 

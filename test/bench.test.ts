@@ -41,16 +41,22 @@ const FIGURES = [
 test('npm run bench -- --jobs 3000 prints every figure and exits 0', { timeout: 120_000 }, async () => {
   const json = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'catalog-rebuild-bench-')), 'bench.json');
   const started = Date.now();
-  const { code, stdout, stderr } = await new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
-    const child = spawn(process.execPath, [path.join(projectRoot(), 'dist/dev/bench/main.js'), '--jobs', '3000', '--page-size', '500', '--json', json], {
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let out = '';
-    let err = '';
-    child.stdout!.on('data', (d) => (out += d));
-    child.stderr!.on('data', (d) => (err += d));
-    child.on('exit', (c) => resolve({ code: c, stdout: out, stderr: err }));
-  });
+  const { code, stdout, stderr } = await new Promise<{ code: number | null; stdout: string; stderr: string }>(
+    (resolve) => {
+      const child = spawn(
+        process.execPath,
+        [path.join(projectRoot(), 'dist/dev/bench/main.js'), '--jobs', '3000', '--page-size', '500', '--json', json],
+        {
+          stdio: ['ignore', 'pipe', 'pipe'],
+        },
+      );
+      let out = '';
+      let err = '';
+      child.stdout!.on('data', (d) => (out += d));
+      child.stderr!.on('data', (d) => (err += d));
+      child.on('exit', (c) => resolve({ code: c, stdout: out, stderr: err }));
+    },
+  );
   assert.equal(code, 0, `bench failed:\n${stdout}\n${stderr}`);
   for (const label of FIGURES) {
     const line = stdout.split('\n').find((l) => l.startsWith(`${label}: `));
@@ -65,6 +71,9 @@ test('npm run bench -- --jobs 3000 prints every figure and exits 0', { timeout: 
   assert.ok(r['(a) catalog-rebuild, 1 worker'].rowsPerSecond > 0);
   assert.ok(r['history events per run'].maxPerRun > 0 && r['history events per run'].maxPerRun < 10_000);
   assert.ok(r['worker peak RSS'] > 0, 'worker peak RSS read from /proc');
-  assert.ok(r['replayed page WAL'].ratio < 0.1, `a replayed page writes under 10% of its first write's WAL: ${JSON.stringify(r['replayed page WAL'])}`);
+  assert.ok(
+    r['replayed page WAL'].ratio < 0.1,
+    `a replayed page writes under 10% of its first write's WAL: ${JSON.stringify(r['replayed page WAL'])}`,
+  );
   assert.ok(Date.now() - started < 60_000, `the small bench takes under 60 s (took ${Date.now() - started} ms)`);
 });

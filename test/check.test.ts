@@ -17,16 +17,15 @@ import { migrate } from '../lib/db';
 import { freePort } from '../dev/env/dev-server';
 import { connectTemporal, getProgress, pause, rebuildHandle, resume, startRebuild, waitForResult } from '../client';
 import { checkCatalog } from '../client/check';
+import type { TestDatabases, WorkerProcess } from '../dev/harness/harness';
 import {
   privateTemporal,
   runCliAsync,
   runCliProcess,
   spawnWorker,
   testDatabases,
-  TestDatabases,
   testEnv,
   uniqueQueue,
-  WorkerProcess,
   writeConfig,
 } from '../dev/harness/harness';
 import { serverTimezone } from '../dev/harness/fixture';
@@ -71,14 +70,26 @@ async function publishedCatalog(catalog: string, jobs: Job[], status = 'active')
     );
     const versionId = v.rows[0].version_id;
     await createVersionPartition(c, versionId);
-    const at = (h: number | null | undefined) => (h === null || h === undefined ? null : new Date(Date.parse(NOW) - h * HOUR).toISOString());
+    const at = (h: number | null | undefined) =>
+      h === null || h === undefined ? null : new Date(Date.parse(NOW) - h * HOUR).toISOString();
     for (const j of jobs) {
       const id = nextJobId++;
-      const end = j.endedHoursAgo !== undefined ? j.endedHoursAgo : j.startedHoursAgo === null ? null : j.startedHoursAgo - 1;
+      const end =
+        j.endedHoursAgo !== undefined ? j.endedHoursAgo : j.startedHoursAgo === null ? null : j.startedHoursAgo - 1;
       await c.query(
         `INSERT INTO job (version_id, job_key, job_id, job, job_name, client, type, level, status, start_time, end_time, page_no)
          VALUES ($1, $2::bigint, $2::bigint::text, $3, $4, $5, $6, 'I', $7, $8, $9, 1)`,
-        [versionId, String(id), `job.${id}`, `backup-${j.client}`, j.client, j.type ?? 'B', j.status, at(j.startedHoursAgo), at(end)],
+        [
+          versionId,
+          String(id),
+          `job.${id}`,
+          `backup-${j.client}`,
+          j.client,
+          j.type ?? 'B',
+          j.status,
+          at(j.startedHoursAgo),
+          at(end),
+        ],
       );
     }
     if (status === 'active') {
@@ -110,7 +121,13 @@ function checks(argsList: string[][], env = checkEnv) {
 /** Parses `... | k=v k=v` perfdata. */
 function perfdata(line: string): Record<string, string> {
   const [, perf = ''] = line.split(' | ');
-  return Object.fromEntries(perf.trim().split(/\s+/).filter(Boolean).map((kv) => kv.split('=') as [string, string]));
+  return Object.fromEntries(
+    perf
+      .trim()
+      .split(/\s+/)
+      .filter(Boolean)
+      .map((kv) => kv.split('=') as [string, string]),
+  );
 }
 
 test('OK, WARNING and CRITICAL with perfdata; restore and admin jobs are ignored', async () => {
@@ -133,7 +150,12 @@ test('OK, WARNING and CRITICAL with perfdata; restore and admin jobs are ignored
   assert.equal(ok.code, 0, `${ok.stdout}${ok.stderr}`);
   assert.equal(ok.stdout.trim().split('\n').length, 1, 'one status line');
   assert.match(ok.stdout, /^CATALOG OK - 2 clients ok /);
-  assert.deepEqual(perfdata(ok.stdout.trim()), { clients_ok: '2', clients_warning: '0', clients_critical: '0', oldest_age_seconds: String(20 * 3600) });
+  assert.deepEqual(perfdata(ok.stdout.trim()), {
+    clients_ok: '2',
+    clients_warning: '0',
+    clients_critical: '0',
+    oldest_age_seconds: String(20 * 3600),
+  });
 
   // A client whose only recent backup ended with warnings (W) is WARNING, named in the text.
   await publishedCatalog('warn1', [
@@ -145,7 +167,12 @@ test('OK, WARNING and CRITICAL with perfdata; restore and admin jobs are ignored
   const warn = check(['--catalog', 'warn1']);
   assert.equal(warn.code, 1, warn.stdout);
   assert.match(warn.stdout, /^CATALOG WARNING - 1 of 3 clients .*mail-01-fd/);
-  assert.deepEqual(perfdata(warn.stdout.trim()), { clients_ok: '2', clients_warning: '1', clients_critical: '0', oldest_age_seconds: String(20 * 3600) });
+  assert.deepEqual(perfdata(warn.stdout.trim()), {
+    clients_ok: '2',
+    clients_warning: '1',
+    clients_critical: '0',
+    oldest_age_seconds: String(20 * 3600),
+  });
 
   // A client whose newest good backup is too old is CRITICAL, even with a newer restore (R) or a
   // newer failed backup; the warning client is still named.
@@ -160,8 +187,16 @@ test('OK, WARNING and CRITICAL with perfdata; restore and admin jobs are ignored
   ]);
   const crit = check(['--catalog', 'crit1']);
   assert.equal(crit.code, 2, crit.stdout);
-  assert.match(crit.stdout, /^CATALOG CRITICAL - 2 of 5 clients without a good backup within max age 26h: app-01-fd, file-01-fd; 1 warning: mail-01-fd /);
-  assert.deepEqual(perfdata(crit.stdout.trim()), { clients_ok: '2', clients_warning: '1', clients_critical: '2', oldest_age_seconds: String(40 * 3600) });
+  assert.match(
+    crit.stdout,
+    /^CATALOG CRITICAL - 2 of 5 clients without a good backup within max age 26h: app-01-fd, file-01-fd; 1 warning: mail-01-fd /,
+  );
+  assert.deepEqual(perfdata(crit.stdout.trim()), {
+    clients_ok: '2',
+    clients_warning: '1',
+    clients_critical: '2',
+    oldest_age_seconds: String(40 * 3600),
+  });
 
   const [wide, narrow, ninety, lookback, some, ghost] = await checks([
     ['--catalog', 'crit1', '--max-age', '2d'],
@@ -173,20 +208,39 @@ test('OK, WARNING and CRITICAL with perfdata; restore and admin jobs are ignored
   ]);
   // Durations: a wider max age makes the old clients OK; 90 minutes leaves none, 3 hours one.
   assert.equal(wide.code, 1, wide.stdout);
-  assert.deepEqual(perfdata(wide.stdout.trim()), { clients_ok: '4', clients_warning: '1', clients_critical: '0', oldest_age_seconds: String(40 * 3600) });
+  assert.deepEqual(perfdata(wide.stdout.trim()), {
+    clients_ok: '4',
+    clients_warning: '1',
+    clients_critical: '0',
+    oldest_age_seconds: String(40 * 3600),
+  });
   assert.equal(narrow.code, 2, narrow.stdout);
-  assert.equal(perfdata(narrow.stdout.trim()).clients_ok, '0', 'web-01-fd ended 1 h ago but started 2 h ago: start time counts');
+  assert.equal(
+    perfdata(narrow.stdout.trim()).clients_ok,
+    '0',
+    'web-01-fd ended 1 h ago but started 2 h ago: start time counts',
+  );
   assert.equal(perfdata(ninety.stdout.trim()).clients_ok, '1');
   // A short lookback takes a client out of scope when its newest backup job is older.
   assert.equal(lookback.code, 2, lookback.stdout);
-  assert.deepEqual(perfdata(lookback.stdout.trim()), { clients_ok: '2', clients_warning: '1', clients_critical: '1', oldest_age_seconds: String(40 * 3600) });
+  assert.deepEqual(perfdata(lookback.stdout.trim()), {
+    clients_ok: '2',
+    clients_warning: '1',
+    clients_critical: '1',
+    oldest_age_seconds: String(40 * 3600),
+  });
 
   // --client: exactly these clients; a client with no backup at all is CRITICAL.
   assert.equal(some.code, 0, some.stdout);
   assert.match(some.stdout, /^CATALOG OK - 2 clients ok/);
   assert.equal(ghost.code, 2, ghost.stdout);
   assert.match(ghost.stdout, /2 of 3 clients without a good backup within max age 26h: ghost-fd, restore-only-fd /);
-  assert.deepEqual(perfdata(ghost.stdout.trim()), { clients_ok: '1', clients_warning: '0', clients_critical: '2', oldest_age_seconds: String(2 * 3600) });
+  assert.deepEqual(perfdata(ghost.stdout.trim()), {
+    clients_ok: '1',
+    clients_warning: '0',
+    clients_critical: '2',
+    oldest_age_seconds: String(2 * 3600),
+  });
 
   // The library gives the same answer as the CLI.
   const lib = await checkCatalog(dbs.catalogPool, { catalog: 'crit1', now: NOW });
@@ -208,21 +262,33 @@ test('CRITICAL when no client has a backup job in the lookback; the status line 
   const none = check(['--catalog', 'noclients']);
   assert.equal(none.code, 2, none.stdout);
   assert.match(none.stdout, /^CATALOG CRITICAL - no client has a backup job in the last 35d /);
-  assert.deepEqual(perfdata(none.stdout.trim()), { clients_ok: '0', clients_warning: '0', clients_critical: '0', oldest_age_seconds: 'U' });
+  assert.deepEqual(perfdata(none.stdout.trim()), {
+    clients_ok: '0',
+    clients_warning: '0',
+    clients_critical: '0',
+    oldest_age_seconds: 'U',
+  });
 
   // 20 failing clients: 8 are named, the rest counted; the line stays one line.
   await publishedCatalog(
     'many',
-    Array.from({ length: 20 }, (_, i) => ({ client: `host-${String(i).padStart(2, '0')}-fd`, status: 'E', startedHoursAgo: 1 })),
+    Array.from({ length: 20 }, (_, i) => ({
+      client: `host-${String(i).padStart(2, '0')}-fd`,
+      status: 'E',
+      startedHoursAgo: 1,
+    })),
   );
   const many = check(['--catalog', 'many']);
   assert.equal(many.code, 2);
-  assert.match(many.stdout, /20 of 20 clients without a good backup within max age 26h: host-00-fd, .*host-07-fd, \.\.\. \(12 more\)/);
+  assert.match(
+    many.stdout,
+    /20 of 20 clients without a good backup within max age 26h: host-00-fd, .*host-07-fd, \.\.\. \(12 more\)/,
+  );
   assert.doesNotMatch(many.stdout, /host-08-fd/);
   assert.equal(perfdata(many.stdout.trim()).oldest_age_seconds, 'U');
 });
 
-test('UNKNOWN (exit 3): no active version, unreachable database, and the check\'s own usage errors', async () => {
+test("UNKNOWN (exit 3): no active version, unreachable database, and the check's own usage errors", async () => {
   const missing = check(['--catalog', 'nosuch']);
   assert.equal(missing.code, 3, missing.stdout);
   assert.match(missing.stdout, /^CATALOG UNKNOWN - catalog nosuch has no active \(published\) version/);
@@ -234,17 +300,32 @@ test('UNKNOWN (exit 3): no active version, unreachable database, and the check\'
   assert.match(building.stdout, /no active \(published\) version/);
 
   const port = await freePort();
-  const unreachable = check(['--catalog', 'ok1'], { ...checkEnv, CATALOG_DATABASE_URL: `postgres://nobody:secret@127.0.0.1:${port}/nowhere` });
+  const unreachable = check(['--catalog', 'ok1'], {
+    ...checkEnv,
+    CATALOG_DATABASE_URL: `postgres://nobody:secret@127.0.0.1:${port}/nowhere`,
+  });
   assert.equal(unreachable.code, 3, unreachable.stdout);
   assert.match(unreachable.stdout, /^CATALOG UNKNOWN - cannot connect to the catalog database: .*ECONNREFUSED/);
   assert.doesNotMatch(unreachable.stdout + unreachable.stderr, /secret/, 'no credential in the output');
 
-  const noConfig = runCliProcess(['check', '--catalog', 'ok1'], { ...process.env, CATALOG_REBUILD_CONFIG: '', CATALOG_DATABASE_URL: '' });
+  const noConfig = runCliProcess(['check', '--catalog', 'ok1'], {
+    ...process.env,
+    CATALOG_REBUILD_CONFIG: '',
+    CATALOG_DATABASE_URL: '',
+  });
   assert.equal(noConfig.code, 3);
   assert.match(noConfig.stdout, /^CATALOG UNKNOWN - .*catalogDatabaseUrl/);
 
   // Usage errors of `check` are UNKNOWN (3), never 2; other commands keep 2.
-  const usage = [[], ['--catalog', 'ok1', '--max-age', '26x'], ['--catalog', 'ok1', '--max-age', '0h'], ['--catalog', 'ok1', '--lookback', '35'], ['--catalog', 'ok1', '--bogus'], ['--catalog', 'ok1', '--client', ''], ['--catalog', 'ok1', '--now', 'yesterday']];
+  const usage = [
+    [],
+    ['--catalog', 'ok1', '--max-age', '26x'],
+    ['--catalog', 'ok1', '--max-age', '0h'],
+    ['--catalog', 'ok1', '--lookback', '35'],
+    ['--catalog', 'ok1', '--bogus'],
+    ['--catalog', 'ok1', '--client', ''],
+    ['--catalog', 'ok1', '--now', 'yesterday'],
+  ];
   const results = await Promise.all(usage.map((args) => runCliAsync(['check', ...args], checkEnv)));
   usage.forEach((args, i) => {
     const r = results[i];
@@ -276,7 +357,10 @@ test('a rebuilt catalog: check agrees with the source, and a half-done rebuild n
     const sourceTz = await serverTimezone(dbs.sourcePool);
     const env = testEnv({ address: temporal.address, configFile: writeConfig(dbs), taskQueue: uniqueQueue('check') });
     worker = await spawnWorker(env);
-    const first = await runCliAsync(['start', '--catalog', 'gen', '--source', 'director', '--page-size', '100', '--wait'], env);
+    const first = await runCliAsync(
+      ['start', '--catalog', 'gen', '--source', 'director', '--page-size', '100', '--wait'],
+      env,
+    );
     assert.equal(first.code, 0, `${first.stdout}\n${first.stderr}`);
 
     // Reference time: 10 minutes after the newest job time in the catalog.
@@ -293,15 +377,22 @@ test('a rebuilt catalog: check agrees with the source, and a half-done rebuild n
         [sourceTz],
       );
       const nowS = Date.parse(now) / 1000;
-      const inScope = new Set(rows.filter((r) => r.client && r.t !== null && r.t >= nowS - 35 * 86400).map((r) => r.client!));
+      const inScope = new Set(
+        rows.filter((r) => r.client && r.t !== null && r.t >= nowS - 35 * 86400).map((r) => r.client!),
+      );
       const verdict: Record<string, string> = {};
       for (const c of inScope) {
         const recent = rows.filter((r) => r.client === c && r.t !== null && r.t >= nowS - 26 * 3600);
-        verdict[c] = recent.some((r) => r.status === 'T') ? 'OK' : recent.some((r) => r.status === 'W') ? 'WARNING' : 'CRITICAL';
+        verdict[c] = recent.some((r) => r.status === 'T')
+          ? 'OK'
+          : recent.some((r) => r.status === 'W')
+            ? 'WARNING'
+            : 'CRITICAL';
       }
       return verdict;
     };
-    const asVerdict = (states: { client: string; state: string }[]) => Object.fromEntries(states.map((s) => [s.client, s.state]));
+    const asVerdict = (states: { client: string; state: string }[]) =>
+      Object.fromEntries(states.map((s) => [s.client, s.state]));
 
     const before = await checkCatalog(dbs.catalogPool, { catalog: 'gen', now });
     assert.deepEqual(asVerdict(before.clients), await oracle(), 'the check agrees with the source');

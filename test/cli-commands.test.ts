@@ -5,16 +5,16 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { Pool } from 'pg';
+import type { Pool } from 'pg';
 import { buildCli, ExitCode } from '../client/cli';
 import { checkResult } from '../client/check';
 import { checkCommand } from '../client/commands/check';
-import { CommandContext } from '../client/commands/context';
+import type { CommandContext } from '../client/commands/context';
 import { formatEvent } from '../client/commands/events';
 import { formatRebuildResult } from '../client/commands/outcome';
 import { throttleCommand } from '../client/commands/throttle';
-import { RebuildCatalogResult } from '../client';
-import { EventRow } from '../lib/catalog/event-reads';
+import type { RebuildCatalogResult } from '../client';
+import type { EventRow } from '../lib/catalog/event-reads';
 
 const RESULT: RebuildCatalogResult = {
   catalog: 'main',
@@ -61,7 +61,11 @@ test('a closed rebuild is described in one line, plus the reconciliation report'
   assert.deepEqual(formatRebuildResult({ ...RESULT, published: false, cancelled: true, reconciliation: null }), [
     'catalog main: version 7 cancelled (abandoned); 12 pages, 2400 rows, 2 rejects, 1 retries, 61 s, 2 run(s)',
   ]);
-  const mismatch = formatRebuildResult({ ...RESULT, published: false, reconciliation: { ...RESULT.reconciliation!, ok: false, rejects: 0 } });
+  const mismatch = formatRebuildResult({
+    ...RESULT,
+    published: false,
+    reconciliation: { ...RESULT.reconciliation!, ok: false, rejects: 0 },
+  });
   assert.match(mismatch[0], /version 7 NOT published;/);
   assert.match(mismatch[1], /^reconciliation: MISMATCH: 30 buckets, source 2400 = catalog 2398; delta/);
 });
@@ -76,7 +80,10 @@ test('events print as text lines or as the row in JSON', () => {
     details: { pages: 12 },
   };
   assert.equal(formatEvent(row, false), '2026-11-01T20:00:00.123Z  v-  planned      planned 12 pages');
-  assert.equal(formatEvent({ ...row, version_id: '3' }, false), '2026-11-01T20:00:00.123Z  v3  planned      planned 12 pages');
+  assert.equal(
+    formatEvent({ ...row, version_id: '3' }, false),
+    '2026-11-01T20:00:00.123Z  v3  planned      planned 12 pages',
+  );
   assert.equal(
     formatEvent(row, true),
     '{"event_id":"41","created_at":"2026-11-01T20:00:00.123Z","version_id":null,"kind":"planned","message":"planned 12 pages","details":{"pages":12}}',
@@ -104,18 +111,35 @@ test('the check turns a snapshot into the Nagios line and code', () => {
     ],
   });
   assert.equal(ok.code, 0);
-  assert.equal(ok.line, 'CATALOG OK - 2 clients ok (catalog main version 4, max age 26h) | clients_ok=2 clients_warning=0 clients_critical=0 oldest_age_seconds=3600');
+  assert.equal(
+    ok.line,
+    'CATALOG OK - 2 clients ok (catalog main version 4, max age 26h) | clients_ok=2 clients_warning=0 clients_critical=0 oldest_age_seconds=3600',
+  );
   assert.deepEqual(
     ok.clients.map((c) => c.ageSeconds),
     [3600, 0],
   );
 
-  const warn = checkResult(o, { versionId: '4', clients: [{ client: 'a', hasGoodBackup: false, hasWarningBackup: true, newestAgeSeconds: 60 }] });
+  const warn = checkResult(o, {
+    versionId: '4',
+    clients: [{ client: 'a', hasGoodBackup: false, hasWarningBackup: true, newestAgeSeconds: 60 }],
+  });
   assert.equal(warn.code, 1);
-  assert.match(warn.line, /^CATALOG WARNING - 1 of 1 clients with only warnings \(W\) within max age 26h: a \(catalog main version 4\) \| /);
+  assert.match(
+    warn.line,
+    /^CATALOG WARNING - 1 of 1 clients with only warnings \(W\) within max age 26h: a \(catalog main version 4\) \| /,
+  );
 
-  const many = Array.from({ length: 10 }, (_, i) => ({ client: `c${i}`, hasGoodBackup: false, hasWarningBackup: false, newestAgeSeconds: null }));
-  const crit = checkResult(o, { versionId: '4', clients: [...many, { client: 'w|x', hasGoodBackup: false, hasWarningBackup: true, newestAgeSeconds: 10 }] });
+  const many = Array.from({ length: 10 }, (_, i) => ({
+    client: `c${i}`,
+    hasGoodBackup: false,
+    hasWarningBackup: false,
+    newestAgeSeconds: null,
+  }));
+  const crit = checkResult(o, {
+    versionId: '4',
+    clients: [...many, { client: 'w|x', hasGoodBackup: false, hasWarningBackup: true, newestAgeSeconds: 10 }],
+  });
   assert.equal(crit.code, 2);
   assert.equal(
     crit.line,
@@ -144,7 +168,9 @@ test('check: no configuration or no database is UNKNOWN (3) with one line', asyn
     lines,
   );
   assert.equal(await checkCommand(down, { catalog: 'main', maxAge: 60, lookback: 60, timeout: 5 }), 3);
-  assert.deepEqual(lines, ['CATALOG UNKNOWN - cannot connect to the catalog database: connect ECONNREFUSED 127.0.0.1:1']);
+  assert.deepEqual(lines, [
+    'CATALOG UNKNOWN - cannot connect to the catalog database: connect ECONNREFUSED 127.0.0.1:1',
+  ]);
   assert.ok(ended, 'the pool is ended');
 });
 
@@ -152,7 +178,8 @@ test('throttle without a setting is a usage error before any connection', async 
   const lines: string[] = [];
   await assert.rejects(
     throttleCommand(fakeContext({}, lines), { catalog: 'main' }),
-    (e: unknown) => e instanceof ExitCode && e.code === 2 && e.message === 'throttle needs --concurrency and/or --pause-ms',
+    (e: unknown) =>
+      e instanceof ExitCode && e.code === 2 && e.message === 'throttle needs --concurrency and/or --pause-ms',
   );
   assert.deepEqual(lines, []);
 });
@@ -162,8 +189,22 @@ test('events through the command tree: options parsed, rows printed oldest first
   const calls: unknown[][] = [];
   let ended = false;
   const rows: EventRow[] = [
-    { event_id: '1', created_at: new Date('2026-11-01T20:00:00Z'), version_id: '2', kind: 'planned', message: 'planned', details: {} },
-    { event_id: '2', created_at: new Date('2026-11-01T20:01:00Z'), version_id: '2', kind: 'published', message: 'published', details: {} },
+    {
+      event_id: '1',
+      created_at: new Date('2026-11-01T20:00:00Z'),
+      version_id: '2',
+      kind: 'planned',
+      message: 'planned',
+      details: {},
+    },
+    {
+      event_id: '2',
+      created_at: new Date('2026-11-01T20:01:00Z'),
+      version_id: '2',
+      kind: 'published',
+      message: 'published',
+      details: {},
+    },
   ];
   const pool = {
     query: (async (_sql: string, params: unknown[]) => {
@@ -181,6 +222,9 @@ test('events through the command tree: options parsed, rows printed oldest first
   );
   await program.parseAsync(['events', '--catalog', 'main', '--limit', '2'], { from: 'user' });
   assert.deepEqual(calls, [['main', 2]]);
-  assert.deepEqual(lines, ['2026-11-01T20:00:00.000Z  v2  planned      planned', '2026-11-01T20:01:00.000Z  v2  published    published']);
+  assert.deepEqual(lines, [
+    '2026-11-01T20:00:00.000Z  v2  planned      planned',
+    '2026-11-01T20:01:00.000Z  v2  published    published',
+  ]);
   assert.ok(ended, 'the pool is ended');
 });

@@ -19,7 +19,9 @@ const indent = (l: string): number => l.length - l.trimStart().length;
 
 /** Lines of a mapping entry `key:` at `level` spaces inside `within`, up to the next sibling. */
 function block(within: string[], key: string, level: number): string[] | null {
-  const start = within.findIndex((l) => indent(l) === level && new RegExp(`^\\s*${key.replace(/[.-]/g, '\\$&')}:\\s*(#.*)?$`).test(l));
+  const start = within.findIndex(
+    (l) => indent(l) === level && new RegExp(`^\\s*${key.replace(/[.-]/g, '\\$&')}:\\s*(#.*)?$`).test(l),
+  );
   if (start < 0) return null;
   const out: string[] = [];
   for (const l of within.slice(start + 1)) {
@@ -47,7 +49,14 @@ function image(s: string[]): string {
 /** Entries of a list under `key:` (e.g. ports, volumes), unquoted. */
 function listOf(s: string[], key: string): string[] {
   const b = block(s, key, 4) ?? [];
-  return b.filter((l) => /^\s*-\s/.test(l)).map((l) => l.replace(/^\s*-\s*/, '').trim().replace(/^["']|["']$/g, ''));
+  return b
+    .filter((l) => /^\s*-\s/.test(l))
+    .map((l) =>
+      l
+        .replace(/^\s*-\s*/, '')
+        .trim()
+        .replace(/^["']|["']$/g, ''),
+    );
 }
 
 /** `environment:` as a map, in list (`- K=V`) or mapping (`K: V`) form. */
@@ -68,8 +77,14 @@ test('docker-compose.yml defines the documented services with their images', () 
   assert.match(image(service('temporal-admin-tools')), /^temporalio\/admin-tools:/);
   assert.match(image(service('temporal-ui')), /^temporalio\/ui:/);
   const worker = service('worker');
-  assert.ok(worker.some((l) => /^\s{4}build:\s*\.\s*$/.test(l)), 'the worker is built from this repository (build: .)');
-  assert.ok(worker.some((l) => /^\s{4}command:.*npm.*run.*worker/.test(l)), 'the worker runs `npm run worker`');
+  assert.ok(
+    worker.some((l) => /^\s{4}build:\s*\.\s*$/.test(l)),
+    'the worker is built from this repository (build: .)',
+  );
+  assert.ok(
+    worker.some((l) => /^\s{4}command:.*npm.*run.*worker/.test(l)),
+    'the worker runs `npm run worker`',
+  );
 });
 
 test('Temporal uses the postgres12 driver on the postgresql service and publishes gRPC 7233; the Web UI publishes 8080', () => {
@@ -88,7 +103,9 @@ test('the admin-tools step waits for the server and creates both keyword search 
   const text = admin.join('\n');
   assert.equal(envOf(admin).TEMPORAL_ADDRESS, 'temporal:7233');
   assert.match(text, /until temporal operator/, 'waits for the server before creating');
-  const create = /temporal operator search-attribute create --namespace default((?:\s+--name \w+ --type \w+)+)/.exec(text.replace(/\s+/g, ' '));
+  const create = /temporal operator search-attribute create --namespace default((?:\s+--name \w+ --type \w+)+)/.exec(
+    text.replace(/\s+/g, ' '),
+  );
   assert.ok(create, 'runs temporal operator search-attribute create --namespace default');
   const pairs = [...create[1].matchAll(/--name (\w+) --type (\w+)/g)].map((m) => `${m[1]}=${m[2]}`);
   assert.deepEqual(pairs.sort(), ['CatalogName=Keyword', 'RebuildPhase=Keyword']);
@@ -103,7 +120,12 @@ test('the worker gets the documented variables and the example config file', () 
   const mount = listOf(worker, 'volumes').find((v) => v.split(':')[1] === env.CATALOG_REBUILD_CONFIG);
   assert.ok(mount, `a volume mounts a file at ${env.CATALOG_REBUILD_CONFIG}`);
   assert.equal(mount.split(':')[0], './deploy/config.example.json');
-  if (env.CATALOG_DATABASE_URL) assert.match(env.CATALOG_DATABASE_URL, /^postgres(ql)?:\/\/[^@]+@postgresql:5432\//, 'the catalog override points at the postgresql service');
+  if (env.CATALOG_DATABASE_URL)
+    assert.match(
+      env.CATALOG_DATABASE_URL,
+      /^postgres(ql)?:\/\/[^@]+@postgresql:5432\//,
+      'the catalog override points at the postgresql service',
+    );
 });
 
 test('deploy/config.example.json passes loadConfig, alone and with the compose overrides', () => {
@@ -117,10 +139,14 @@ test('deploy/config.example.json passes loadConfig, alone and with the compose o
   assert.equal(sources[0][1].kind, 'bareos');
   const raw = fs.readFileSync(file, 'utf8');
   assert.doesNotMatch(raw, /127\.0\.0\.1|localhost/, 'placeholder hosts only');
-  for (const m of raw.matchAll(/postgres(?:ql)?:\/\/[^:@/]+:([^@]*)@/g)) assert.equal(m[1], 'CHANGE_ME', 'no real passwords');
+  for (const m of raw.matchAll(/postgres(?:ql)?:\/\/[^:@/]+:([^@]*)@/g))
+    assert.equal(m[1], 'CHANGE_ME', 'no real passwords');
 
   const composeEnv = envOf(service('worker'));
-  const withCompose = loadConfig({ ...base, CATALOG_DATABASE_URL: composeEnv.CATALOG_DATABASE_URL ?? '' }, { requireFile: true });
+  const withCompose = loadConfig(
+    { ...base, CATALOG_DATABASE_URL: composeEnv.CATALOG_DATABASE_URL ?? '' },
+    { requireFile: true },
+  );
   assert.equal(withCompose.catalogDatabaseUrl, composeEnv.CATALOG_DATABASE_URL ?? config.catalogDatabaseUrl);
 });
 

@@ -13,7 +13,8 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { Connection } from '@temporalio/client';
-import { privateTemporal, spawnWorker, testDatabases, TestDatabases, testEnv, uniqueQueue, WorkerProcess, writeConfig } from '../dev/harness/harness';
+import type { TestDatabases, WorkerProcess } from '../dev/harness/harness';
+import { privateTemporal, spawnWorker, testDatabases, testEnv, uniqueQueue, writeConfig } from '../dev/harness/harness';
 import { runWorkerToExit } from '../dev/harness/entrypoint';
 import { sleep } from '../dev/harness/wait';
 
@@ -82,61 +83,105 @@ async function expectConfigFailure(env: NodeJS.ProcessEnv, message: RegExp): Pro
 }
 
 test('a source without databaseUrl: exit 1 naming sources.<name>.databaseUrl', async () => {
-  const file = configFile('no-url.json', { catalogDatabaseUrl: dbs.catalogUrl, sources: { director: { kind: 'bareos', timezone: 'Europe/Berlin' } } });
+  const file = configFile('no-url.json', {
+    catalogDatabaseUrl: dbs.catalogUrl,
+    sources: { director: { kind: 'bareos', timezone: 'Europe/Berlin' } },
+  });
   await expectConfigFailure(envFor(file), /sources\.director\.databaseUrl/);
 });
 
 test('a bad URL: exit 1 naming catalogDatabaseUrl (and sources.<name>.databaseUrl), without echoing the URL', async () => {
-  const file = configFile('bad-url.json', { catalogDatabaseUrl: 'mysql://user:s3cret@x/db', sources: { director: { kind: 'bareos', databaseUrl: dbs.sourceUrl } } });
+  const file = configFile('bad-url.json', {
+    catalogDatabaseUrl: 'mysql://user:s3cret@x/db',
+    sources: { director: { kind: 'bareos', databaseUrl: dbs.sourceUrl } },
+  });
   await expectConfigFailure(envFor(file), /catalogDatabaseUrl: must be a postgres:\/\/ or postgresql:\/\/ URL/);
-  const file2 = configFile('bad-source-url.json', { catalogDatabaseUrl: dbs.catalogUrl, sources: { director: { kind: 'bareos', databaseUrl: 'mysql://u:s3cret@x/db' } } });
+  const file2 = configFile('bad-source-url.json', {
+    catalogDatabaseUrl: dbs.catalogUrl,
+    sources: { director: { kind: 'bareos', databaseUrl: 'mysql://u:s3cret@x/db' } },
+  });
   await expectConfigFailure(envFor(file2), /sources\.director\.databaseUrl: must be a postgres/);
   // The environment override is checked too, and named.
   const good = writeConfig(dbs);
-  await expectConfigFailure(envFor(good, { CATALOG_DATABASE_URL: 'mysql://u:s3cret@x/db' }), /CATALOG_DATABASE_URL: must be a postgres/);
+  await expectConfigFailure(
+    envFor(good, { CATALOG_DATABASE_URL: 'mysql://u:s3cret@x/db' }),
+    /CATALOG_DATABASE_URL: must be a postgres/,
+  );
 });
 
 test('an unknown key: exit 1 naming it (top level and inside a source)', async () => {
-  const file = configFile('unknown-key.json', { catalogDatabaseUrl: dbs.catalogUrl, catalogDatabseUrl: 'x', sources: { director: { kind: 'bareos', databaseUrl: dbs.sourceUrl } } });
+  const file = configFile('unknown-key.json', {
+    catalogDatabaseUrl: dbs.catalogUrl,
+    catalogDatabseUrl: 'x',
+    sources: { director: { kind: 'bareos', databaseUrl: dbs.sourceUrl } },
+  });
   await expectConfigFailure(envFor(file), /catalogDatabseUrl/);
-  const file2 = configFile('unknown-source-key.json', { catalogDatabaseUrl: dbs.catalogUrl, sources: { director: { kind: 'bareos', databaseUrl: dbs.sourceUrl, timeZone: 'UTC' } } });
+  const file2 = configFile('unknown-source-key.json', {
+    catalogDatabaseUrl: dbs.catalogUrl,
+    sources: { director: { kind: 'bareos', databaseUrl: dbs.sourceUrl, timeZone: 'UTC' } },
+  });
   await expectConfigFailure(envFor(file2), /sources\.director.*timeZone/);
 });
 
 test('source kinds and listing sources: an unknown kind, path and command together, an unknown time zone: exit 1 naming the key', async () => {
-  const bad = (name: string, source: Record<string, unknown>) => configFile(name, { catalogDatabaseUrl: dbs.catalogUrl, sources: { fleet: source } });
-  await expectConfigFailure(envFor(bad('kind.json', { kind: 'restic', path: '/x.json' })), /sources\.fleet\.kind: kind must be one of "bareos", "bacula".*"restic-json", "borg-json"/);
+  const bad = (name: string, source: Record<string, unknown>) =>
+    configFile(name, { catalogDatabaseUrl: dbs.catalogUrl, sources: { fleet: source } });
+  await expectConfigFailure(
+    envFor(bad('kind.json', { kind: 'restic', path: '/x.json' })),
+    /sources\.fleet\.kind: kind must be one of "bareos", "bacula".*"restic-json", "borg-json"/,
+  );
   await expectConfigFailure(
     envFor(bad('both.json', { kind: 'restic-json', path: '/x.json', command: ['restic', 'snapshots', '--json'] })),
     /sources\.fleet: a listing source needs exactly one of "path".*or "command".*; both are given/,
   );
-  await expectConfigFailure(envFor(bad('tz.json', { kind: 'borg-json', path: '/x.json', timezone: 'Europe/Berln' })), /sources\.fleet\.timezone: must be an IANA time zone name/);
+  await expectConfigFailure(
+    envFor(bad('tz.json', { kind: 'borg-json', path: '/x.json', timezone: 'Europe/Berln' })),
+    /sources\.fleet\.timezone: must be an IANA time zone name/,
+  );
 });
 
 test('a worker without CATALOG_REBUILD_CONFIG, or with a catalog database that does not exist, exits 1 saying what to do', async () => {
   const env = envFor(writeConfig(dbs));
-  await expectConfigFailure({ ...env, CATALOG_REBUILD_CONFIG: '', CATALOG_DATABASE_URL: dbs.catalogUrl }, /CATALOG_REBUILD_CONFIG is not set: name the JSON configuration file/);
+  await expectConfigFailure(
+    { ...env, CATALOG_REBUILD_CONFIG: '', CATALOG_DATABASE_URL: dbs.catalogUrl },
+    /CATALOG_REBUILD_CONFIG is not set: name the JSON configuration file/,
+  );
   const missingDb = dbs.catalogUrl.replace(/\/[^/?]+(\?|$)/, '/catalog_rebuild_no_such_db$1');
-  await expectConfigFailure({ ...env, CATALOG_DATABASE_URL: missingDb }, /catalog database: database "catalog_rebuild_no_such_db" does not exist .*create it \(e\.g\. createdb/);
+  await expectConfigFailure(
+    { ...env, CATALOG_DATABASE_URL: missingDb },
+    /catalog database: database "catalog_rebuild_no_such_db" does not exist .*create it \(e\.g\. createdb/,
+  );
 });
 
 test('a bad source name and a command given as a string: the messages say what is expected', async () => {
-  const names = configFile('bad-name.json', { catalogDatabaseUrl: dbs.catalogUrl, sources: { 'my source': { kind: 'restic-json', path: '/x.json' } } });
+  const names = configFile('bad-name.json', {
+    catalogDatabaseUrl: dbs.catalogUrl,
+    sources: { 'my source': { kind: 'restic-json', path: '/x.json' } },
+  });
   await expectConfigFailure(envFor(names), /sources\.my source: source names use letters, digits, _ \. -/);
-  const cmd = configFile('cmd-string.json', { catalogDatabaseUrl: dbs.catalogUrl, sources: { fleet: { kind: 'restic-json', command: 'restic snapshots --json' } } });
+  const cmd = configFile('cmd-string.json', {
+    catalogDatabaseUrl: dbs.catalogUrl,
+    sources: { fleet: { kind: 'restic-json', command: 'restic snapshots --json' } },
+  });
   await expectConfigFailure(envFor(cmd), /sources\.fleet\.command: must be an argv array such as \["restic"/);
 });
 
 test('CATALOG_REBUILD_CONFIG naming a missing file or invalid JSON: exit 1 naming the variable and the file', async () => {
   const missing = path.join(tmp, 'does-not-exist.json');
-  await expectConfigFailure(envFor(missing), new RegExp(`CATALOG_REBUILD_CONFIG: cannot read ${missing.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')}`));
+  await expectConfigFailure(
+    envFor(missing),
+    new RegExp(`CATALOG_REBUILD_CONFIG: cannot read ${missing.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')}`),
+  );
   const broken = configFile('broken.json', '{ "catalogDatabaseUrl": "postgres://x", ');
   await expectConfigFailure(envFor(broken), /CATALOG_REBUILD_CONFIG: .*broken\.json is not valid JSON/);
 });
 
 test('unregistered search attributes: exit 1 printing the create command; running it lets the worker start', async () => {
   const env = envFor(writeConfig(dbs));
-  const out = await expectConfigFailure(env, /search attributes missing on namespace default: CatalogName, RebuildPhase/);
+  const out = await expectConfigFailure(
+    env,
+    /search attributes missing on namespace default: CatalogName, RebuildPhase/,
+  );
   const m = /(temporal operator search-attribute create [^\n]*)/.exec(out);
   assert.ok(m, out);
   assert.match(m[1], /--name CatalogName --type Keyword/);
@@ -144,7 +189,10 @@ test('unregistered search attributes: exit 1 printing the create command; runnin
   // The printed command is the fix: run it (the CLI reads TEMPORAL_ADDRESS like the worker does).
   const args = m[1].trim().split(/\s+/).slice(1);
   const fix = await new Promise<{ code: number | null; out: string }>((resolve) => {
-    const c = spawn(server!.cli, args, { env: { ...process.env, TEMPORAL_ADDRESS: address }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const c = spawn(server!.cli, args, {
+      env: { ...process.env, TEMPORAL_ADDRESS: address },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let o = '';
     c.stdout!.on('data', (d) => (o += d));
     c.stderr!.on('data', (d) => (o += d));

@@ -7,7 +7,17 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { generateBareosSource } from '../dev/bareos-generator';
 import { getProgress, pause, resume, startRebuild, waitForResult } from '../client';
-import { compareCatalogToSource, privateTemporal, spawnWorker, temporalClient, testDatabases, TestDatabases, testEnv, uniqueQueue, WorkerProcess, writeConfig } from '../dev/harness/harness';
+import type { TestDatabases, WorkerProcess } from '../dev/harness/harness';
+import {
+  compareCatalogToSource,
+  privateTemporal,
+  spawnWorker,
+  temporalClient,
+  testDatabases,
+  testEnv,
+  uniqueQueue,
+  writeConfig,
+} from '../dev/harness/harness';
 import { serverTimezone } from '../dev/harness/fixture';
 import { sleep, waitFor } from '../dev/harness/wait';
 
@@ -45,7 +55,11 @@ async function ledger(catalog: string): Promise<{ n: number; last: Date | null }
 }
 
 test('pause: no page commits while paused (ledger); resume completes; catalog = source', async () => {
-  const { handle } = await startRebuild(client.client, { catalog: 'p', source: 'director', pageSize: 100, concurrency: 2, pauseBetweenPagesMs: 50 }, { taskQueue: env.CATALOG_REBUILD_TASK_QUEUE });
+  const { handle } = await startRebuild(
+    client.client,
+    { catalog: 'p', source: 'director', pageSize: 100, concurrency: 2, pauseBetweenPagesMs: 50 },
+    { taskQueue: env.CATALOG_REBUILD_TASK_QUEUE },
+  );
   await waitFor('10 pages done', async () => (await getProgress(handle)).pagesDone >= 10);
   await pause(handle);
   await waitFor('paused with no page in flight', async () => {
@@ -69,8 +83,14 @@ test('pause: no page commits while paused (ledger); resume completes; catalog = 
 });
 
 test('Temporal cancellation: version abandoned, active version unchanged, nothing committed after the abandon', async () => {
-  const active = await dbs.catalogPool.query<{ version_id: string }>(`SELECT version_id::text FROM active WHERE catalog_name = 'p'`);
-  const { handle } = await startRebuild(client.client, { catalog: 'p', source: 'director', pageSize: 100, concurrency: 2, pauseBetweenPagesMs: 50 }, { taskQueue: env.CATALOG_REBUILD_TASK_QUEUE });
+  const active = await dbs.catalogPool.query<{ version_id: string }>(
+    `SELECT version_id::text FROM active WHERE catalog_name = 'p'`,
+  );
+  const { handle } = await startRebuild(
+    client.client,
+    { catalog: 'p', source: 'director', pageSize: 100, concurrency: 2, pauseBetweenPagesMs: 50 },
+    { taskQueue: env.CATALOG_REBUILD_TASK_QUEUE },
+  );
   await waitFor('5 pages done', async () => (await getProgress(handle)).pagesDone >= 5);
   await handle.cancel();
   await assert.rejects(handle.result());
@@ -86,12 +106,18 @@ test('Temporal cancellation: version abandoned, active version unchanged, nothin
   );
   await sleep(1_000);
   assert.equal(late.rows[0].n, 0, 'no page committed after the abandon');
-  const still = await dbs.catalogPool.query<{ version_id: string }>(`SELECT version_id::text FROM active WHERE catalog_name = 'p'`);
+  const still = await dbs.catalogPool.query<{ version_id: string }>(
+    `SELECT version_id::text FROM active WHERE catalog_name = 'p'`,
+  );
   assert.deepEqual(still.rows, active.rows, 'the active version is untouched');
 });
 
 test('a pause sent while the rebuild continues as new every few pages is carried into the next run', async () => {
-  const { handle } = await startRebuild(client.client, { catalog: 'can', source: 'director', pageSize: 200, concurrency: 2, maxPagesPerRun: 3 }, { taskQueue: env.CATALOG_REBUILD_TASK_QUEUE });
+  const { handle } = await startRebuild(
+    client.client,
+    { catalog: 'can', source: 'director', pageSize: 200, concurrency: 2, maxPagesPerRun: 3 },
+    { taskQueue: env.CATALOG_REBUILD_TASK_QUEUE },
+  );
   await waitFor('4 pages done', async () => (await getProgress(handle)).pagesDone >= 4, { intervalMs: 20 });
   await pause(handle);
   let p = await getProgress(handle);

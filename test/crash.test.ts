@@ -5,16 +5,21 @@
  * pg_stat_activity), frozen with SIGSTOP, killed during reconcile and publish, and the dev server is
  * restarted mid-rebuild; every assertion reads the ledger, the attempts, the events and the catalog.
  */
-import { test, before, after, TestContext } from 'node:test';
+import type { TestContext } from 'node:test';
+import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { WorkflowHandle } from '@temporalio/client';
-import { cancel, RebuildProgress, setThrottle } from '../client';
+import type { WorkflowHandle } from '@temporalio/client';
+import type { RebuildProgress } from '../client';
+import { cancel, setThrottle } from '../client';
 import { generateBareosSource } from '../dev/bareos-generator';
-import { compareCatalogToSource, privateTemporal, TestDatabases } from '../dev/harness/harness';
-import { rebuildFixture, RebuildFixture as Ctx } from '../dev/harness/fixture';
+import type { TestDatabases } from '../dev/harness/harness';
+import { compareCatalogToSource, privateTemporal } from '../dev/harness/harness';
+import type { RebuildFixture as Ctx } from '../dev/harness/fixture';
+import { rebuildFixture } from '../dev/harness/fixture';
 import { sleep, waitFor } from '../dev/harness/wait';
+import type { ReaderObservation } from '../dev/harness/faults';
 import {
   events,
   ledger,
@@ -24,7 +29,6 @@ import {
   pageAttempts,
   partitionFingerprint,
   readActive,
-  ReaderObservation,
   startReaderLoop,
   TemporalProxy,
 } from '../dev/harness/faults';
@@ -44,11 +48,15 @@ after(async () => {
 });
 
 /** Fresh databases with a generated Bareos source (seed 11), a worker fleet and a client; released by the test's cleanup. */
-const setup = (t: TestContext, tag: string, jobs: number): Promise<Ctx> => rebuildFixture(t, { address: temporal.address, tag, jobs, seed: 11 });
+const setup = (t: TestContext, tag: string, jobs: number): Promise<Ctx> =>
+  rebuildFixture(t, { address: temporal.address, tag, jobs, seed: 11 });
 
 /** Waits until the rebuild has planned its version; returns the version id. */
 async function versionOf(ctx: Ctx, handle: WorkflowHandle): Promise<string> {
-  return waitFor('the rebuild to plan its version', async () => (await ctx.progress(handle)).versionId, { timeoutMs: 30_000, intervalMs: 50 });
+  return waitFor('the rebuild to plan its version', async () => (await ctx.progress(handle)).versionId, {
+    timeoutMs: 30_000,
+    intervalMs: 50,
+  });
 }
 
 /** Every planned page is in the ledger exactly once and committed; returns the ledger. */
@@ -60,13 +68,20 @@ async function assertLedgerComplete(ctx: Ctx, versionId: string, pagesTotal: num
     Array.from({ length: pagesTotal }, (_, i) => i + 1),
     'ledger holds pages 1..pagesTotal, each once',
   );
-  assert.deepEqual(rows.filter((r) => r.committedAt === null).map((r) => r.pageNo), [], 'every ledger row is committed');
+  assert.deepEqual(
+    rows.filter((r) => r.committedAt === null).map((r) => r.pageNo),
+    [],
+    'every ledger row is committed',
+  );
   assert.equal(
     rows.reduce((n, r) => n + r.rows, 0),
     sourceRows,
     'ledger rows add up to the source',
   );
-  const planned = await ctx.dbs.catalogPool.query<{ n: number }>(`SELECT pages_total AS n FROM version WHERE version_id = $1`, [versionId]);
+  const planned = await ctx.dbs.catalogPool.query<{ n: number }>(
+    `SELECT pages_total AS n FROM version WHERE version_id = $1`,
+    [versionId],
+  );
   assert.equal(planned.rows[0].n, pagesTotal, 'pages_total of the version row');
   return rows;
 }
@@ -83,7 +98,11 @@ async function workflowTaskTimeouts(handle: WorkflowHandle): Promise<string> {
   const names: Record<number, string> = { 1: 'start-to-close', 2: 'schedule-to-start (sticky)' };
   const kinds = (h.events ?? [])
     .filter((e) => e.workflowTaskTimedOutEventAttributes)
-    .map((e) => names[Number(e.workflowTaskTimedOutEventAttributes!.timeoutType)] ?? String(e.workflowTaskTimedOutEventAttributes!.timeoutType));
+    .map(
+      (e) =>
+        names[Number(e.workflowTaskTimedOutEventAttributes!.timeoutType)] ??
+        String(e.workflowTaskTimedOutEventAttributes!.timeoutType),
+    );
   return kinds.length ? kinds.join(', ') : 'none';
 }
 
@@ -94,7 +113,9 @@ function longestGap(rows: { committedAt: number | null }[]): number {
 }
 
 async function versionStatus(ctx: Ctx, versionId: string): Promise<string> {
-  const r = await ctx.dbs.catalogPool.query<{ status: string }>(`SELECT status FROM version WHERE version_id = $1`, [versionId]);
+  const r = await ctx.dbs.catalogPool.query<{ status: string }>(`SELECT status FROM version WHERE version_id = $1`, [
+    versionId,
+  ]);
   return r.rows[0]?.status;
 }
 
@@ -106,15 +127,29 @@ test('SIGKILL of the worker inside a page transaction, three times in one rebuil
   await Promise.all([ctx.fleet.spawn(), ctx.fleet.spawn()]);
   // The pause between page starts stretches the 4-second copy so that three kills, spread over it
   // and each followed by a replacement worker, land inside it; after the third it is lifted.
-  const handle = await ctx.start({ pageSize: PAGE, concurrency: WINDOW, heartbeatTimeoutMs: 5_000, pauseBetweenPagesMs: 100 });
+  const handle = await ctx.start({
+    pageSize: PAGE,
+    concurrency: WINDOW,
+    heartbeatTimeoutMs: 5_000,
+    pauseBetweenPagesMs: 100,
+  });
   const versionId = await versionOf(ctx, handle);
 
   const kills: { identity: string; at: number; checkpointAtKill: number; state: string }[] = [];
   for (const committedPages of [10, 25, 40]) {
-    await waitFor(`${committedPages} pages committed`, async () => (await ledger(ctx.dbs.catalogPool, versionId)).length >= committedPages, { intervalMs: 20 });
+    await waitFor(
+      `${committedPages} pages committed`,
+      async () => (await ledger(ctx.dbs.catalogPool, versionId)).length >= committedPages,
+      { intervalMs: 20 },
+    );
     const { worker, session, at } = await killInsidePageTransaction(ctx.dbs.catalogPool, ctx.fleet);
     const checkpointAtKill = ledgerCheckpoint(await ledger(ctx.dbs.catalogPool, versionId));
-    kills.push({ identity: worker.identity, at, checkpointAtKill, state: `${session.state}: ${session.query.slice(0, 60)}` });
+    kills.push({
+      identity: worker.identity,
+      at,
+      checkpointAtKill,
+      state: `${session.state}: ${session.query.slice(0, 60)}`,
+    });
     await ctx.fleet.spawn(); // the replacement
   }
   // Three kills done: let the rest of the copy run at full speed.
@@ -122,7 +157,9 @@ test('SIGKILL of the worker inside a page transaction, three times in one rebuil
 
   const result = await ctx.result(handle);
   t.diagnostic(`kills: ${JSON.stringify(kills)}`);
-  t.diagnostic(`result: pages ${result.pagesTotal}, rows ${result.rowsUpserted}, retries ${result.retries}, ${result.durationMs} ms`);
+  t.diagnostic(
+    `result: pages ${result.pagesTotal}, rows ${result.rowsUpserted}, retries ${result.retries}, ${result.durationMs} ms`,
+  );
   assert.equal(result.published, true);
   assert.equal(result.pagesTotal, JOBS / PAGE);
   assert.equal(result.rowsUpserted, JOBS, 'counts adopted, not doubled by retries');
@@ -137,7 +174,10 @@ test('SIGKILL of the worker inside a page transaction, three times in one rebuil
   const retries = await events(ctx.dbs.catalogPool, versionId, 'page_retry');
   for (const k of kills) {
     const lost = await lostPages(ctx.dbs.catalogPool, versionId, k.identity);
-    assert.ok(lost.length >= 1, `worker ${k.identity} was killed inside a page transaction, so it lost at least that page`);
+    assert.ok(
+      lost.length >= 1,
+      `worker ${k.identity} was killed inside a page transaction, so it lost at least that page`,
+    );
     for (const p of lost) {
       const row = rows[p - 1];
       assert.notEqual(row.workerIdentity, k.identity);
@@ -145,17 +185,27 @@ test('SIGKILL of the worker inside a page transaction, three times in one rebuil
       assert.ok(row.committedAt! > k.at, `page ${p} committed after the kill`);
     }
     const named = retries.filter((e) => e.details.lastWorkerIdentity === k.identity);
-    assert.ok(named.length >= 1, `a page_retry event names the killed worker ${k.identity}: ${JSON.stringify(retries.map((e) => e.message))}`);
+    assert.ok(
+      named.length >= 1,
+      `a page_retry event names the killed worker ${k.identity}: ${JSON.stringify(retries.map((e) => e.message))}`,
+    );
     assert.ok(
       named.every((e) => lost.includes(e.details.pageNo as number)),
       'the events naming the killed worker are about pages it lost',
     );
   }
   const retried = rows.filter((r) => r.attempt > 1);
-  assert.ok(retried.length >= 1 && retried.length <= kills.length * WINDOW, `pages retried ${retried.length} <= kills × window`);
+  assert.ok(
+    retried.length >= 1 && retried.length <= kills.length * WINDOW,
+    `pages retried ${retried.length} <= kills × window`,
+  );
   assert.ok(retries.length >= kills.length, 'at least one page_retry event per kill');
-  t.diagnostic(`workflow tasks timed out: ${await workflowTaskTimeouts(handle)}; longest gap between page commits ${longestGap(rows)} ms`);
-  t.diagnostic(`pages retried: ${retried.map((r) => `${r.pageNo}@${r.attempt}`).join(', ')}; events: ${retries.map((e) => e.message).join(' | ')}`);
+  t.diagnostic(
+    `workflow tasks timed out: ${await workflowTaskTimeouts(handle)}; longest gap between page commits ${longestGap(rows)} ms`,
+  );
+  t.diagnostic(
+    `pages retried: ${retried.map((r) => `${r.pageNo}@${r.attempt}`).join(', ')}; events: ${retries.map((e) => e.message).join(' | ')}`,
+  );
 });
 
 test('one worker killed inside a page and restarted after 5 s: the new worker resumes above the checkpoint and rewrites no earlier page', async (t) => {
@@ -165,13 +215,23 @@ test('one worker killed inside a page and restarted after 5 s: the new worker re
   const ctx = await setup(t, 'resume', JOBS);
   const pool = ctx.dbs.catalogPool;
   const first = await ctx.fleet.spawn();
-  const handle = await ctx.start({ pageSize: PAGE, concurrency: WINDOW, heartbeatTimeoutMs: 5_000, pauseBetweenPagesMs: 50 });
+  const handle = await ctx.start({
+    pageSize: PAGE,
+    concurrency: WINDOW,
+    heartbeatTimeoutMs: 5_000,
+    pauseBetweenPagesMs: 50,
+  });
   const versionId = await versionOf(ctx, handle);
-  await waitFor('checkpoint 10 in the ledger', async () => ledgerCheckpoint(await ledger(pool, versionId)) >= 10, { intervalMs: 20 });
+  await waitFor('checkpoint 10 in the ledger', async () => ledgerCheckpoint(await ledger(pool, versionId)) >= 10, {
+    intervalMs: 20,
+  });
   const { session, at: killedAt } = await killInsidePageTransaction(pool, ctx.fleet, () => [first]);
   // The dead worker's backends roll back and go away; then the ledger is what survived the kill.
   await waitFor('the killed worker to leave PostgreSQL', async () => {
-    const r = await pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = $1`, [`catalog-rebuild:worker:${first.pid}`]);
+    const r = await pool.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = $1`,
+      [`catalog-rebuild:worker:${first.pid}`],
+    );
     return r.rows[0].n === 0;
   });
   const atKill = await ledger(pool, versionId);
@@ -184,7 +244,9 @@ test('one worker killed inside a page and restarted after 5 s: the new worker re
   await sleep(Math.max(0, killedAt + 5_000 - Date.now()));
   const second = await ctx.fleet.spawn();
   const result = await ctx.result(handle);
-  t.diagnostic(`killed in "${session.state}: ${session.query.slice(0, 50)}" at ledger checkpoint ${checkpointAtKill} with ${atKill.length} pages committed; result: ${result.retries} retries, ${result.durationMs} ms`);
+  t.diagnostic(
+    `killed in "${session.state}: ${session.query.slice(0, 50)}" at ledger checkpoint ${checkpointAtKill} with ${atKill.length} pages committed; result: ${result.retries} retries, ${result.durationMs} ms`,
+  );
 
   assert.equal(result.published, true);
   assert.equal(result.rowsUpserted, JOBS, 'counts adopted across the restart, never zeroed or doubled');
@@ -194,8 +256,13 @@ test('one worker killed inside a page and restarted after 5 s: the new worker re
 
   // Pages committed before the kill are untouched: same ledger row, and not one of their job rows
   // was rewritten (xmin included in the fingerprint).
-  for (const [pageNo, before] of committedAtKill) assert.deepEqual(final[pageNo - 1], before, `ledger row of page ${pageNo} unchanged`);
-  assert.deepEqual(await partitionFingerprint(pool, versionId, committedList), earlierRows, 'rows of pages committed before the kill never rewritten');
+  for (const [pageNo, before] of committedAtKill)
+    assert.deepEqual(final[pageNo - 1], before, `ledger row of page ${pageNo} unchanged`);
+  assert.deepEqual(
+    await partitionFingerprint(pool, versionId, committedList),
+    earlierRows,
+    'rows of pages committed before the kill never rewritten',
+  );
 
   // The restarted worker committed only pages above the checkpoint at kill time, and only pages
   // that were not committed; the two workers together committed every page.
@@ -204,30 +271,56 @@ test('one worker killed inside a page and restarted after 5 s: the new worker re
   assert.equal(byOld.length, atKill.length, 'the dead worker committed nothing after its kill');
   assert.equal(byNew.length + byOld.length, result.pagesTotal);
   assert.ok(byNew.length > 0);
-  assert.deepEqual(byNew.filter((r) => r.pageNo <= checkpointAtKill || committedAtKill.has(r.pageNo)).map((r) => r.pageNo), [], 'no page below the checkpoint re-committed');
+  assert.deepEqual(
+    byNew.filter((r) => r.pageNo <= checkpointAtKill || committedAtKill.has(r.pageNo)).map((r) => r.pageNo),
+    [],
+    'no page below the checkpoint re-committed',
+  );
 
   // What the new worker even attempted: pages above the checkpoint minus the window; a page it
   // attempted that was already committed was one the dead worker had in flight, and it was skipped.
   const attempts = await pageAttempts(pool, versionId);
   const oldAttempted = new Set(attempts.filter((a) => a.workerIdentity === first.identity).map((a) => a.pageNo));
   const newAttempted = attempts.filter((a) => a.workerIdentity === second.identity);
-  assert.equal(Math.min(...newAttempted.map((a) => a.pageNo)) > checkpointAtKill - WINDOW, true, 'resumed run starts at the checkpoint (minus in-flight pages)');
+  assert.equal(
+    Math.min(...newAttempted.map((a) => a.pageNo)) > checkpointAtKill - WINDOW,
+    true,
+    'resumed run starts at the checkpoint (minus in-flight pages)',
+  );
   const skipped = newAttempted.filter((a) => committedAtKill.has(a.pageNo));
   assert.ok(skipped.length <= WINDOW);
-  for (const a of skipped) assert.ok(oldAttempted.has(a.pageNo), `page ${a.pageNo} re-checked by the new worker was in flight on the dead one`);
+  for (const a of skipped)
+    assert.ok(
+      oldAttempted.has(a.pageNo),
+      `page ${a.pageNo} re-checked by the new worker was in flight on the dead one`,
+    );
 
   // The attempt column names the attempt that committed, and it matches a registered attempt of
   // that worker; pages the dead worker lost were committed by a retry (attempt >= 2).
   for (const r of final) {
-    assert.ok(attempts.some((a) => a.pageNo === r.pageNo && a.attempt === r.attempt && a.workerIdentity === r.workerIdentity), `page ${r.pageNo}: ledger attempt ${r.attempt} by ${r.workerIdentity} is a registered attempt`);
+    assert.ok(
+      attempts.some((a) => a.pageNo === r.pageNo && a.attempt === r.attempt && a.workerIdentity === r.workerIdentity),
+      `page ${r.pageNo}: ledger attempt ${r.attempt} by ${r.workerIdentity} is a registered attempt`,
+    );
   }
   const lost = [...oldAttempted].filter((p) => !committedAtKill.has(p));
   assert.ok(lost.length >= 1, 'the dead worker lost the page it was writing');
-  for (const p of lost) assert.ok(final[p - 1].attempt >= 2 && final[p - 1].workerIdentity === second.identity, `lost page ${p} committed by a retry on the new worker`);
+  for (const p of lost)
+    assert.ok(
+      final[p - 1].attempt >= 2 && final[p - 1].workerIdentity === second.identity,
+      `lost page ${p} committed by a retry on the new worker`,
+    );
   const retried = final.filter((r) => r.attempt >= 2);
-  assert.ok(retried.length <= WINDOW && retried.every((r) => r.pageNo > checkpointAtKill), `retried pages ${retried.map((r) => r.pageNo)} are in-flight pages only`);
-  t.diagnostic(`workflow tasks timed out: ${await workflowTaskTimeouts(handle)}; longest gap between page commits ${longestGap(final)} ms; new worker polling ${second.startedAt - killedAt} ms after the kill`);
-  t.diagnostic(`at kill ${JSON.stringify(progressAtKill)}; lost ${lost.join(',')}; re-checked and skipped ${skipped.map((a) => a.pageNo).join(',') || 'none'}; new worker committed pages ${byNew[0].pageNo}..${byNew[byNew.length - 1].pageNo}`);
+  assert.ok(
+    retried.length <= WINDOW && retried.every((r) => r.pageNo > checkpointAtKill),
+    `retried pages ${retried.map((r) => r.pageNo)} are in-flight pages only`,
+  );
+  t.diagnostic(
+    `workflow tasks timed out: ${await workflowTaskTimeouts(handle)}; longest gap between page commits ${longestGap(final)} ms; new worker polling ${second.startedAt - killedAt} ms after the kill`,
+  );
+  t.diagnostic(
+    `at kill ${JSON.stringify(progressAtKill)}; lost ${lost.join(',')}; re-checked and skipped ${skipped.map((a) => a.pageNo).join(',') || 'none'}; new worker committed pages ${byNew[0].pageNo}..${byNew[byNew.length - 1].pageNo}`,
+  );
 });
 
 test('a page slowed by one statement of 4 × the heartbeat timeout keeps its lease and commits on its first attempt', async (t) => {
@@ -238,7 +331,11 @@ test('a page slowed by one statement of 4 × the heartbeat timeout keeps its lea
   const w = await ctx.fleet.spawn({ CATALOG_REBUILD_FAULTS: JSON.stringify({ slowPage: { pageNo: 3, ms: 4 * HB } }) });
   const handle = await ctx.start({ pageSize: 500, heartbeatTimeoutMs: HB });
   const versionId = await versionOf(ctx, handle);
-  await waitFor('page 3 asleep inside its transaction', async () => (await pageTransactionsOf(pool, w.pid)).some((q) => q.includes('pg_sleep')), { intervalMs: 50 });
+  await waitFor(
+    'page 3 asleep inside its transaction',
+    async () => (await pageTransactionsOf(pool, w.pid)).some((q) => q.includes('pg_sleep')),
+    { intervalMs: 50 },
+  );
   const result = await ctx.result(handle);
   assert.equal(result.published, true);
   assert.equal(result.retries, 0, 'no attempt was orphaned');
@@ -247,10 +344,21 @@ test('a page slowed by one statement of 4 × the heartbeat timeout keeps its lea
   const p3 = rows[2];
   assert.equal(p3.attempt, 1, 'page 3 committed by its first attempt');
   assert.equal(p3.workerIdentity, w.identity);
-  assert.ok(p3.committedAt! - p3.startedAt >= 4 * HB, `page 3 transaction lasted ${p3.committedAt! - p3.startedAt} ms >= ${4 * HB} ms`);
+  assert.ok(
+    p3.committedAt! - p3.startedAt >= 4 * HB,
+    `page 3 transaction lasted ${p3.committedAt! - p3.startedAt} ms >= ${4 * HB} ms`,
+  );
   const attempts = (await pageAttempts(pool, versionId)).filter((a) => a.pageNo === 3);
-  assert.deepEqual(attempts.map((a) => a.attempt), [1], 'page 3 was attempted once');
-  assert.deepEqual((await events(pool, versionId, 'page_retry')).map((e) => e.message), [], 'no page_retry event');
+  assert.deepEqual(
+    attempts.map((a) => a.attempt),
+    [1],
+    'page 3 was attempted once',
+  );
+  assert.deepEqual(
+    (await events(pool, versionId, 'page_retry')).map((e) => e.message),
+    [],
+    'no page_retry event',
+  );
   t.diagnostic(`page 3 held its lease for ${p3.committedAt! - p3.startedAt} ms with a ${HB} ms heartbeat timeout`);
 });
 
@@ -293,7 +401,13 @@ async function zombieSetup(t: TestContext, tag: string, jobs: number, heartbeatT
  * Wakes the frozen attempt (Temporal reachable again, SIGCONT, release file) and waits until it has
  * run to its end: its last statement on the catalog, issued after the release.
  */
-async function releaseZombie(ctx: Ctx, a: { pid: number; output(): string }, proxy: TemporalProxy, releaseFile: string, lastStatement: RegExp): Promise<string> {
+async function releaseZombie(
+  ctx: Ctx,
+  a: { pid: number; output(): string },
+  proxy: TemporalProxy,
+  releaseFile: string,
+  lastStatement: RegExp,
+): Promise<string> {
   const pool = ctx.dbs.catalogPool;
   const since = (await pool.query<{ t: string }>(`SELECT clock_timestamp()::text AS t`)).rows[0].t;
   const logFrom = a.output().length;
@@ -306,7 +420,8 @@ async function releaseZombie(ctx: Ctx, a: { pid: number; output(): string }, pro
   return waitFor(
     'the released attempt to finish',
     async () => {
-      if (/page given up before writing: activity cancelled/.test(a.output().slice(logFrom))) return 'none: page given up before writing (activity cancelled)';
+      if (/page given up before writing: activity cancelled/.test(a.output().slice(logFrom)))
+        return 'none: page given up before writing (activity cancelled)';
       const r = await pool.query<{ query: string }>(
         `SELECT query FROM pg_stat_activity WHERE application_name = $1 AND state = 'idle' AND state_change > $2::timestamptz`,
         [`catalog-rebuild:worker:${a.pid}`, since],
@@ -335,13 +450,24 @@ test('zombie attempt woken after the retry committed and the version was publish
   assert.equal(p3.workerIdentity, b.identity, 'the retry on B committed page 3');
   assert.ok(p3.attempt >= 2);
   const retryEvents = (await events(pool, versionId, 'page_retry')).filter((e) => e.details.pageNo === 3);
-  assert.ok(retryEvents.some((e) => e.details.lastWorkerIdentity === a.identity), 'page_retry names the frozen worker A');
+  assert.ok(
+    retryEvents.some((e) => e.details.lastWorkerIdentity === a.identity),
+    'page_retry names the frozen worker A',
+  );
 
   const last = await releaseZombie(ctx, a, proxy, releaseFile, /committed_at IS NOT NULL/);
   t.diagnostic(`zombie's last statement: ${last.replace(/\s+/g, ' ').slice(0, 80)}`);
   assert.deepEqual(await ledger(pool, versionId), before.ledger, 'ledger unchanged: page 3 still committed by B');
-  assert.deepEqual(await partitionFingerprint(pool, versionId), before.rows, 'no row of the version written (xmin included)');
-  assert.deepEqual({ ...(await readActive(pool, ctx.catalog)), at: 0 }, { ...before.reader, at: 0 }, 'active_jobs unchanged');
+  assert.deepEqual(
+    await partitionFingerprint(pool, versionId),
+    before.rows,
+    'no row of the version written (xmin included)',
+  );
+  assert.deepEqual(
+    { ...(await readActive(pool, ctx.catalog)), at: 0 },
+    { ...before.reader, at: 0 },
+    'active_jobs unchanged',
+  );
   assert.equal((await events(pool, versionId)).length, before.events);
   await assertCatalogEqualsSource(ctx, JOBS);
   assert.equal(a.child.exitCode, null, `worker A survived its zombie attempt:\n${a.output()}`);
@@ -362,22 +488,49 @@ test('zombie attempt woken after the rebuild was cancelled (version abandoned) i
   const abandoned = await events(pool, versionId, 'abandoned');
   assert.equal(abandoned.length, 1);
   const before = { ledger: await ledger(pool, versionId), rows: await partitionFingerprint(pool, versionId) };
-  assert.equal(before.ledger.find((r) => r.pageNo === 3), undefined, 'page 3 was never committed');
-  assert.ok(before.ledger.every((r) => r.committedAt! <= abandoned[0].createdAt), 'no page committed after the abandon');
+  assert.equal(
+    before.ledger.find((r) => r.pageNo === 3),
+    undefined,
+    'page 3 was never committed',
+  );
+  assert.ok(
+    before.ledger.every((r) => r.committedAt! <= abandoned[0].createdAt),
+    'no page committed after the abandon',
+  );
 
   const last = await releaseZombie(ctx, a, proxy, releaseFile, /^ROLLBACK$/);
-  t.diagnostic(`zombie's last statement: ${last}; ledger has ${before.ledger.length} pages, partition ${before.rows.rows} rows`);
-  await waitFor('worker A to report the fenced write', () => a.output().includes(`version ${versionId} is abandoned, not building: write refused`), { timeoutMs: 10_000 });
-  assert.deepEqual(await ledger(pool, versionId), before.ledger, 'no ledger row added: the fenced transaction rolled back');
-  assert.deepEqual(await partitionFingerprint(pool, versionId), before.rows, 'nothing written to the abandoned version');
-  const p3rows = await pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${'job_v' + versionId} WHERE page_no = 3`);
+  t.diagnostic(
+    `zombie's last statement: ${last}; ledger has ${before.ledger.length} pages, partition ${before.rows.rows} rows`,
+  );
+  await waitFor(
+    'worker A to report the fenced write',
+    () => a.output().includes(`version ${versionId} is abandoned, not building: write refused`),
+    { timeoutMs: 10_000 },
+  );
+  assert.deepEqual(
+    await ledger(pool, versionId),
+    before.ledger,
+    'no ledger row added: the fenced transaction rolled back',
+  );
+  assert.deepEqual(
+    await partitionFingerprint(pool, versionId),
+    before.rows,
+    'nothing written to the abandoned version',
+  );
+  const p3rows = await pool.query<{ n: number }>(
+    `SELECT count(*)::int AS n FROM ${'job_v' + versionId} WHERE page_no = 3`,
+  );
   assert.equal(p3rows.rows[0].n, 0);
   assert.equal(await versionStatus(ctx, versionId), 'abandoned');
   assert.equal(a.child.exitCode, null, `worker A survived its zombie attempt:\n${a.output()}`);
 });
 
 /** Polls the progress query until `phase`; fails if the rebuild ends first. */
-async function waitForPhase(ctx: Ctx, handle: WorkflowHandle, phase: RebuildProgress['phase']): Promise<RebuildProgress> {
+async function waitForPhase(
+  ctx: Ctx,
+  handle: WorkflowHandle,
+  phase: RebuildProgress['phase'],
+): Promise<RebuildProgress> {
   const ended = ['done', 'failed', 'cancelled'];
   const p = await waitFor(
     `phase ${phase}`,
@@ -405,7 +558,10 @@ test('SIGKILL of the only worker during reconcile and during publish: each rebui
     .map((e) => e.activityTaskScheduledEventAttributes)
     .filter((a) => a?.activityType?.name === 'copyPage');
   assert.equal(pageSchedules.length, r1.pagesTotal);
-  assert.ok(pageSchedules.every((a) => Number(a!.heartbeatTimeout?.seconds) === 15), 'copyPage heartbeat timeout defaults to 15 s');
+  assert.ok(
+    pageSchedules.every((a) => Number(a!.heartbeatTimeout?.seconds) === 15),
+    'copyPage heartbeat timeout defaults to 15 s',
+  );
   const complete: { version: string; rows: number; md5: string }[] = [];
   const v1 = await readActive(pool, ctx.catalog);
   complete.push({ version: r1.versionId, rows: v1.rows, md5: v1.md5 });
@@ -453,7 +609,9 @@ test('SIGKILL of the only worker during reconcile and during publish: each rebui
     complete.map((c) => c.version),
     'the reader saw the old version, then each new one',
   );
-  const statuses = await pool.query<{ version_id: string; status: string }>(`SELECT version_id::text, status FROM version ORDER BY version_id`);
+  const statuses = await pool.query<{ version_id: string; status: string }>(
+    `SELECT version_id::text, status FROM version ORDER BY version_id`,
+  );
   assert.deepEqual(
     statuses.rows.map((r) => r.status),
     ['dropped', 'retired', 'active'],
@@ -468,7 +626,9 @@ test('the private Temporal dev server restarts mid-rebuild: workers reconnect an
   const workers = await Promise.all([ctx.fleet.spawn(), ctx.fleet.spawn()]);
   const handle = await ctx.start({ pageSize: 500, heartbeatTimeoutMs: 5_000, pauseBetweenPagesMs: 50 });
   const versionId = await versionOf(ctx, handle);
-  await waitFor('checkpoint 10 in the ledger', async () => ledgerCheckpoint(await ledger(pool, versionId)) >= 10, { intervalMs: 20 });
+  await waitFor('checkpoint 10 in the ledger', async () => ledgerCheckpoint(await ledger(pool, versionId)) >= 10, {
+    intervalMs: 20,
+  });
   const { dbFile, port } = temporal;
   const downAt = Date.now();
   await temporal.stop();
@@ -479,14 +639,21 @@ test('the private Temporal dev server restarts mid-rebuild: workers reconnect an
   const upAt = Date.now();
   t.diagnostic(`dev server down for ${Date.now() - downAt} ms at ledger checkpoint ${ledgerCheckpoint(atStop)}`);
   const result = await ctx.result(handle);
-  for (const w of workers) assert.equal(w.child.exitCode, null, `worker ${w.identity} is still running after the restart:\n${w.output()}`);
+  for (const w of workers)
+    assert.equal(w.child.exitCode, null, `worker ${w.identity} is still running after the restart:\n${w.output()}`);
   assert.equal(result.published, true);
   assert.equal(result.rowsUpserted, JOBS);
   await assertCatalogEqualsSource(ctx, JOBS);
   const final = await assertLedgerComplete(ctx, versionId, result.pagesTotal, JOBS);
-  for (const r of atStop) assert.deepEqual(final[r.pageNo - 1], r, `page ${r.pageNo} committed before the restart untouched`);
-  assert.ok(final.filter((r) => r.committedAt! > upAt).length >= 10, 'pages were scheduled and committed after the restart');
+  for (const r of atStop)
+    assert.deepEqual(final[r.pageNo - 1], r, `page ${r.pageNo} committed before the restart untouched`);
+  assert.ok(
+    final.filter((r) => r.committedAt! > upAt).length >= 10,
+    'pages were scheduled and committed after the restart',
+  );
   const tail = workers.map((w) => w.output()).join('\n');
   assert.doesNotMatch(tail, /fatal|Worker failed|Shutdown/i, 'no worker failed or shut down');
-  t.diagnostic(`result: ${result.retries} retries, ${result.durationMs} ms; workflow tasks timed out: ${await workflowTaskTimeouts(handle)}; ${final.filter((r) => r.committedAt! > upAt).length} pages committed after it answered again`);
+  t.diagnostic(
+    `result: ${result.retries} retries, ${result.durationMs} ms; workflow tasks timed out: ${await workflowTaskTimeouts(handle)}; ${final.filter((r) => r.committedAt! > upAt).length} pages committed after it answered again`,
+  );
 });

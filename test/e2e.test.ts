@@ -7,6 +7,7 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { generateBareosSource } from '../dev/bareos-generator';
+import type { TestDatabases, WorkerProcess } from '../dev/harness/harness';
 import {
   compareCatalogToSource,
   privateTemporal,
@@ -14,10 +15,8 @@ import {
   runCliProcess,
   spawnWorker,
   testDatabases,
-  TestDatabases,
   testEnv,
   uniqueQueue,
-  WorkerProcess,
   writeConfig,
 } from '../dev/harness/harness';
 import { serverTimezone } from '../dev/harness/fixture';
@@ -34,7 +33,12 @@ before(async () => {
   dbs = await testDatabases('e2e');
   await generateBareosSource({ databaseUrl: dbs.sourceUrl, jobs: 20_000, seed: 11 });
   sourceTz = await serverTimezone(dbs.sourcePool);
-  env = testEnv({ address: temporal.address, configFile: writeConfig(dbs), taskQueue: uniqueQueue('e2e'), extra: { TZ: 'America/New_York' } });
+  env = testEnv({
+    address: temporal.address,
+    configFile: writeConfig(dbs),
+    taskQueue: uniqueQueue('e2e'),
+    extra: { TZ: 'America/New_York' },
+  });
   worker = await spawnWorker(env);
 });
 
@@ -63,8 +67,12 @@ test('start --wait rebuilds 20,000 Bareos jobs; active_jobs equals the source fi
   assert.equal(cmp.catalog, cmp.source, 'every field of every job equals the source');
 
   // Buckets are the source-local dates of the start time, whatever the worker's TZ.
-  const src = await dbs.sourcePool.query<{ b: string | null; n: string }>(`SELECT starttime::date::text AS b, count(*)::text AS n FROM job GROUP BY 1`);
-  const cat = await dbs.catalogPool.query<{ b: string | null; n: string }>(`SELECT bucket::text AS b, count(*)::text AS n FROM active_jobs WHERE catalog_name = 'main' GROUP BY 1`);
+  const src = await dbs.sourcePool.query<{ b: string | null; n: string }>(
+    `SELECT starttime::date::text AS b, count(*)::text AS n FROM job GROUP BY 1`,
+  );
+  const cat = await dbs.catalogPool.query<{ b: string | null; n: string }>(
+    `SELECT bucket::text AS b, count(*)::text AS n FROM active_jobs WHERE catalog_name = 'main' GROUP BY 1`,
+  );
   const asMap = (rows: { b: string | null; n: string }[]) => new Map(rows.map((x) => [x.b ?? 'none', x.n]));
   assert.deepEqual(asMap(cat.rows), asMap(src.rows));
 
@@ -95,7 +103,10 @@ test('readers keep the previous complete version during a rebuild until the atom
      SELECT 900000 + g, 'Extra.' || g, 'Extra', 'B', 'I', 1, 'T', '2026-11-01 21:00', '2026-11-01 21:00', '2026-11-01 21:05', '2026-11-01 21:05', 1, 100
      FROM generate_series(1, 250) g`,
   );
-  const start = runCliProcess(['start', '--catalog', 'main', '--source', 'director', '--page-size', '200', '--concurrency', '2'], env);
+  const start = runCliProcess(
+    ['start', '--catalog', 'main', '--source', 'director', '--page-size', '200', '--concurrency', '2'],
+    env,
+  );
   assert.equal(start.code, 0, start.stderr);
   const seen = new Set<string>();
   let mixed = 0;
@@ -128,7 +139,10 @@ test('readers keep the previous complete version during a rebuild until the atom
   const versions = await dbs.catalogPool.query<{ status: string; n: number }>(
     `SELECT status, count(*)::int AS n FROM version WHERE catalog_name = 'main' GROUP BY status ORDER BY status`,
   );
-  assert.deepEqual(versions.rows, [{ status: 'active', n: 1 }, { status: 'retired', n: 1 }]);
+  assert.deepEqual(versions.rows, [
+    { status: 'active', n: 1 },
+    { status: 'retired', n: 1 },
+  ]);
 
   // Rollback re-activates the previous complete version; a catalog with nothing to go back to exits 1.
   const rb = runCliProcess(['rollback', '--catalog', 'main'], env);
@@ -139,14 +153,23 @@ test('readers keep the previous complete version during a rebuild until the atom
   assert.equal(none.code, 1);
   const noStatus = runCliProcess(['status', '--catalog', 'never-built'], env);
   assert.equal(noStatus.code, 1, noStatus.stdout);
-  assert.match(noStatus.stderr, /no rebuild of catalog never-built has been started .*start one with: catalog-rebuild start --catalog never-built/);
+  assert.match(
+    noStatus.stderr,
+    /no rebuild of catalog never-built has been started .*start one with: catalog-rebuild start --catalog never-built/,
+  );
 });
 
 test('start attaches to a running rebuild; different flags exit 1; usage errors exit 2', async () => {
-  const a = runCliProcess(['start', '--catalog', 'other', '--source', 'director', '--page-size', '100', '--concurrency', '1'], env);
+  const a = runCliProcess(
+    ['start', '--catalog', 'other', '--source', 'director', '--page-size', '100', '--concurrency', '1'],
+    env,
+  );
   assert.equal(a.code, 0, a.stderr);
   assert.match(a.stdout, /^started rebuild catalog-rebuild\/other/);
-  const b = runCliProcess(['start', '--catalog', 'other', '--source', 'director', '--page-size', '100', '--concurrency', '1'], env);
+  const b = runCliProcess(
+    ['start', '--catalog', 'other', '--source', 'director', '--page-size', '100', '--concurrency', '1'],
+    env,
+  );
   assert.equal(b.code, 0, b.stderr);
   assert.match(b.stdout, /^attached to running rebuild catalog-rebuild\/other/);
   const c = runCliProcess(['start', '--catalog', 'other', '--source', 'director', '--page-size', '300'], env);

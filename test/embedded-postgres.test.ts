@@ -11,9 +11,19 @@ import assert from 'node:assert/strict';
 import { Client } from 'pg';
 import { createPool } from '../lib/db';
 import { createDatabase, dropDatabase, resolveAdminUrl } from '../dev/env/postgres';
-import { EmbeddedPostgres, startEmbeddedPostgres } from '../dev/env/embedded-postgres';
+import type { EmbeddedPostgres } from '../dev/env/embedded-postgres';
+import { startEmbeddedPostgres } from '../dev/env/embedded-postgres';
 import { generateBareosSource } from '../dev/bareos-generator';
-import { compareCatalogToSource, privateTemporal, runCliProcess, spawnWorker, testEnv, uniqueQueue, WorkerProcess, writeConfig } from '../dev/harness/harness';
+import type { WorkerProcess } from '../dev/harness/harness';
+import {
+  compareCatalogToSource,
+  privateTemporal,
+  runCliProcess,
+  spawnWorker,
+  testEnv,
+  uniqueQueue,
+  writeConfig,
+} from '../dev/harness/harness';
 import { serverTimezone } from '../dev/harness/fixture';
 
 let temporal: Awaited<ReturnType<typeof privateTemporal>> | undefined;
@@ -68,9 +78,17 @@ test('a rebuild of 3,000 jobs on the embedded PostgreSQL publishes a catalog equ
   const catalogUrl = await createDatabase(embedded!.adminUrl, `${tag}_catalog`, { dropFirst: true });
   const sourceUrl = await createDatabase(embedded!.adminUrl, `${tag}_source`, { dropFirst: true });
   await generateBareosSource({ databaseUrl: sourceUrl, jobs: 3_000, seed: 23 });
-  const env = testEnv({ address: temporal!.address, configFile: writeConfig({ catalogUrl, sourceUrl }), taskQueue: uniqueQueue('embedded') });
+  const env = testEnv({
+    address: temporal!.address,
+    configFile: writeConfig({ catalogUrl, sourceUrl }),
+    taskQueue: uniqueQueue('embedded'),
+  });
   worker = await spawnWorker(env);
-  const r = runCliProcess(['start', '--catalog', 'embedded', '--source', 'director', '--page-size', '500', '--wait'], env, 120_000);
+  const r = runCliProcess(
+    ['start', '--catalog', 'embedded', '--source', 'director', '--page-size', '500', '--wait'],
+    env,
+    120_000,
+  );
   assert.equal(r.code, 0, `${r.stdout}\n${r.stderr}\n${worker.output()}`);
   assert.match(r.stdout, /version \d+ published; 6 pages, 3000 rows, 0 rejects/);
 

@@ -5,7 +5,8 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { freePort } from '../dev/env/dev-server';
-import { privateTemporal, spawnWorker, testDatabases, TestDatabases, testEnv, uniqueQueue, writeConfig } from '../dev/harness/harness';
+import type { TestDatabases } from '../dev/harness/harness';
+import { privateTemporal, spawnWorker, testDatabases, testEnv, uniqueQueue, writeConfig } from '../dev/harness/harness';
 import { sleep } from '../dev/harness/wait';
 
 let temporal: Awaited<ReturnType<typeof privateTemporal>>;
@@ -23,7 +24,12 @@ after(async () => {
 
 test('GET /healthz is 200 with state RUNNING and database ok; the worker exits 0 on SIGTERM', async () => {
   const port = await freePort();
-  const env = testEnv({ address: temporal.address, configFile: writeConfig(dbs), taskQueue: uniqueQueue('health'), extra: { CATALOG_REBUILD_HEALTH_ADDRESS: `127.0.0.1:${port}` } });
+  const env = testEnv({
+    address: temporal.address,
+    configFile: writeConfig(dbs),
+    taskQueue: uniqueQueue('health'),
+    extra: { CATALOG_REBUILD_HEALTH_ADDRESS: `127.0.0.1:${port}` },
+  });
   const worker = await spawnWorker(env);
   try {
     let res = await fetch(`http://127.0.0.1:${port}/healthz`);
@@ -33,7 +39,10 @@ test('GET /healthz is 200 with state RUNNING and database ok; the worker exits 0
     }
     assert.equal(res.status, 200);
     const body = (await res.json()) as { state: string; database: string; pid: number };
-    assert.deepEqual({ state: body.state, database: body.database, pid: body.pid }, { state: 'RUNNING', database: 'ok', pid: worker.pid });
+    assert.deepEqual(
+      { state: body.state, database: body.database, pid: body.pid },
+      { state: 'RUNNING', database: 'ok', pid: worker.pid },
+    );
     assert.equal((await fetch(`http://127.0.0.1:${port}/other`)).status, 404);
     worker.kill('SIGTERM');
     assert.equal(await worker.exited, 0);

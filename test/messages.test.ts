@@ -5,12 +5,11 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import type { ReconcileOutcome, ReconcileWarnings } from '../activities/messages';
 import {
   describeRejects,
   plannedMessage,
   reconciledMessage,
-  ReconcileOutcome,
-  ReconcileWarnings,
   rejectThresholdMessage,
   renumberedNote,
   repairedMessage,
@@ -40,7 +39,10 @@ test('describeRejects: first three records with shortened long ids, then an elli
     { jobKey: '3', jobId: 'snap-3', reason: 'no id' },
     { jobKey: '4', jobId: null, reason: 'empty' },
   ];
-  assert.equal(describeRejects(rejects), 'record 1: bad status; record 2 (abcdef012345…): bad time; record 3 (snap-3): no id; …');
+  assert.equal(
+    describeRejects(rejects),
+    'record 1: bad status; record 2 (abcdef012345…): bad time; record 3 (snap-3): no id; …',
+  );
   assert.equal(describeRejects(rejects.slice(3)), 'record 4: empty');
   assert.equal(describeRejects([]), '');
 });
@@ -65,7 +67,10 @@ test('reconciled: buckets differ (first ten named), warnings left out', () => {
     reconciledMessage({ ...OUTCOME, mismatched, sampleMismatches: 3 }, { ...NO_WARNINGS, duplicateRecords: 5 }),
     'round 1: 12 buckets differ (2024-05-01, 2024-05-02, 2024-05-03, 2024-05-04, 2024-05-05, 2024-05-06, 2024-05-07, 2024-05-08, 2024-05-09, 2024-05-10, …), 3 sampled jobs differ',
   );
-  assert.equal(reconciledMessage({ ...OUTCOME, mismatched: ['none'] }, NO_WARNINGS), 'round 1: 1 buckets differ (none), 0 sampled jobs differ');
+  assert.equal(
+    reconciledMessage({ ...OUTCOME, mismatched: ['none'] }, NO_WARNINGS),
+    'round 1: 1 buckets differ (none), 0 sampled jobs differ',
+  );
 });
 
 test('warnings note: unknown codes (first five), DST counts, repeated ids', () => {
@@ -83,7 +88,10 @@ test('warnings note: unknown codes (first five), DST counts, repeated ids', () =
     '; warnings: 3 jobs with unknown codes kept verbatim (level "Q" × 2, status "z" × 1); 1 nonexistent and 2 ambiguous start times at DST changes in Europe/Berlin; 3 repeated job ids dropped',
   );
   assert.equal(warningsNote({ ...NO_WARNINGS, dst: { zone: 'UTC', nonexistent: 0, ambiguous: 0, rule: 'r' } }), '');
-  assert.equal(warningsNote({ ...NO_WARNINGS, dst: { error: 'permission denied' } }), '; warnings: DST counts unavailable: permission denied');
+  assert.equal(
+    warningsNote({ ...NO_WARNINGS, dst: { error: 'permission denied' } }),
+    '; warnings: DST counts unavailable: permission denied',
+  );
   assert.equal(
     reconciledMessage(OUTCOME, { ...NO_WARNINGS, duplicateRecords: 1 }),
     'round 1: 3 buckets match (100 jobs = 98 in the catalog + 2 quarantined; delta 4 jobs after the watermark); warnings: 1 repeated job ids dropped',
@@ -117,7 +125,10 @@ test('renumbered note: empty without renumbered jobs; first ten, `+` when trunca
   );
   const jobs = Array.from({ length: 11 }, (_, i) => ({ job: `j${i}`, previousJobId: `${i}`, jobId: `${i + 100}` }));
   const note = renumberedNote({ jobs, truncated: true });
-  assert.ok(note.startsWith('; 11+ job names have a new job id (source renumbered?): j0 (0 → 100), j1 (1 → 101)'), note);
+  assert.ok(
+    note.startsWith('; 11+ job names have a new job id (source renumbered?): j0 (0 → 100), j1 (1 → 101)'),
+    note,
+  );
   assert.ok(note.endsWith('j9 (9 → 109), …'), note);
 });
 
@@ -136,13 +147,28 @@ test('shrink guard: buckets with before → after, the limits, the renumbered no
     'shrink guard: 2 buckets lost more than 10% and at least 5 jobs compared with active version 3: 2024-05-01 (100 → 0), 2024-05-02 (50 → 40); rerun with --allow-shrink if this is intended',
   );
   const many = Array.from({ length: 63 }, (_, i) => ({ bucket: `b${i}`, before: '9', after: '0' }));
-  const m = shrinkGuardMessage({ shrunk: many, share: 0.25, minJobs: 1, previousVersionId: '3', renumberedNote: '; note' });
+  const m = shrinkGuardMessage({
+    shrunk: many,
+    share: 0.25,
+    minJobs: 1,
+    previousVersionId: '3',
+    renumberedNote: '; note',
+  });
   assert.ok(m.startsWith('shrink guard: 63 buckets lost more than 25% and at least 1 jobs'), m);
   assert.ok(m.endsWith('b61 (9 → 0), …; note; rerun with --allow-shrink if this is intended'), m);
 });
 
 test('planned, repaired and unreadable messages', () => {
-  const planned = { versionId: '4', pagesTotal: 2, pageSize: 1000, maxKey: '1999', rows: '1999', time: 't', snapshot: null, duplicates: 0 };
+  const planned = {
+    versionId: '4',
+    pagesTotal: 2,
+    pageSize: 1000,
+    maxKey: '1999',
+    rows: '1999',
+    time: 't',
+    snapshot: null,
+    duplicates: 0,
+  };
   assert.equal(plannedMessage(planned), 'planned version 4: 2 pages of 1000 jobs, watermark job 1999 at t');
   assert.equal(
     plannedMessage({ ...planned, snapshot: 'abc', duplicates: 2 }),

@@ -11,7 +11,8 @@
  *   to start against that schema (exit 1, "catalog schema is at migration N, this build knows up to M").
  * - The `catalog_reader` role reads `active_jobs` and nothing else (42501 on every other relation).
  */
-import { after, before, test, TestContext } from 'node:test';
+import type { TestContext } from 'node:test';
+import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
@@ -22,7 +23,8 @@ import format from 'pg-format';
 import { getProgress, pause, resume } from '../client';
 import { listMigrations, migrate, migrationsDir } from '../lib/db';
 import { databaseUrl } from '../dev/env/postgres';
-import { compareCatalogToSource, privateTemporal, testDatabases, TestDatabases } from '../dev/harness/harness';
+import type { TestDatabases } from '../dev/harness/harness';
+import { compareCatalogToSource, privateTemporal, testDatabases } from '../dev/harness/harness';
 import { rebuildFixture, serverTimezone } from '../dev/harness/fixture';
 import { runWorkerToExit } from '../dev/harness/entrypoint';
 import { sleep, waitFor, within } from '../dev/harness/wait';
@@ -41,12 +43,34 @@ after(async () => {
 });
 
 /** Fresh databases with `jobs` generated Bareos jobs (seed 31), workers, a queue; all released by the test's cleanup. */
-const setup = (t: TestContext, tag: string, jobs: number, workerEnv: Record<string, string> = {}, keepDatabases = false) =>
-  rebuildFixture(t, { address: temporal.address, tag, jobs, seed: 31, catalog: `ops-${tag}`, workerEnv, keepDatabases });
+const setup = (
+  t: TestContext,
+  tag: string,
+  jobs: number,
+  workerEnv: Record<string, string> = {},
+  keepDatabases = false,
+) =>
+  rebuildFixture(t, {
+    address: temporal.address,
+    tag,
+    jobs,
+    seed: 31,
+    catalog: `ops-${tag}`,
+    workerEnv,
+    keepDatabases,
+  });
 
 /** Ledger of a version: planned pages, ledger rows, committed rows, distinct page numbers. */
 async function ledgerSummary(dbs: TestDatabases, versionId: string) {
-  const { rows } = await dbs.catalogPool.query<{ pages_total: number; planned: number; ledger: number; committed: number; distinct_pages: number; rows: string; partition_rows: string }>(
+  const { rows } = await dbs.catalogPool.query<{
+    pages_total: number;
+    planned: number;
+    ledger: number;
+    committed: number;
+    distinct_pages: number;
+    rows: string;
+    partition_rows: string;
+  }>(
     `SELECT v.pages_total,
             (SELECT count(*)::int FROM plan_page pp WHERE pp.version_id = v.version_id) AS planned,
             (SELECT count(*)::int FROM page p WHERE p.version_id = v.version_id) AS ledger,
@@ -62,7 +86,9 @@ async function ledgerSummary(dbs: TestDatabases, versionId: string) {
 
 test('SIGTERM to a worker inside a page: the page finishes or is retried elsewhere, nothing lost or duplicated, the worker exits 0', async (t) => {
   const jobs = 6_000;
-  const ctx = await setup(t, 'sigterm', jobs, { CATALOG_REBUILD_FAULTS: JSON.stringify({ slowPage: { pageNo: 4, ms: 3000 } }) });
+  const ctx = await setup(t, 'sigterm', jobs, {
+    CATALOG_REBUILD_FAULTS: JSON.stringify({ slowPage: { pageNo: 4, ms: 3000 } }),
+  });
   const [a, b] = await Promise.all([ctx.spawn(), ctx.spawn()]);
   const handle = await ctx.start({ pageSize: 500, concurrency: 2 });
 
@@ -101,7 +127,12 @@ test('SIGTERM to a worker inside a page: the page finishes or is retried elsewhe
   assert.equal(led.distinct_pages, result.pagesTotal);
   assert.equal(Number(led.rows), jobs, 'ledger rows add up to the source');
   assert.equal(Number(led.partition_rows), jobs, 'no job lost or duplicated in the version');
-  const cmp = await compareCatalogToSource(ctx.dbs.catalogPool, ctx.dbs.sourcePool, ctx.catalog, await serverTimezone(ctx.dbs.sourcePool));
+  const cmp = await compareCatalogToSource(
+    ctx.dbs.catalogPool,
+    ctx.dbs.sourcePool,
+    ctx.catalog,
+    await serverTimezone(ctx.dbs.sourcePool),
+  );
   assert.equal(cmp.rows, jobs);
   assert.equal(cmp.catalog, cmp.source, 'the catalog equals the source');
 
@@ -111,7 +142,10 @@ test('SIGTERM to a worker inside a page: the page finishes or is retried elsewhe
     [result.versionId],
   );
   const committedBy = p4.rows[0].worker_identity.split('@')[0];
-  assert.ok([String(victim.pid), String(other.pid)].includes(committedBy), `page 4 committed by ${p4.rows[0].worker_identity}`);
+  assert.ok(
+    [String(victim.pid), String(other.pid)].includes(committedBy),
+    `page 4 committed by ${p4.rows[0].worker_identity}`,
+  );
   t.diagnostic(
     `page 4 committed by the ${committedBy === String(victim.pid) ? 'SIGTERMed worker within its shutdown grace time' : 'other worker on a retry'} ` +
       `(attempt ${p4.rows[0].attempt}); SIGTERMed worker exited 0 after ${exitMs} ms`,
@@ -155,7 +189,12 @@ test('SIGTERM with a page longer than the shutdown grace time: nothing lost or d
   assert.equal(led.ledger, result.pagesTotal, 'exactly one ledger row per planned page');
   assert.equal(led.committed, result.pagesTotal);
   assert.equal(Number(led.partition_rows), jobs);
-  const cmp = await compareCatalogToSource(ctx.dbs.catalogPool, ctx.dbs.sourcePool, ctx.catalog, await serverTimezone(ctx.dbs.sourcePool));
+  const cmp = await compareCatalogToSource(
+    ctx.dbs.catalogPool,
+    ctx.dbs.sourcePool,
+    ctx.catalog,
+    await serverTimezone(ctx.dbs.sourcePool),
+  );
   assert.equal(cmp.catalog, cmp.source);
   const p3 = await ctx.dbs.catalogPool.query<{ attempt: number; worker_identity: string }>(
     `SELECT attempt, worker_identity FROM page WHERE version_id = $1 AND page_no = 3`,
@@ -206,7 +245,10 @@ test('rolling upgrade: an additive migration applied mid-rebuild; the rebuild co
   });
   await ctx.spawn();
   const handle = await ctx.start({ pageSize: 250, concurrency: 2, pauseBetweenPagesMs: 100 });
-  await waitFor('a few committed pages', async () => (await getProgress(handle, 10_000)).pagesDone >= 4, { timeoutMs: 60_000, intervalMs: 100 });
+  await waitFor('a few committed pages', async () => (await getProgress(handle, 10_000)).pagesDone >= 4, {
+    timeoutMs: 60_000,
+    intervalMs: 100,
+  });
   await pause(handle);
   const paused = await waitFor(
     'the rebuild to be paused with no page in flight',
@@ -238,9 +280,17 @@ test('rolling upgrade: an additive migration applied mid-rebuild; the rebuild co
   assert.equal(led.ledger, result.pagesTotal);
   assert.equal(led.committed, result.pagesTotal);
   assert.equal(Number(led.partition_rows), jobs);
-  const cmp = await compareCatalogToSource(ctx.dbs.catalogPool, ctx.dbs.sourcePool, ctx.catalog, await serverTimezone(ctx.dbs.sourcePool));
+  const cmp = await compareCatalogToSource(
+    ctx.dbs.catalogPool,
+    ctx.dbs.sourcePool,
+    ctx.catalog,
+    await serverTimezone(ctx.dbs.sourcePool),
+  );
   assert.equal(cmp.catalog, cmp.source, 'the catalog equals the source after the upgrade');
-  const notes = await ctx.dbs.catalogPool.query<{ n: number }>(`SELECT count(upgrade_note)::int AS n FROM job WHERE version_id = $1`, [result.versionId]);
+  const notes = await ctx.dbs.catalogPool.query<{ n: number }>(
+    `SELECT count(upgrade_note)::int AS n FROM job WHERE version_id = $1`,
+    [result.versionId],
+  );
   assert.equal(notes.rows[0].n, 0, 'the old worker left the new column NULL');
   upgraded = { dbs: ctx.dbs, catalog: ctx.catalog };
 
@@ -265,7 +315,9 @@ test('catalog_reader can SELECT from active_jobs and nothing else', async (t) =>
   const owned = dbs;
   const role = `crt_reader_${randomBytes(4).toString('hex')}`;
   const password = randomBytes(12).toString('hex');
-  const admin = new PgClient({ connectionString: databaseUrl(dbs.adminUrl, new URL(dbs.catalogUrl).pathname.slice(1)) });
+  const admin = new PgClient({
+    connectionString: databaseUrl(dbs.adminUrl, new URL(dbs.catalogUrl).pathname.slice(1)),
+  });
   await admin.connect();
   t.after(async () => {
     await admin.query(format('DROP ROLE IF EXISTS %I', role)).catch(() => undefined);
@@ -280,9 +332,13 @@ test('catalog_reader can SELECT from active_jobs and nothing else', async (t) =>
   const reader = new PgClient({ connectionString: u.toString() });
   await reader.connect();
   try {
-    const r = await reader.query<{ n: number }>(`SELECT count(*)::int AS n FROM active_jobs WHERE catalog_name = $1`, [catalog]);
+    const r = await reader.query<{ n: number }>(`SELECT count(*)::int AS n FROM active_jobs WHERE catalog_name = $1`, [
+      catalog,
+    ]);
     if (upgraded) assert.equal(r.rows[0].n, 8_000, 'the reader sees the published catalog');
-    const cols = await reader.query(`SELECT job_id, job, job_name, client, type, level, status, start_time, end_time, files, bytes, pool, fileset FROM active_jobs LIMIT 1`);
+    const cols = await reader.query(
+      `SELECT job_id, job, job_name, client, type, level, status, start_time, end_time, files, bytes, pool, fileset FROM active_jobs LIMIT 1`,
+    );
     assert.ok(cols.fields.length === 13);
 
     // Every other relation in the schema: tables, partitions, views, sequences.
@@ -291,10 +347,12 @@ test('catalog_reader can SELECT from active_jobs and nothing else', async (t) =>
        WHERE n.nspname = 'public' AND c.relkind IN ('r', 'p', 'v', 'm', 'S', 'f') AND c.relname <> 'active_jobs' ORDER BY 1`,
     );
     const names = rels.rows.map((x) => x.name);
-    for (const must of ['job', 'version', 'page', 'active', 'event', 'schema_migration']) assert.ok(names.includes(must), `${must} exists`);
+    for (const must of ['job', 'version', 'page', 'active', 'event', 'schema_migration'])
+      assert.ok(names.includes(must), `${must} exists`);
     const refusedCodes: Record<string, string> = {};
     for (const rel of rels.rows) {
-      const sql = rel.kind === 'S' ? format('SELECT nextval(%L)', rel.name) : format('SELECT 1 FROM %I LIMIT 1', rel.name);
+      const sql =
+        rel.kind === 'S' ? format('SELECT nextval(%L)', rel.name) : format('SELECT 1 FROM %I LIMIT 1', rel.name);
       try {
         await reader.query(sql);
         refusedCodes[rel.name] = 'allowed';
@@ -302,7 +360,8 @@ test('catalog_reader can SELECT from active_jobs and nothing else', async (t) =>
         refusedCodes[rel.name] = (err as { code?: string }).code ?? String(err);
       }
     }
-    for (const [name, code] of Object.entries(refusedCodes)) assert.equal(code, '42501', `SELECT from ${name} is refused with 42501 (got ${code})`);
+    for (const [name, code] of Object.entries(refusedCodes))
+      assert.equal(code, '42501', `SELECT from ${name} is refused with 42501 (got ${code})`);
     t.diagnostic(`refused with 42501: ${Object.keys(refusedCodes).join(', ')}`);
 
     // Reading is all: no write privilege on the view either (a DELETE is refused before any check of

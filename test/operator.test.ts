@@ -15,27 +15,29 @@
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { ChildProcess, execFile, spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { promisify } from 'node:util';
 import { generateBareosSource } from '../dev/bareos-generator';
 import { ensureTemporalCli } from '../dev/env/temporal-cli';
-import { DevServer, freePort, startDevServer } from '../dev/env/dev-server';
+import type { DevServer } from '../dev/env/dev-server';
+import { freePort, startDevServer } from '../dev/env/dev-server';
 import { projectRoot } from '../lib/paths';
-import { connectTemporal, rebuildHandle, startRebuild, TemporalSession } from '../client';
+import type { TemporalSession } from '../client';
+import { connectTemporal, rebuildHandle, startRebuild } from '../client';
 import { LIVE_POLLER_WINDOW_SECONDS } from '../client/status';
+import type { TestDatabases, WorkerProcess } from '../dev/harness/harness';
 import {
   compareCatalogToSource,
   runCliAsync,
   runCliProcess,
   spawnWorker,
   testDatabases,
-  TestDatabases,
   testEnv,
   uniqueQueue,
-  WorkerProcess,
   writeConfig,
 } from '../dev/harness/harness';
 import { serverTimezone } from '../dev/harness/fixture';
@@ -81,8 +83,15 @@ before(async () => {
   const w = await spawnWorker(env);
   workers.push(w);
   const session = await connectTemporal(env);
-  await startRebuild(session.client, { catalog: 'c', source: 'director', pageSize: 50, concurrency: 1, pauseBetweenPagesMs: 300 }, { taskQueue: env.CATALOG_REBUILD_TASK_QUEUE });
-  await waitFor('rebuild c commits 3 pages', async () => (await committedPages('c')) >= 3, { ...POLL, timeoutMs: 60_000 });
+  await startRebuild(
+    session.client,
+    { catalog: 'c', source: 'director', pageSize: 50, concurrency: 1, pauseBetweenPagesMs: 300 },
+    { taskQueue: env.CATALOG_REBUILD_TASK_QUEUE },
+  );
+  await waitFor('rebuild c commits 3 pages', async () => (await committedPages('c')) >= 3, {
+    ...POLL,
+    timeoutMs: 60_000,
+  });
   w.kill('SIGKILL');
   await w.exited;
   dead = { env, killedAt: Date.now(), session };
@@ -109,7 +118,10 @@ async function committedPages(catalog: string): Promise<number> {
 /** Runs the official Temporal CLI against the private server. */
 async function temporal(args: string[]): Promise<string> {
   const env = { ...process.env, TEMPORAL_ADDRESS: server.address, TEMPORAL_NAMESPACE: 'default' };
-  const { stdout } = await run(temporalCli, [...args, '--address', server.address, '--namespace', 'default'], { env, timeout: 60_000 });
+  const { stdout } = await run(temporalCli, [...args, '--address', server.address, '--namespace', 'default'], {
+    env,
+    timeout: 60_000,
+  });
   return stdout;
 }
 
@@ -121,13 +133,19 @@ function parseJsonOrLines<T>(text: string): T[] {
     const v = JSON.parse(t);
     return Array.isArray(v) ? v : [v];
   } catch {
-    return t.split('\n').filter(Boolean).map((l) => JSON.parse(l) as T);
+    return t
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l) as T);
   }
 }
 
 /** Our CLI as a background process whose output can be awaited while it runs. */
 function cliInBackground(args: string[], env: NodeJS.ProcessEnv) {
-  const child = spawn(process.execPath, [path.join(projectRoot(), 'bin/catalog-rebuild.js'), ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [path.join(projectRoot(), 'bin/catalog-rebuild.js'), ...args], {
+    env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   children.push(child);
   let stdout = '';
   let stderr = '';
@@ -138,7 +156,8 @@ function cliInBackground(args: string[], env: NodeJS.ProcessEnv) {
     output: () => stdout,
     errors: () => stderr,
     exited,
-    waitFor: (re: RegExp, timeoutMs: number) => waitFor(`output matches ${re}:\n${stdout}\n${stderr}`, () => re.test(stdout), { ...POLL, timeoutMs }),
+    waitFor: (re: RegExp, timeoutMs: number) =>
+      waitFor(`output matches ${re}:\n${stdout}\n${stderr}`, () => re.test(stdout), { ...POLL, timeoutMs }),
   };
 }
 
@@ -149,10 +168,17 @@ test('(a) the temporal CLI pauses, queries, lists and resumes a rebuild; status 
   workers.push(await spawnWorker(env));
   const session = await connectTemporal(env);
   try {
-    await startRebuild(session.client, { catalog: 'x', source: 'director', pageSize: 100, concurrency: 1, pauseBetweenPagesMs: 50 }, { taskQueue: env.CATALOG_REBUILD_TASK_QUEUE });
+    await startRebuild(
+      session.client,
+      { catalog: 'x', source: 'director', pageSize: 100, concurrency: 1, pauseBetweenPagesMs: 50 },
+      { taskQueue: env.CATALOG_REBUILD_TASK_QUEUE },
+    );
     mark('worker up, rebuild started');
     const follow = cliInBackground(['status', '--catalog', 'x', '--follow'], env);
-    await waitFor('rebuild x commits 3 pages', async () => (await committedPages('x')) >= 3, { ...POLL, timeoutMs: 60_000 });
+    await waitFor('rebuild x commits 3 pages', async () => (await committedPages('x')) >= 3, {
+      ...POLL,
+      timeoutMs: 60_000,
+    });
     mark('3 pages committed');
 
     await temporal(['workflow', 'signal', '--workflow-id', 'catalog-rebuild/x', '--name', 'pause']);
@@ -160,7 +186,16 @@ test('(a) the temporal CLI pauses, queries, lists and resumes a rebuild; status 
     await waitFor(
       'the query shows the rebuild paused and drained',
       async () => {
-        const out = await temporal(['workflow', 'query', '--workflow-id', 'catalog-rebuild/x', '--type', 'progress', '--output', 'json']);
+        const out = await temporal([
+          'workflow',
+          'query',
+          '--workflow-id',
+          'catalog-rebuild/x',
+          '--type',
+          'progress',
+          '--output',
+          'json',
+        ]);
         const parsed = JSON.parse(out) as { queryResult: Record<string, unknown>[] };
         progress = parsed.queryResult[0];
         return progress.paused === true && progress.inFlight === 0;
@@ -185,14 +220,19 @@ test('(a) the temporal CLI pauses, queries, lists and resumes a rebuild; status 
     // Visibility: the CatalogName search attribute finds the rebuild.
     let listed: { execution?: { workflowId?: string }; status?: string }[] = [];
     await waitFor(
-      "temporal workflow list --query \"CatalogName='x'\" lists catalog-rebuild/x",
+      'temporal workflow list --query "CatalogName=\'x\'" lists catalog-rebuild/x',
       async () => {
-        listed = parseJsonOrLines(await temporal(['workflow', 'list', '--query', "CatalogName='x'", '--output', 'json']));
+        listed = parseJsonOrLines(
+          await temporal(['workflow', 'list', '--query', "CatalogName='x'", '--output', 'json']),
+        );
         return listed.some((w) => w.execution?.workflowId === 'catalog-rebuild/x');
       },
       { ...POLL, timeoutMs: 15_000 },
     );
-    assert.ok(listed.every((w) => w.execution?.workflowId?.startsWith('catalog-rebuild/x')), JSON.stringify(listed));
+    assert.ok(
+      listed.every((w) => w.execution?.workflowId?.startsWith('catalog-rebuild/x')),
+      JSON.stringify(listed),
+    );
     const none = await temporal(['workflow', 'list', '--query', "CatalogName='nosuch'", '--output', 'json']);
     assert.doesNotMatch(none, /catalog-rebuild\/x/);
 
@@ -203,7 +243,12 @@ test('(a) the temporal CLI pauses, queries, lists and resumes a rebuild; status 
     assert.equal(code, 0, `${follow.output()}\n${follow.errors()}`);
     const lines = follow.output().trim().split('\n');
     // A progress line (paused or not: after the resume the rebuild may finish between two samples).
-    assert.ok(lines.some((l) => /x: copying( \(paused\))? · page \d+\/30 \(\d+%\) · \d+ rows · \d+ rows\/s · eta \S+ · 0 retries/.test(l)), follow.output());
+    assert.ok(
+      lines.some((l) =>
+        /x: copying( \(paused\))? · page \d+\/30 \(\d+%\) · \d+ rows · \d+ rows\/s · eta \S+ · 0 retries/.test(l),
+      ),
+      follow.output(),
+    );
     assert.match(follow.output(), /catalog x: version \d+ published; 30 pages, 3000 rows/);
     assert.doesNotMatch(follow.output(), /warning:/, 'a healthy rebuild raises no warning');
 
@@ -228,7 +273,10 @@ test('(b) with one worker and no restarts, the Prometheus counters equal the led
   const w = await spawnWorker(env);
   workers.push(w);
   assert.match(w.output(), new RegExp(`serves metrics on http://127\\.0\\.0\\.1:${port}/metrics`));
-  const r = await runCliAsync(['start', '--catalog', 'm', '--source', 'director', '--page-size', '70', '--concurrency', '3', '--wait'], env);
+  const r = await runCliAsync(
+    ['start', '--catalog', 'm', '--source', 'director', '--page-size', '70', '--concurrency', '3', '--wait'],
+    env,
+  );
   assert.equal(r.code, 0, `${r.stdout}\n${r.stderr}`);
 
   const ledger = (
@@ -242,7 +290,13 @@ test('(b) with one worker and no restarts, the Prometheus counters equal the led
   const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
   const value = (name: string): number => {
     const m = new RegExp(`^${name}\\{[^}]*catalog="m"[^}]*\\} (\\S+)$`, 'm').exec(text);
-    assert.ok(m, `${name}{catalog="m"} in\n${text.split('\n').filter((l) => l.includes('catalog_rebuild')).join('\n')}`);
+    assert.ok(
+      m,
+      `${name}{catalog="m"} in\n${text
+        .split('\n')
+        .filter((l) => l.includes('catalog_rebuild'))
+        .join('\n')}`,
+    );
     return Number(m[1]);
   };
   assert.equal(value('catalog_rebuild_pages_committed'), ledger.pages);
@@ -265,7 +319,14 @@ test('(d) headless Chromium opens the Web UI page of the finished rebuild and fi
   const { chromium } = await import('playwright-core');
   const browser = await chromium.launch({
     executablePath: CHROMIUM,
-    args: ['--no-sandbox', '--disable-background-networking', '--disable-gpu', '--disable-component-update', '--disable-sync', '--no-first-run'],
+    args: [
+      '--no-sandbox',
+      '--disable-background-networking',
+      '--disable-gpu',
+      '--disable-component-update',
+      '--disable-sync',
+      '--no-first-run',
+    ],
   });
   try {
     const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
@@ -273,7 +334,8 @@ test('(d) headless Chromium opens the Web UI page of the finished rebuild and fi
     const blocked: string[] = [];
     await page.route('**/*', (route) => {
       const url = new URL(route.request().url());
-      if (['127.0.0.1', 'localhost', '[::1]'].includes(url.hostname) || url.protocol === 'data:') return route.continue();
+      if (['127.0.0.1', 'localhost', '[::1]'].includes(url.hostname) || url.protocol === 'data:')
+        return route.continue();
       blocked.push(url.href);
       return route.abort();
     });
@@ -285,7 +347,14 @@ test('(d) headless Chromium opens the Web UI page of the finished rebuild and fi
       const deadline = Date.now() + timeoutMs;
       for (;;) {
         for (const frame of page.frames()) {
-          if (await frame.getByText(text).filter({ visible: true }).count().catch(() => 0)) return true;
+          if (
+            await frame
+              .getByText(text)
+              .filter({ visible: true })
+              .count()
+              .catch(() => 0)
+          )
+            return true;
         }
         if (Date.now() > deadline) return false;
         await page.waitForTimeout(250);
@@ -294,8 +363,16 @@ test('(d) headless Chromium opens the Web UI page of the finished rebuild and fi
     let found = false;
     let details = false;
     try {
-      await page.getByText('RebuildCatalog').filter({ visible: true }).first().waitFor({ state: 'visible', timeout: 60_000 });
-      await page.getByText('User Metadata', { exact: true }).filter({ visible: true }).first().click({ timeout: 30_000 });
+      await page
+        .getByText('RebuildCatalog')
+        .filter({ visible: true })
+        .first()
+        .waitFor({ state: 'visible', timeout: 60_000 });
+      await page
+        .getByText('User Metadata', { exact: true })
+        .filter({ visible: true })
+        .first()
+        .click({ timeout: 30_000 });
       found = await inAnyFrame('Rebuild catalog x from source director', 30_000);
       // Current details come from the workflow (a query its worker answers): the final state.
       details = found && (await inAnyFrame('done · page 30 of 30', 30_000));
@@ -306,7 +383,10 @@ test('(d) headless Chromium opens the Web UI page of the finished rebuild and fi
     fs.mkdirSync(dir, { recursive: true });
     const shot = path.join(dir, 'web-ui-rebuild-x.png');
     await page.screenshot({ path: shot, fullPage: true });
-    assert.ok(found, `summary text not found on ${url} (screenshot ${shot}; blocked ${blocked.join(', ') || 'nothing'})`);
+    assert.ok(
+      found,
+      `summary text not found on ${url} (screenshot ${shot}; blocked ${blocked.join(', ') || 'nothing'})`,
+    );
     assert.ok(details, `current details "done · page 30 of 30" not shown (screenshot ${shot})`);
     assert.ok(fs.statSync(shot).size > 10_000, 'a real screenshot');
     t.diagnostic(`screenshot: ${shot}`);
@@ -333,7 +413,13 @@ test('(c) with its worker dead, status answers from the database, reports no pol
   );
   assert.equal(s.answeredBy, 'database');
   assert.match(String(s.note), /no worker answered the progress query within 5 s.*catalog database/);
-  const latest = s.latest as { status: string; pagesCommitted: number; pagesTotal: number; rows: number; secondsSinceProgress: number };
+  const latest = s.latest as {
+    status: string;
+    pagesCommitted: number;
+    pagesTotal: number;
+    rows: number;
+    secondsSinceProgress: number;
+  };
   assert.equal(latest.status, 'building');
   assert.equal(latest.pagesTotal, 60);
   assert.equal(latest.pagesCommitted, await committedPages('c'));
@@ -351,8 +437,14 @@ test('(c) with its worker dead, status answers from the database, reports no pol
   const out = follow.output();
   assert.match(out, /warning: stalled: no page committed for \d+/);
   assert.match(out, /warning: no worker answered the progress query within 5 s; showing the catalog database/);
-  assert.ok(out.indexOf('warning: stalled') < out.indexOf('warning: no worker polls'), 'stalled and unanswered first, no poller once the window passed');
-  assert.match(out, /c: version \d+ building · page \d+\/60 \(\d+%\) · \d+ rows · last page \S+ ago \(from the database\) · STALLED/);
+  assert.ok(
+    out.indexOf('warning: stalled') < out.indexOf('warning: no worker polls'),
+    'stalled and unanswered first, no poller once the window passed',
+  );
+  assert.match(
+    out,
+    /c: version \d+ building · page \d+\/60 \(\d+%\) · \d+ rows · last page \S+ ago \(from the database\) · STALLED/,
+  );
   await rebuildHandle(dead.session.client, 'c').terminate('operator test: worker gone');
   const code = await follow.exited;
   assert.equal(code, 1, `${follow.output()}\n${follow.errors()}`);

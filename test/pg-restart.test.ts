@@ -9,8 +9,18 @@ import { createDatabase } from '../dev/env/postgres';
 import { createPool } from '../lib/db';
 import { generateBareosSource } from '../dev/bareos-generator';
 import { getProgress, startRebuild, waitForResult } from '../client';
-import { compareCatalogToSource, privateTemporal, spawnWorker, temporalClient, testEnv, uniqueQueue, WorkerProcess, writeConfig } from '../dev/harness/harness';
-import { freePgPort, postgresBinDir, PrivatePostgres, startPrivatePostgres } from '../dev/harness/private-postgres';
+import type { WorkerProcess } from '../dev/harness/harness';
+import {
+  compareCatalogToSource,
+  privateTemporal,
+  spawnWorker,
+  temporalClient,
+  testEnv,
+  uniqueQueue,
+  writeConfig,
+} from '../dev/harness/harness';
+import type { PrivatePostgres } from '../dev/harness/private-postgres';
+import { freePgPort, postgresBinDir, startPrivatePostgres } from '../dev/harness/private-postgres';
 import { serverTimezone } from '../dev/harness/fixture';
 import { sleep, waitFor, withDeadline } from '../dev/harness/wait';
 
@@ -31,46 +41,64 @@ after(async () => {
   pg?.stop();
 });
 
-test('a PostgreSQL restart mid-rebuild is survived: the rebuild completes and equals the source', { skip: bin ? false : 'no PostgreSQL server binaries (initdb) installed' }, async () => {
-  const catalogUrl = await createDatabase(pg!.adminUrl, 'catalog');
-  const sourceUrl = await createDatabase(pg!.adminUrl, 'source');
-  await generateBareosSource({ databaseUrl: sourceUrl, jobs: 20_000, seed: 17 });
-  const env = testEnv({ address: temporal!.address, configFile: writeConfig({ catalogUrl, sourceUrl }), taskQueue: uniqueQueue('pgrestart') });
-  workers.push(await spawnWorker(env));
-  const { client, close } = await temporalClient(temporal!.address);
-  try {
-    const { handle } = await startRebuild(client, { catalog: 'pg', source: 'director', pageSize: 250, concurrency: 2, pauseBetweenPagesMs: 40 }, { taskQueue: env.CATALOG_REBUILD_TASK_QUEUE });
-    const { pagesDone: atRestart } = await waitFor(
-      '20 pages done',
-      async () => {
-        const p = await getProgress(handle);
-        return p.pagesDone >= 20 && p;
-      },
-      { intervalMs: 100 },
-    );
-    pg!.restart();
-    // Restart again while pages are in flight, so a transaction is cut between statements.
-    await sleep(1_500);
-    pg!.restart();
-    const result = await withDeadline(waitForResult(handle), 180_000, () => 'the rebuild did not finish within 180 s of the restart');
-    assert.equal(result.published, true);
-    assert.equal(result.rowsUpserted, 20_000);
-    assert.ok(atRestart < result.pagesTotal, 'the restart happened during the copy phase');
-    const catalogPool = createPool(catalogUrl, { applicationName: 'test', max: 2 });
-    const sourcePool = createPool(sourceUrl, { applicationName: 'test', max: 2 });
+test(
+  'a PostgreSQL restart mid-rebuild is survived: the rebuild completes and equals the source',
+  { skip: bin ? false : 'no PostgreSQL server binaries (initdb) installed' },
+  async () => {
+    const catalogUrl = await createDatabase(pg!.adminUrl, 'catalog');
+    const sourceUrl = await createDatabase(pg!.adminUrl, 'source');
+    await generateBareosSource({ databaseUrl: sourceUrl, jobs: 20_000, seed: 17 });
+    const env = testEnv({
+      address: temporal!.address,
+      configFile: writeConfig({ catalogUrl, sourceUrl }),
+      taskQueue: uniqueQueue('pgrestart'),
+    });
+    workers.push(await spawnWorker(env));
+    const { client, close } = await temporalClient(temporal!.address);
     try {
-      const tz = await serverTimezone(sourcePool);
-      const cmp = await compareCatalogToSource(catalogPool, sourcePool, 'pg', tz);
-      assert.equal(cmp.rows, 20_000);
-      assert.equal(cmp.catalog, cmp.source);
-      const ledger = await catalogPool.query<{ n: number }>(`SELECT count(*)::int AS n FROM page p JOIN version v USING (version_id) WHERE v.status = 'active' AND p.committed_at IS NOT NULL`);
-      assert.equal(ledger.rows[0].n, result.pagesTotal);
+      const { handle } = await startRebuild(
+        client,
+        { catalog: 'pg', source: 'director', pageSize: 250, concurrency: 2, pauseBetweenPagesMs: 40 },
+        { taskQueue: env.CATALOG_REBUILD_TASK_QUEUE },
+      );
+      const { pagesDone: atRestart } = await waitFor(
+        '20 pages done',
+        async () => {
+          const p = await getProgress(handle);
+          return p.pagesDone >= 20 && p;
+        },
+        { intervalMs: 100 },
+      );
+      pg!.restart();
+      // Restart again while pages are in flight, so a transaction is cut between statements.
+      await sleep(1_500);
+      pg!.restart();
+      const result = await withDeadline(
+        waitForResult(handle),
+        180_000,
+        () => 'the rebuild did not finish within 180 s of the restart',
+      );
+      assert.equal(result.published, true);
+      assert.equal(result.rowsUpserted, 20_000);
+      assert.ok(atRestart < result.pagesTotal, 'the restart happened during the copy phase');
+      const catalogPool = createPool(catalogUrl, { applicationName: 'test', max: 2 });
+      const sourcePool = createPool(sourceUrl, { applicationName: 'test', max: 2 });
+      try {
+        const tz = await serverTimezone(sourcePool);
+        const cmp = await compareCatalogToSource(catalogPool, sourcePool, 'pg', tz);
+        assert.equal(cmp.rows, 20_000);
+        assert.equal(cmp.catalog, cmp.source);
+        const ledger = await catalogPool.query<{ n: number }>(
+          `SELECT count(*)::int AS n FROM page p JOIN version v USING (version_id) WHERE v.status = 'active' AND p.committed_at IS NOT NULL`,
+        );
+        assert.equal(ledger.rows[0].n, result.pagesTotal);
+      } finally {
+        await catalogPool.end();
+        await sourcePool.end();
+      }
+      assert.equal(workers[0].child.exitCode, null, 'the worker kept running through the restart');
     } finally {
-      await catalogPool.end();
-      await sourcePool.end();
+      await close();
     }
-    assert.equal(workers[0].child.exitCode, null, 'the worker kept running through the restart');
-  } finally {
-    await close();
-  }
-});
+  },
+);

@@ -5,22 +5,14 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { TestWorkflowEnvironment } from '@temporalio/testing';
+import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Context } from '@temporalio/activity';
-import { DefaultLogger, Runtime, Worker, WorkflowBundleOption } from '@temporalio/worker';
+import type { WorkflowBundleOption } from '@temporalio/worker';
+import { DefaultLogger, Runtime, Worker } from '@temporalio/worker';
 import { WorkflowFailedError } from '@temporalio/client';
 import type { Activities } from '../activities';
-import {
-  CopyPageInput,
-  CopyPageResult,
-  pauseSignal,
-  progressQuery,
-  RebuildCatalogResult,
-  ReconcileSummary,
-  resumeSignal,
-  cancelSignal,
-  setThrottleUpdate,
-} from '../workflows/definitions';
+import type { CopyPageInput, CopyPageResult, RebuildCatalogResult, ReconcileSummary } from '../workflows/definitions';
+import { pauseSignal, progressQuery, resumeSignal, cancelSignal, setThrottleUpdate } from '../workflows/definitions';
 import { localTestEnv } from '../dev/harness/workflow-env';
 import { sleep, waitFor } from '../dev/harness/wait';
 import { loadWorkflowBundle } from '../worker/bundle';
@@ -44,7 +36,11 @@ interface Mock {
 }
 
 /** Mocked activities: pages complete when released (or at once when `autoRelease`). */
-function mockActivities(opts: { pages: number; autoRelease?: boolean; reconcile?: (round: number) => ReconcileSummary }): Mock {
+function mockActivities(opts: {
+  pages: number;
+  autoRelease?: boolean;
+  reconcile?: (round: number) => ReconcileSummary;
+}): Mock {
   const calls: Mock['calls'] = [];
   const waiting = new Map<number, () => void>();
   let inFlight = 0;
@@ -62,16 +58,33 @@ function mockActivities(opts: { pages: number; autoRelease?: boolean; reconcile?
     activities: {
       async planRebuild(input) {
         calls.push({ name: 'planRebuild', input });
-        return { versionId: '7', pagesTotal: opts.pages, sourceRows: String(opts.pages * 10), watermark: { jobKey: '999', time: '2026-11-01T00:00:00.000000Z' }, timezone: 'UTC' };
+        return {
+          versionId: '7',
+          pagesTotal: opts.pages,
+          sourceRows: String(opts.pages * 10),
+          watermark: { jobKey: '999', time: '2026-11-01T00:00:00.000000Z' },
+          timezone: 'UTC',
+        };
       },
       async copyPage(input: CopyPageInput): Promise<CopyPageResult> {
         calls.push({ name: 'copyPage', input });
         inFlight++;
         m.inFlightMax = Math.max(m.inFlightMax, inFlight);
         // Released by the test, or cancelled (worker shutdown after a failed assertion).
-        if (!opts.autoRelease) await Promise.race([new Promise<void>((r) => waiting.set(input.pageNo, r)), Context.current().cancelled]);
+        if (!opts.autoRelease)
+          await Promise.race([new Promise<void>((r) => waiting.set(input.pageNo, r)), Context.current().cancelled]);
         inFlight--;
-        return { pageNo: input.pageNo, rows: 10, rejects: 0, checksum: 'x', attempt: 1, activityAttempt: 1, alreadyCommitted: false, durationMs: 5, previousFailure: null };
+        return {
+          pageNo: input.pageNo,
+          rows: 10,
+          rejects: 0,
+          checksum: 'x',
+          attempt: 1,
+          activityAttempt: 1,
+          alreadyCommitted: false,
+          durationMs: 5,
+          previousFailure: null,
+        };
       },
       async sealVersion(input) {
         calls.push({ name: 'sealVersion', input });
@@ -80,7 +93,19 @@ function mockActivities(opts: { pages: number; autoRelease?: boolean; reconcile?
         calls.push({ name: 'reconcile', input });
         return opts.reconcile
           ? opts.reconcile(input.round)
-          : { round: input.round, ok: true, buckets: 3, sourceRows: opts.pages * 10, catalogRows: opts.pages * 10, rejects: 0, mismatched: [], delta: 0, duplicateJobNames: 0, sampleMismatches: 0, sampled: 5 };
+          : {
+              round: input.round,
+              ok: true,
+              buckets: 3,
+              sourceRows: opts.pages * 10,
+              catalogRows: opts.pages * 10,
+              rejects: 0,
+              mismatched: [],
+              delta: 0,
+              duplicateJobNames: 0,
+              sampleMismatches: 0,
+              sampled: 5,
+            };
       },
       async repairBucket(input) {
         calls.push({ name: 'repairBucket', input });
@@ -119,7 +144,11 @@ async function withWorker<T>(mock: Mock, fn: (taskQueue: string) => Promise<T>):
 test('progress shows the plan (pagesTotal, checkpoint 0) before any page commits; window bounded; checkpoint exact', async () => {
   const mock = mockActivities({ pages: 10 });
   await withWorker(mock, async (taskQueue) => {
-    const h = await env.client.workflow.start('RebuildCatalog', { taskQueue, workflowId: `t-${randomBytes(3).toString('hex')}`, args: [{ catalog: 'c1', source: 's', concurrency: 3, pageSize: 100 }] });
+    const h = await env.client.workflow.start('RebuildCatalog', {
+      taskQueue,
+      workflowId: `t-${randomBytes(3).toString('hex')}`,
+      args: [{ catalog: 'c1', source: 's', concurrency: 3, pageSize: 100 }],
+    });
     await waitFor('progress pagesTotal 10', async () => (await h.query(progressQuery)).pagesTotal === 10);
     const p0 = await h.query(progressQuery);
     assert.equal(p0.checkpoint, 0);
@@ -141,11 +170,29 @@ test('progress shows the plan (pagesTotal, checkpoint 0) before any page commits
     assert.equal(r.rowsUpserted, 100);
     assert.equal(r.pagesTotal, 10);
     const pages = mock.calls.filter((c) => c.name === 'copyPage').map((c) => (c.input as CopyPageInput).pageNo);
-    assert.deepEqual([...pages].sort((a, b) => a - b), [1, 2, 3, 4, 5, 6, 7, 8, 9, 10], 'each page scheduled exactly once');
+    assert.deepEqual(
+      [...pages].sort((a, b) => a - b),
+      [1, 2, 3, 4, 5, 6, 7, 8, 9, 10],
+      'each page scheduled exactly once',
+    );
     const order = mock.calls.map((c) => c.name).filter((n) => n !== 'copyPage');
-    assert.deepEqual(order, ['planRebuild', 'recordEvent', 'sealVersion', 'reconcile', 'publishVersion', 'retireVersions']);
-    const copied = mock.calls.find((c) => c.name === 'recordEvent')?.input as { kind: string; details: { rowsUpserted: number } };
-    assert.equal(copied.kind, 'copied', 'new rebuilds record the end of the copy phase (patch record-copy-phase-event)');
+    assert.deepEqual(order, [
+      'planRebuild',
+      'recordEvent',
+      'sealVersion',
+      'reconcile',
+      'publishVersion',
+      'retireVersions',
+    ]);
+    const copied = mock.calls.find((c) => c.name === 'recordEvent')?.input as {
+      kind: string;
+      details: { rowsUpserted: number };
+    };
+    assert.equal(
+      copied.kind,
+      'copied',
+      'new rebuilds record the end of the copy phase (patch record-copy-phase-event)',
+    );
     assert.equal(copied.details.rowsUpserted, 100);
   });
 });
@@ -153,7 +200,11 @@ test('progress shows the plan (pagesTotal, checkpoint 0) before any page commits
 test('pause stops scheduling; in-flight pages finish (draining); resume continues from the checkpoint', async () => {
   const mock = mockActivities({ pages: 6 });
   await withWorker(mock, async (taskQueue) => {
-    const h = await env.client.workflow.start('RebuildCatalog', { taskQueue, workflowId: `t-${randomBytes(3).toString('hex')}`, args: [{ catalog: 'c2', source: 's', concurrency: 2 }] });
+    const h = await env.client.workflow.start('RebuildCatalog', {
+      taskQueue,
+      workflowId: `t-${randomBytes(3).toString('hex')}`,
+      args: [{ catalog: 'c2', source: 's', concurrency: 2 }],
+    });
     await waitFor('2 copyPage calls', () => mock.calls.filter((c) => c.name === 'copyPage').length === 2);
     await h.signal(pauseSignal);
     await waitFor('progress paused', async () => (await h.query(progressQuery)).paused);
@@ -176,7 +227,11 @@ test('pause stops scheduling; in-flight pages finish (draining); resume continue
 test('setThrottle validates its input and widens the window', async () => {
   const mock = mockActivities({ pages: 8 });
   await withWorker(mock, async (taskQueue) => {
-    const h = await env.client.workflow.start('RebuildCatalog', { taskQueue, workflowId: `t-${randomBytes(3).toString('hex')}`, args: [{ catalog: 'c3', source: 's', concurrency: 1 }] });
+    const h = await env.client.workflow.start('RebuildCatalog', {
+      taskQueue,
+      workflowId: `t-${randomBytes(3).toString('hex')}`,
+      args: [{ catalog: 'c3', source: 's', concurrency: 1 }],
+    });
     await waitFor('1 copyPage call', () => mock.calls.filter((c) => c.name === 'copyPage').length === 1);
     await assert.rejects(h.executeUpdate(setThrottleUpdate, { args: [{ concurrency: 0 }] }), (err: Error) =>
       /concurrency must be an integer from 1 to 64/.test(String((err.cause as Error | undefined)?.message)),
@@ -194,7 +249,11 @@ test('setThrottle validates its input and widens the window', async () => {
 test('cancel signal abandons the version and completes unpublished', async () => {
   const mock = mockActivities({ pages: 5 });
   await withWorker(mock, async (taskQueue) => {
-    const h = await env.client.workflow.start('RebuildCatalog', { taskQueue, workflowId: `t-${randomBytes(3).toString('hex')}`, args: [{ catalog: 'c4', source: 's' }] });
+    const h = await env.client.workflow.start('RebuildCatalog', {
+      taskQueue,
+      workflowId: `t-${randomBytes(3).toString('hex')}`,
+      args: [{ catalog: 'c4', source: 's' }],
+    });
     await waitFor('at least 1 copyPage call', () => mock.calls.filter((c) => c.name === 'copyPage').length >= 1);
     await h.signal(cancelSignal, { reason: 'test' });
     const r = (await h.result()) as RebuildCatalogResult;
@@ -202,17 +261,27 @@ test('cancel signal abandons the version and completes unpublished', async () =>
     assert.equal(r.cancelled, true);
     const end = mock.calls.find((c) => c.name === 'endVersion');
     assert.deepEqual(end?.input, { catalog: 'c4', versionId: '7', status: 'abandoned', reason: 'cancelled by signal' });
-    assert.equal(mock.calls.some((c) => c.name === 'publishVersion'), false);
+    assert.equal(
+      mock.calls.some((c) => c.name === 'publishVersion'),
+      false,
+    );
   });
 });
 
 test('Temporal cancellation abandons the version and ends the workflow cancelled', async () => {
   const mock = mockActivities({ pages: 5 });
   await withWorker(mock, async (taskQueue) => {
-    const h = await env.client.workflow.start('RebuildCatalog', { taskQueue, workflowId: `t-${randomBytes(3).toString('hex')}`, args: [{ catalog: 'c5', source: 's' }] });
+    const h = await env.client.workflow.start('RebuildCatalog', {
+      taskQueue,
+      workflowId: `t-${randomBytes(3).toString('hex')}`,
+      args: [{ catalog: 'c5', source: 's' }],
+    });
     await waitFor('at least 1 copyPage call', () => mock.calls.filter((c) => c.name === 'copyPage').length >= 1);
     await h.cancel();
-    await assert.rejects(h.result(), (err: unknown) => err instanceof WorkflowFailedError && /cancel/i.test(String((err as Error).cause)));
+    await assert.rejects(
+      h.result(),
+      (err: unknown) => err instanceof WorkflowFailedError && /cancel/i.test(String((err as Error).cause)),
+    );
     const end = mock.calls.find((c) => c.name === 'endVersion');
     assert.equal((end?.input as { status: string }).status, 'abandoned');
   });
@@ -222,17 +291,38 @@ test('mismatched buckets get RepairBucket children, then reconcile passes and pu
   const mock = mockActivities({
     pages: 2,
     autoRelease: true,
-    reconcile: (round) => ({ round, ok: round > 1, buckets: 3, sourceRows: 20, catalogRows: round > 1 ? 20 : 18, rejects: 0, mismatched: round > 1 ? [] : ['2026-01-01', 'none'], delta: 0, duplicateJobNames: 0, sampleMismatches: 0, sampled: 5 }),
+    reconcile: (round) => ({
+      round,
+      ok: round > 1,
+      buckets: 3,
+      sourceRows: 20,
+      catalogRows: round > 1 ? 20 : 18,
+      rejects: 0,
+      mismatched: round > 1 ? [] : ['2026-01-01', 'none'],
+      delta: 0,
+      duplicateJobNames: 0,
+      sampleMismatches: 0,
+      sampled: 5,
+    }),
   });
   await withWorker(mock, async (taskQueue) => {
     const workflowId = `catalog-rebuild/c6-${randomBytes(3).toString('hex')}`;
-    const h = await env.client.workflow.start('RebuildCatalog', { taskQueue, workflowId, args: [{ catalog: 'c6', source: 's' }] });
+    const h = await env.client.workflow.start('RebuildCatalog', {
+      taskQueue,
+      workflowId,
+      args: [{ catalog: 'c6', source: 's' }],
+    });
     const r = (await h.result()) as RebuildCatalogResult;
     assert.equal(r.published, true);
-    const repairs = mock.calls.filter((c) => c.name === 'repairBucket').map((c) => (c.input as { bucket: string | null }).bucket);
+    const repairs = mock.calls
+      .filter((c) => c.name === 'repairBucket')
+      .map((c) => (c.input as { bucket: string | null }).bucket);
     assert.deepEqual(repairs.sort(), ['2026-01-01', null].sort());
     const children = [];
-    for await (const w of env.client.workflow.list({ query: `RootWorkflowId = '${workflowId}' AND WorkflowType = 'RepairBucket'` })) children.push(w.workflowId);
+    for await (const w of env.client.workflow.list({
+      query: `RootWorkflowId = '${workflowId}' AND WorkflowType = 'RepairBucket'`,
+    }))
+      children.push(w.workflowId);
     // Visibility may lag; when listed, ids follow design.md.
     for (const id of children) assert.match(id, new RegExp(`^${workflowId}/bucket-(2026-01-01|none)/r1$`));
   });
@@ -242,10 +332,26 @@ test('a rebuild that never reconciles fails naming the buckets and marks its ver
   const mock = mockActivities({
     pages: 1,
     autoRelease: true,
-    reconcile: (round) => ({ round, ok: false, buckets: 1, sourceRows: 10, catalogRows: 9, rejects: 0, mismatched: ['2025-12-24'], delta: 0, duplicateJobNames: 0, sampleMismatches: 0, sampled: 1 }),
+    reconcile: (round) => ({
+      round,
+      ok: false,
+      buckets: 1,
+      sourceRows: 10,
+      catalogRows: 9,
+      rejects: 0,
+      mismatched: ['2025-12-24'],
+      delta: 0,
+      duplicateJobNames: 0,
+      sampleMismatches: 0,
+      sampled: 1,
+    }),
   });
   await withWorker(mock, async (taskQueue) => {
-    const h = await env.client.workflow.start('RebuildCatalog', { taskQueue, workflowId: `t-${randomBytes(3).toString('hex')}`, args: [{ catalog: 'c7', source: 's', maxRepairRounds: 1 }] });
+    const h = await env.client.workflow.start('RebuildCatalog', {
+      taskQueue,
+      workflowId: `t-${randomBytes(3).toString('hex')}`,
+      args: [{ catalog: 'c7', source: 's', maxRepairRounds: 1 }],
+    });
     await assert.rejects(h.result(), (err: unknown) => {
       assert.ok(err instanceof WorkflowFailedError);
       assert.match(String(((err as Error).cause as Error | undefined)?.message), /2025-12-24/);
@@ -253,29 +359,45 @@ test('a rebuild that never reconciles fails naming the buckets and marks its ver
     });
     const end = mock.calls.find((c) => c.name === 'endVersion');
     assert.equal((end?.input as { status: string }).status, 'failed');
-    assert.equal(mock.calls.some((c) => c.name === 'publishVersion'), false);
+    assert.equal(
+      mock.calls.some((c) => c.name === 'publishVersion'),
+      false,
+    );
   });
 });
 
 test('continue-as-new every 3 pages carries checkpoint, counts and pause state', async () => {
   const mock = mockActivities({ pages: 10, autoRelease: true });
   await withWorker(mock, async (taskQueue) => {
-    const h = await env.client.workflow.start('RebuildCatalog', { taskQueue, workflowId: `t-${randomBytes(3).toString('hex')}`, args: [{ catalog: 'c8', source: 's', maxPagesPerRun: 3, concurrency: 2 }] });
+    const h = await env.client.workflow.start('RebuildCatalog', {
+      taskQueue,
+      workflowId: `t-${randomBytes(3).toString('hex')}`,
+      args: [{ catalog: 'c8', source: 's', maxPagesPerRun: 3, concurrency: 2 }],
+    });
     const r = (await h.result()) as RebuildCatalogResult;
     assert.equal(r.published, true);
     assert.equal(r.rowsUpserted, 100);
     assert.equal(r.runs, 4);
     assert.equal(mock.calls.filter((c) => c.name === 'planRebuild').length, 1, 'planned once across runs');
     const pages = mock.calls.filter((c) => c.name === 'copyPage').map((c) => (c.input as CopyPageInput).pageNo);
-    assert.deepEqual([...pages].sort((a, b) => a - b), [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
+    assert.deepEqual(
+      [...pages].sort((a, b) => a - b),
+      [1, 2, 3, 4, 5, 6, 7, 8, 9, 10],
+    );
   });
 });
 
 test('invalid input fails fast with a message naming the field', async () => {
   const mock = mockActivities({ pages: 1, autoRelease: true });
   await withWorker(mock, async (taskQueue) => {
-    const h = await env.client.workflow.start('RebuildCatalog', { taskQueue, workflowId: `t-${randomBytes(3).toString('hex')}`, args: [{ catalog: 'c9', source: 's', pageSize: 0 }] });
-    await assert.rejects(h.result(), (err: unknown) => /pageSize must be an integer from 1 to 100000/.test(String(((err as Error).cause as Error | undefined)?.message)));
+    const h = await env.client.workflow.start('RebuildCatalog', {
+      taskQueue,
+      workflowId: `t-${randomBytes(3).toString('hex')}`,
+      args: [{ catalog: 'c9', source: 's', pageSize: 0 }],
+    });
+    await assert.rejects(h.result(), (err: unknown) =>
+      /pageSize must be an integer from 1 to 100000/.test(String(((err as Error).cause as Error | undefined)?.message)),
+    );
     assert.equal(mock.calls.length, 0);
   });
 });

@@ -5,9 +5,15 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { bucketName, compareBuckets, compareSample, sumBytes } from '../activities/reconcile-compare';
-import { BucketStat, JOB_COLUMNS, SourceRow } from '../lib/sources/types';
+import type { BucketStat, SourceRow } from '../lib/sources/types';
+import { JOB_COLUMNS } from '../lib/sources/types';
 
-const stat = (bucket: string | null, count: number, fingerprint = `fp-${bucket}-${count}`, bytes = '0'): BucketStat => ({ bucket, count, fingerprint, bytes });
+const stat = (
+  bucket: string | null,
+  count: number,
+  fingerprint = `fp-${bucket}-${count}`,
+  bytes = '0',
+): BucketStat => ({ bucket, count, fingerprint, bytes });
 
 /** A row with every column NULL but the given ones. */
 function row(fields: Partial<SourceRow>): SourceRow {
@@ -17,12 +23,28 @@ function row(fields: Partial<SourceRow>): SourceRow {
 
 test('equal statistics: no bucket differs', () => {
   const s = [stat(null, 2), stat('2024-05-01', 10), stat('2024-05-02', 3)];
-  assert.deepEqual(compareBuckets(s, s.map((x) => ({ ...x }))), []);
+  assert.deepEqual(
+    compareBuckets(
+      s,
+      s.map((x) => ({ ...x })),
+    ),
+    [],
+  );
 });
 
 test('counts, missing buckets and fingerprints: each bucket with its reason, sorted by name', () => {
-  const source = [stat(null, 2, 'n'), stat('2024-05-03', 5, 'a'), stat('2024-05-01', 10, 'b'), stat('2024-05-02', 3, 'c')];
-  const catalog = [stat(null, 2, 'n'), stat('2024-05-01', 10, 'B'), stat('2024-05-02', 2, 'c'), stat('2024-05-04', 1, 'd')];
+  const source = [
+    stat(null, 2, 'n'),
+    stat('2024-05-03', 5, 'a'),
+    stat('2024-05-01', 10, 'b'),
+    stat('2024-05-02', 3, 'c'),
+  ];
+  const catalog = [
+    stat(null, 2, 'n'),
+    stat('2024-05-01', 10, 'B'),
+    stat('2024-05-02', 2, 'c'),
+    stat('2024-05-04', 1, 'd'),
+  ];
   assert.deepEqual(compareBuckets(source, catalog), [
     { bucket: '2024-05-01', source: 10, catalog: 10, reason: 'fingerprint' },
     { bucket: '2024-05-02', source: 3, catalog: 2, reason: 'count' },
@@ -34,7 +56,9 @@ test('counts, missing buckets and fingerprints: each bucket with its reason, sor
 test('jobs without a start time form the bucket `none`', () => {
   assert.equal(bucketName(null), 'none');
   assert.equal(bucketName('2024-01-31'), '2024-01-31');
-  assert.deepEqual(compareBuckets([stat(null, 4)], [stat(null, 3)]), [{ bucket: 'none', source: 4, catalog: 3, reason: 'count' }]);
+  assert.deepEqual(compareBuckets([stat(null, 4)], [stat(null, 3)]), [
+    { bucket: 'none', source: 4, catalog: 3, reason: 'count' },
+  ]);
 });
 
 test('sample buckets: a matching bucket is sent to repair by `sample`; one already differing keeps its reason', () => {
@@ -48,8 +72,14 @@ test('sample buckets: a matching bucket is sent to repair by `sample`; one alrea
 });
 
 test('sample: identical rows match; NULL equals NULL', () => {
-  const rows = [row({ job_id: '1', job_key: '1', bucket: '2024-05-01', status: 'T' }), row({ job_id: '2', job_key: '2', bucket: null })];
-  const r = compareSample(rows, rows.map((x) => ({ ...x })));
+  const rows = [
+    row({ job_id: '1', job_key: '1', bucket: '2024-05-01', status: 'T' }),
+    row({ job_id: '2', job_key: '2', bucket: null }),
+  ];
+  const r = compareSample(
+    rows,
+    rows.map((x) => ({ ...x })),
+  );
   assert.equal(r.mismatches, 0);
   assert.deepEqual(r.diffs, []);
   assert.deepEqual([...r.buckets], []);
@@ -73,7 +103,9 @@ test('sample: a differing field names both buckets; a job missing from the sourc
 });
 
 test('sample: at most 20 diffs are kept, every mismatch is counted', () => {
-  const catalog = Array.from({ length: 25 }, (_, i) => row({ job_id: String(i), job_key: String(i), bucket: '2024-01-01', status: 'T' }));
+  const catalog = Array.from({ length: 25 }, (_, i) =>
+    row({ job_id: String(i), job_key: String(i), bucket: '2024-01-01', status: 'T' }),
+  );
   const source = catalog.map((r) => ({ ...r, status: 'E' }));
   const r = compareSample(catalog, source);
   assert.equal(r.mismatches, 25);
@@ -82,6 +114,9 @@ test('sample: at most 20 diffs are kept, every mismatch is counted', () => {
 });
 
 test('byte totals are exact beyond 2^53', () => {
-  assert.equal(sumBytes([stat('a', 1, 'f', '9007199254740993'), stat('b', 1, 'f', '9007199254740993'), stat('c', 0, 'f', '0')]), '18014398509481986');
+  assert.equal(
+    sumBytes([stat('a', 1, 'f', '9007199254740993'), stat('b', 1, 'f', '9007199254740993'), stat('c', 0, 'f', '0')]),
+    '18014398509481986',
+  );
   assert.equal(sumBytes([]), '0');
 });

@@ -12,24 +12,41 @@ import { randomBytes } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { Client, WorkflowFailedError, WorkflowHandle } from '@temporalio/client';
-import { Pool } from 'pg';
+import type { Client, WorkflowHandle } from '@temporalio/client';
+import { WorkflowFailedError } from '@temporalio/client';
+import type { Pool } from 'pg';
 import format from 'pg-format';
-import { getProgress, pause, RebuildCatalogInput, RebuildCatalogResult, resume, startRebuild } from '../client';
+import type { RebuildCatalogInput, RebuildCatalogResult } from '../client';
+import { getProgress, pause, resume, startRebuild } from '../client';
 import { createActivities } from '../activities';
 import { createPool } from '../lib/db';
 import { createDatabase, databaseUrl, dropDatabase, resolveAdminUrl } from '../dev/env/postgres';
 import { NothingToRollBackError, rollbackCatalog } from '../lib/catalog';
 import { generateBareosSource } from '../dev/bareos-generator';
 import { SourceRegistry } from '../lib/sources';
-import { compareCatalogToSource, privateTemporal, runCliProcess, spawnWorker, temporalClient, testEnv, uniqueQueue, WorkerProcess } from '../dev/harness/harness';
+import type { WorkerProcess } from '../dev/harness/harness';
+import {
+  compareCatalogToSource,
+  privateTemporal,
+  runCliProcess,
+  spawnWorker,
+  temporalClient,
+  testEnv,
+  uniqueQueue,
+} from '../dev/harness/harness';
 import { rebuildResult, serverTimezone, workerOutputs } from '../dev/harness/fixture';
 import { sleep, waitFor } from '../dev/harness/wait';
 
 const SOURCES = ['repair', 'unreadable', 'delta', 'shrink', 'rollback'] as const;
 type SourceName = (typeof SOURCES)[number];
 /** Jobs per source: small enough for a 3-minute file, pages of 500. */
-const JOBS: Record<SourceName, number> = { repair: 10_000, unreadable: 5_000, delta: 5_000, shrink: 10_000, rollback: 5_000 };
+const JOBS: Record<SourceName, number> = {
+  repair: 10_000,
+  unreadable: 5_000,
+  delta: 5_000,
+  shrink: 10_000,
+  rollback: 5_000,
+};
 /** Time zone of the `unreadable` source's naive times (west of UTC: see test 2). */
 const UNREADABLE_TZ = 'America/New_York';
 /** The last page of the `unreadable` source (5,000 jobs in pages of 500) sleeps this long in its transaction. */
@@ -76,7 +93,8 @@ before(async () => {
   roleUrl.password = '';
 
   const sources: Record<string, unknown> = {};
-  for (const s of SOURCES) sources[s] = { kind: 'bareos', databaseUrl: urls[s], ...(s === 'unreadable' ? { timezone: UNREADABLE_TZ } : {}) };
+  for (const s of SOURCES)
+    sources[s] = { kind: 'bareos', databaseUrl: urls[s], ...(s === 'unreadable' ? { timezone: UNREADABLE_TZ } : {}) };
   sources['unreadable-ro'] = { kind: 'bareos', databaseUrl: roleUrl.toString(), timezone: UNREADABLE_TZ };
   configFile = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'catalog-rebuild-reconcile-')), 'config.json');
   fs.writeFileSync(configFile, JSON.stringify({ catalogDatabaseUrl: catalogUrl, sources }, null, 2));
@@ -84,7 +102,12 @@ before(async () => {
   mainQueue = uniqueQueue('reconcile');
   slowQueue = uniqueQueue('reconcile-slow');
   cliEnv = testEnv({ address: temporal.address, configFile, taskQueue: mainQueue });
-  const slowEnv = testEnv({ address: temporal.address, configFile, taskQueue: slowQueue, extra: { CATALOG_REBUILD_FAULTS: JSON.stringify({ slowPage: SLOW_PAGE }) } });
+  const slowEnv = testEnv({
+    address: temporal.address,
+    configFile,
+    taskQueue: slowQueue,
+    extra: { CATALOG_REBUILD_FAULTS: JSON.stringify({ slowPage: SLOW_PAGE }) },
+  });
   workers.push(...(await Promise.all([spawnWorker(cliEnv), spawnWorker(slowEnv)])));
   tc = await temporalClient(temporal.address);
   client = tc.client;
@@ -111,14 +134,20 @@ after(async () => {
 // Helpers
 
 /** Starts a rebuild through the client library on the main (or given) task queue. */
-async function start(catalog: string, source: string, input: Partial<RebuildCatalogInput> = {}, taskQueue = mainQueue): Promise<WorkflowHandle> {
+async function start(
+  catalog: string,
+  source: string,
+  input: Partial<RebuildCatalogInput> = {},
+  taskQueue = mainQueue,
+): Promise<WorkflowHandle> {
   const { handle } = await startRebuild(client, { catalog, source, pageSize: 500, ...input }, { taskQueue });
   handles.push(handle);
   return handle;
 }
 
 /** The rebuild's result within a deadline; the workers' output on failure to end. */
-const result = (handle: WorkflowHandle, timeoutMs = 90_000): Promise<RebuildCatalogResult> => rebuildResult(handle, timeoutMs, () => workerOutputs(workers));
+const result = (handle: WorkflowHandle, timeoutMs = 90_000): Promise<RebuildCatalogResult> =>
+  rebuildResult(handle, timeoutMs, () => workerOutputs(workers));
 
 /** The failure a rebuild ended with (asserts that it failed); root cause message. */
 async function failure(handle: WorkflowHandle): Promise<string> {
@@ -133,27 +162,44 @@ async function failure(handle: WorkflowHandle): Promise<string> {
 }
 
 async function activeVersion(catalog: string): Promise<string | null> {
-  const { rows } = await catalogPool.query<{ v: string }>(`SELECT version_id::text AS v FROM active WHERE catalog_name = $1`, [catalog]);
+  const { rows } = await catalogPool.query<{ v: string }>(
+    `SELECT version_id::text AS v FROM active WHERE catalog_name = $1`,
+    [catalog],
+  );
   return rows[0]?.v ?? null;
 }
 
 async function statuses(catalog: string): Promise<Record<string, string>> {
-  const { rows } = await catalogPool.query<{ v: string; status: string }>(`SELECT version_id::text AS v, status FROM version WHERE catalog_name = $1 ORDER BY version_id`, [catalog]);
+  const { rows } = await catalogPool.query<{ v: string; status: string }>(
+    `SELECT version_id::text AS v, status FROM version WHERE catalog_name = $1 ORDER BY version_id`,
+    [catalog],
+  );
   return Object.fromEntries(rows.map((r) => [r.v, r.status]));
 }
 
 async function tableExists(versionId: string): Promise<boolean> {
-  const { rows } = await catalogPool.query<{ t: string | null }>(`SELECT to_regclass($1)::text AS t`, [`job_v${versionId}`]);
+  const { rows } = await catalogPool.query<{ t: string | null }>(`SELECT to_regclass($1)::text AS t`, [
+    `job_v${versionId}`,
+  ]);
   return rows[0].t !== null;
 }
 
-async function eventsOf(versionId: string, kind: string): Promise<{ message: string; details: Record<string, unknown> }[]> {
-  const { rows } = await catalogPool.query(`SELECT message, details FROM event WHERE version_id = $1 AND kind = $2 ORDER BY event_id`, [versionId, kind]);
+async function eventsOf(
+  versionId: string,
+  kind: string,
+): Promise<{ message: string; details: Record<string, unknown> }[]> {
+  const { rows } = await catalogPool.query(
+    `SELECT message, details FROM event WHERE version_id = $1 AND kind = $2 ORDER BY event_id`,
+    [versionId, kind],
+  );
   return rows;
 }
 
 async function report(versionId: string, round: number): Promise<Record<string, unknown> & { ok: boolean }> {
-  const { rows } = await catalogPool.query(`SELECT ok, report FROM reconciliation WHERE version_id = $1 AND round = $2`, [versionId, round]);
+  const { rows } = await catalogPool.query(
+    `SELECT ok, report FROM reconciliation WHERE version_id = $1 AND round = $2`,
+    [versionId, round],
+  );
   assert.equal(rows.length, 1, `reconciliation round ${round} of version ${versionId} is stored`);
   return { ...rows[0].report, ok: rows[0].ok };
 }
@@ -212,7 +258,9 @@ async function sourceBuckets(pool: Pool, maxKey: string | null = null): Promise<
 }
 
 async function catalogBuckets(versionId: string): Promise<Map<string, number>> {
-  const { rows } = await catalogPool.query<{ b: string | null; n: number }>(format(`SELECT bucket::text AS b, count(*)::int AS n FROM %I GROUP BY 1`, `job_v${versionId}`));
+  const { rows } = await catalogPool.query<{ b: string | null; n: number }>(
+    format(`SELECT bucket::text AS b, count(*)::int AS n FROM %I GROUP BY 1`, `job_v${versionId}`),
+  );
   return new Map(rows.map((r) => [r.b ?? 'none', r.n]));
 }
 
@@ -254,7 +302,10 @@ test('mid-rebuild damage: reconcile names exactly the two emptied buckets and th
   const copied = [...cat.keys()].filter((b) => b !== 'none' && cat.get(b) === src.get(b) && cat.get(b)! >= 3).sort();
   assert.ok(copied.length >= 6, `${copied.length} buckets fully copied at checkpoint ${paused.checkpoint}`);
   const [emptied1, emptied2, changed] = [copied[1], copied[3], copied[5]];
-  const del = await catalogPool.query(format('DELETE FROM %I WHERE bucket IN ($1::date, $2::date)', `job_v${versionId}`), [emptied1, emptied2]);
+  const del = await catalogPool.query(
+    format('DELETE FROM %I WHERE bucket IN ($1::date, $2::date)', `job_v${versionId}`),
+    [emptied1, emptied2],
+  );
   assert.equal(del.rowCount, src.get(emptied1)! + src.get(emptied2)!);
   const upd = await sourcePools.repair.query<{ jobid: string }>(
     `UPDATE job SET jobfiles = jobfiles + 1
@@ -262,7 +313,9 @@ test('mid-rebuild damage: reconcile names exactly the two emptied buckets and th
     [changed],
   );
   assert.equal(upd.rowCount, 1);
-  t.diagnostic(`paused at page ${paused.pagesDone}/${paused.pagesTotal}; emptied ${emptied1}, ${emptied2}; changed job ${upd.rows[0].jobid} in ${changed}`);
+  t.diagnostic(
+    `paused at page ${paused.pagesDone}/${paused.pagesTotal}; emptied ${emptied1}, ${emptied2}; changed job ${upd.rows[0].jobid} in ${changed}`,
+  );
 
   await resume(handle);
   const r = await result(handle);
@@ -273,11 +326,24 @@ test('mid-rebuild damage: reconcile names exactly the two emptied buckets and th
 
   const r1 = await report(versionId, 1);
   assert.equal(r1.ok, false);
-  assert.deepEqual(r1.mismatched, [emptied1, emptied2, changed].sort(), 'round 1 names exactly the three damaged buckets');
-  const detail = new Map((r1.mismatchedBuckets as { bucket: string; source: number; catalog: number; reason: string }[]).map((m) => [m.bucket, m]));
+  assert.deepEqual(
+    r1.mismatched,
+    [emptied1, emptied2, changed].sort(),
+    'round 1 names exactly the three damaged buckets',
+  );
+  const detail = new Map(
+    (r1.mismatchedBuckets as { bucket: string; source: number; catalog: number; reason: string }[]).map((m) => [
+      m.bucket,
+      m,
+    ]),
+  );
   assert.deepEqual(detail.get(emptied1), { bucket: emptied1, source: src.get(emptied1), catalog: 0, reason: 'count' });
   assert.deepEqual(detail.get(emptied2), { bucket: emptied2, source: src.get(emptied2), catalog: 0, reason: 'count' });
-  assert.deepEqual(detail.get(changed), { bucket: changed, source: src.get(changed), catalog: src.get(changed), reason: 'fingerprint' }, 'counts agree, the fingerprint differs');
+  assert.deepEqual(
+    detail.get(changed),
+    { bucket: changed, source: src.get(changed), catalog: src.get(changed), reason: 'fingerprint' },
+    'counts agree, the fingerprint differs',
+  );
   assert.equal(r1.delta, 0);
   const r2 = await report(versionId, 2);
   assert.equal(r2.ok, true);
@@ -304,10 +370,14 @@ test('mid-rebuild damage: reconcile names exactly the two emptied buckets and th
   }
   const listed = await waitFor('the repair children in visibility', async () => {
     const ids: string[] = [];
-    for await (const w of client.workflow.list({ query: `WorkflowType = 'RepairBucket'` })) if (w.workflowId.startsWith(`catalog-rebuild/${catalog}/`)) ids.push(w.workflowId);
+    for await (const w of client.workflow.list({ query: `WorkflowType = 'RepairBucket'` }))
+      if (w.workflowId.startsWith(`catalog-rebuild/${catalog}/`)) ids.push(w.workflowId);
     return ids.length >= 3 && ids.sort();
   });
-  assert.deepEqual(listed, [emptied1, emptied2, changed].sort().map((b) => `catalog-rebuild/${catalog}/bucket-${b}/r1`));
+  assert.deepEqual(
+    listed,
+    [emptied1, emptied2, changed].sort().map((b) => `catalog-rebuild/${catalog}/bucket-${b}/r1`),
+  );
 
   assert.equal(await assertCatalogEqualsSource(catalog, 'repair'), JOBS.repair);
   assert.equal(await activeVersion(catalog), versionId);
@@ -338,7 +408,12 @@ test('an unreadable bucket fails the rebuild naming it (never counted as empty);
     const p = await getProgress(h);
     assert.equal(p.pagesDone, SLOW_PAGE.pageNo - 1, 'every other page committed');
     const v2 = p.versionId!;
-    const firstKeyOfLast = (await catalogPool.query<{ k: string }>(`SELECT first_key::text AS k FROM plan_page WHERE version_id = $1 AND page_no = $2`, [v2, SLOW_PAGE.pageNo])).rows[0].k;
+    const firstKeyOfLast = (
+      await catalogPool.query<{ k: string }>(
+        `SELECT first_key::text AS k FROM plan_page WHERE version_id = $1 AND page_no = $2`,
+        [v2, SLOW_PAGE.pageNo],
+      )
+    ).rows[0].k;
     const src = await sourceBuckets(sourcePools.unreadable, p.watermark!.jobKey);
     const cat = await catalogBuckets(v2);
     const copied = [...cat.keys()].filter((b) => b !== 'none' && cat.get(b) === src.get(b)).sort();
@@ -352,10 +427,15 @@ test('an unreadable bucket fails the rebuild naming it (never counted as empty);
     ).rows[0];
     assert.ok(victim, `a finished job in bucket ${bucket}`);
     await catalogPool.query(format('DELETE FROM %I WHERE job_id = $1', `job_v${v2}`), [victim.jobid]);
-    await sourcePools.unreadable.query(`UPDATE job SET realendtime = '294276-12-31 23:00:00' WHERE jobid = $1`, [victim.jobid]);
+    await sourcePools.unreadable.query(`UPDATE job SET realendtime = '294276-12-31 23:00:00' WHERE jobid = $1`, [
+      victim.jobid,
+    ]);
     const message = await failure(h);
     t.diagnostic(`(a) failed: ${message}`);
-    assert.match(message, new RegExp(`bucket ${bucket} of source unreadable is unreadable: timestamp out of range \\(SQLSTATE 22008\\)`));
+    assert.match(
+      message,
+      new RegExp(`bucket ${bucket} of source unreadable is unreadable: timestamp out of range \\(SQLSTATE 22008\\)`),
+    );
     assert.match(message, /never counted as empty/);
     const r1 = await report(v2, 1);
     assert.deepEqual(r1.mismatched, [bucket], 'reconcile read the counts fine and sent only that bucket to repair');
@@ -364,7 +444,9 @@ test('an unreadable bucket fails the rebuild naming it (never counted as empty);
     assert.equal(unreadable[0].details.bucket, bucket);
     assert.deepEqual(await eventsOf(v2, 'repaired'), [], 'nothing was repaired as if the bucket were empty');
     assert.equal((await statuses(catalog))[v2], 'failed');
-    const reason = (await catalogPool.query<{ r: string }>(`SELECT failure_reason AS r FROM version WHERE version_id = $1`, [v2])).rows[0].r;
+    const reason = (
+      await catalogPool.query<{ r: string }>(`SELECT failure_reason AS r FROM version WHERE version_id = $1`, [v2])
+    ).rows[0].r;
     assert.match(reason, new RegExp(`bucket ${bucket}`));
     assert.equal(await activeVersion(catalog), v1, 'the previous version is still active');
     // The CLI's `wait` reports the failure with exit 1, naming the bucket.
@@ -372,7 +454,11 @@ test('an unreadable bucket fails the rebuild naming it (never counted as empty);
     assert.equal(w.code, 1, `${w.stdout}\n${w.stderr}`);
     assert.match(w.stderr, new RegExp(`not published: .*bucket ${bucket} of source unreadable is unreadable`));
   } finally {
-    if (victim) await sourcePools.unreadable.query(`UPDATE job SET realendtime = $2::timestamp WHERE jobid = $1`, [victim.jobid, victim.realendtime]);
+    if (victim)
+      await sourcePools.unreadable.query(`UPDATE job SET realendtime = $2::timestamp WHERE jobid = $1`, [
+        victim.jobid,
+        victim.realendtime,
+      ]);
   }
 
   // (b) The source stops being readable at all between the copy and reconcile: the worker reads it
@@ -388,7 +474,9 @@ test('an unreadable bucket fails the rebuild naming it (never counted as empty);
     const buckets = (await catalogBuckets(v3)).size;
     assert.match(
       message,
-      new RegExp(`source unreadable-ro could not be read for reconciliation, so every bucket is unreadable \\(${buckets} buckets in the catalog, .*\\) and none is counted as empty: permission denied for table job \\(SQLSTATE 42501\\)`),
+      new RegExp(
+        `source unreadable-ro could not be read for reconciliation, so every bucket is unreadable \\(${buckets} buckets in the catalog, .*\\) and none is counted as empty: permission denied for table job \\(SQLSTATE 42501\\)`,
+      ),
     );
     const r1 = await report(v3, 1);
     assert.equal(r1.ok, false);
@@ -415,7 +503,8 @@ test('jobs inserted during the rebuild are the delta (counted, not mismatches); 
   });
   await pause(handle);
   const wm = planned.watermark!.jobKey!;
-  const day = (await sourcePools.delta.query<{ d: string }>(`SELECT max(starttime)::date::text AS d FROM job`)).rows[0].d;
+  const day = (await sourcePools.delta.query<{ d: string }>(`SELECT max(starttime)::date::text AS d FROM job`)).rows[0]
+    .d;
   // 32 finished jobs in an existing bucket (the newest day) and 5 queued ones without a start time.
   const inserted = await sourcePools.delta.query(
     `INSERT INTO job (jobid, job, name, type, level, clientid, jobstatus, schedtime, starttime, endtime, realendtime, jobfiles, jobbytes)
@@ -437,7 +526,12 @@ test('jobs inserted during the rebuild are the delta (counted, not mismatches); 
   assert.equal(rep.delta, 37);
   assert.equal(rep.watermarkKey, wm);
   assert.deepEqual(await eventsOf(r.versionId, 'repaired'), []);
-  const c = (await catalogPool.query<{ n: number; max: string }>(`SELECT count(*)::int AS n, max(job_id::bigint)::text AS max FROM active_jobs WHERE catalog_name = $1`, [catalog])).rows[0];
+  const c = (
+    await catalogPool.query<{ n: number; max: string }>(
+      `SELECT count(*)::int AS n, max(job_id::bigint)::text AS max FROM active_jobs WHERE catalog_name = $1`,
+      [catalog],
+    )
+  ).rows[0];
   assert.deepEqual(c, { n: JOBS.delta, max: wm }, 'the version holds exactly the jobs at or below the watermark');
   const w = runCliProcess(['wait', '--catalog', catalog], cliEnv, 60_000);
   assert.equal(w.code, 0, w.stderr);
@@ -447,7 +541,11 @@ test('jobs inserted during the rebuild are the delta (counted, not mismatches); 
   assert.equal(r2.published, true);
   assert.equal(r2.previousVersionId, r.versionId);
   assert.equal(r2.reconciliation?.delta, 0);
-  assert.equal(await assertCatalogEqualsSource(catalog, 'delta'), JOBS.delta + 37, 'the next rebuild includes the delta');
+  assert.equal(
+    await assertCatalogEqualsSource(catalog, 'delta'),
+    JOBS.delta + 37,
+    'the next rebuild includes the delta',
+  );
 });
 
 test('shrink guard: 30% of a month deleted is refused naming its buckets (exit 1, active unchanged); --allow-shrink publishes; pruning the oldest month publishes; renumbered jobs are reported', async (t) => {
@@ -458,11 +556,19 @@ test('shrink guard: 30% of a month deleted is refused naming its buckets (exit 1
   assert.equal(first.code, 0, `${first.stdout}\n${first.stderr}`);
   const v1 = (await activeVersion(catalog))!;
 
-  const months = (await pool.query<{ m: string }>(`SELECT DISTINCT to_char(starttime, 'YYYY-MM') AS m FROM job WHERE starttime IS NOT NULL ORDER BY 1`)).rows.map((r) => r.m);
+  const months = (
+    await pool.query<{ m: string }>(
+      `SELECT DISTINCT to_char(starttime, 'YYYY-MM') AS m FROM job WHERE starttime IS NOT NULL ORDER BY 1`,
+    )
+  ).rows.map((r) => r.m);
   assert.ok(months.length >= 4, `source spans ${months.join(', ')}`);
   const month = months[months.length - 2];
   const before = await sourceBuckets(pool);
-  const monthJobs = (await pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM job WHERE to_char(starttime, 'YYYY-MM') = $1`, [month])).rows[0].n;
+  const monthJobs = (
+    await pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM job WHERE to_char(starttime, 'YYYY-MM') = $1`, [
+      month,
+    ])
+  ).rows[0].n;
   const del = await pool.query(`DELETE FROM job WHERE to_char(starttime, 'YYYY-MM') = $1 AND jobid % 10 < 3`, [month]);
   const after1 = await sourceBuckets(pool);
   const expected = [...before.keys()]
@@ -471,16 +577,28 @@ test('shrink guard: 30% of a month deleted is refused naming its buckets (exit 1
       return b !== 'none' && lost >= 5 && lost > 0.1 * before.get(b)!;
     })
     .sort();
-  t.diagnostic(`deleted ${del.rowCount} of ${monthJobs} jobs of ${month}; ${expected.length} buckets lost more than 10% and at least 5 jobs`);
+  t.diagnostic(
+    `deleted ${del.rowCount} of ${monthJobs} jobs of ${month}; ${expected.length} buckets lost more than 10% and at least 5 jobs`,
+  );
   assert.ok(del.rowCount! > 0.25 * monthJobs && del.rowCount! < 0.35 * monthJobs);
   assert.ok(expected.length >= 15 && expected.every((b) => b.startsWith(month)), `expected buckets all in ${month}`);
 
   const refused = runCliProcess(startArgs, cliEnv, 120_000);
   assert.equal(refused.code, 1, `${refused.stdout}\n${refused.stderr}`);
-  assert.match(refused.stderr, new RegExp(`not published: shrink guard: ${expected.length} buckets lost more than 10% and at least 5 jobs compared with active version ${v1}`));
+  assert.match(
+    refused.stderr,
+    new RegExp(
+      `not published: shrink guard: ${expected.length} buckets lost more than 10% and at least 5 jobs compared with active version ${v1}`,
+    ),
+  );
   const named = [...refused.stderr.matchAll(/(\d{4}-\d{2}-\d{2}) \((\d+) → (\d+)\)/g)];
-  assert.deepEqual(named.map((m) => m[1]), expected, `the refusal names exactly the shrunk buckets of ${month}`);
-  for (const m of named) assert.deepEqual([Number(m[2]), Number(m[3])], [before.get(m[1]), after1.get(m[1]) ?? 0], `counts of ${m[1]}`);
+  assert.deepEqual(
+    named.map((m) => m[1]),
+    expected,
+    `the refusal names exactly the shrunk buckets of ${month}`,
+  );
+  for (const m of named)
+    assert.deepEqual([Number(m[2]), Number(m[3])], [before.get(m[1]), after1.get(m[1]) ?? 0], `counts of ${m[1]}`);
   assert.equal(await activeVersion(catalog), v1, 'active version unchanged');
   const st = await statuses(catalog);
   const refusedVersion = Object.keys(st).pop()!;
@@ -500,7 +618,9 @@ test('shrink guard: 30% of a month deleted is refused naming its buckets (exit 1
 
   // Pruning: the oldest month disappears entirely; and three jobs of the newest month get new job
   // ids (as a catalog re-created from volumes would), keeping their unique job names.
-  const pruned = await pool.query(`DELETE FROM job WHERE starttime < ($1 || '-01')::date + interval '1 month'`, [months[0]]);
+  const pruned = await pool.query(`DELETE FROM job WHERE starttime < ($1 || '-01')::date + interval '1 month'`, [
+    months[0],
+  ]);
   const renumber = (
     await pool.query<{ job: string; old: string; new: string }>(
       `UPDATE job SET jobid = jobid + 5000000
@@ -511,7 +631,11 @@ test('shrink guard: 30% of a month deleted is refused naming its buckets (exit 1
   ).rows;
   assert.equal(renumber.length, 3);
   const prune = runCliProcess(startArgs, cliEnv, 120_000);
-  assert.equal(prune.code, 0, `pruning the oldest month publishes without --allow-shrink\n${prune.stdout}\n${prune.stderr}`);
+  assert.equal(
+    prune.code,
+    0,
+    `pruning the oldest month publishes without --allow-shrink\n${prune.stdout}\n${prune.stderr}`,
+  );
   const v4 = (await activeVersion(catalog))!;
   assert.notEqual(v4, v3);
   assert.equal(await assertCatalogEqualsSource(catalog, 'shrink'), JOBS.shrink - del.rowCount! - pruned.rowCount!);
@@ -519,7 +643,9 @@ test('shrink guard: 30% of a month deleted is refused naming its buckets (exit 1
   assert.equal(pub4[0].details.allowShrink, false);
   assert.deepEqual(
     pub4[0].details.renumberedJobs,
-    renumber.map((r) => ({ job: r.job, previousJobId: r.old, jobId: r.new })).sort((a, b) => a.job.localeCompare(b.job)),
+    renumber
+      .map((r) => ({ job: r.job, previousJobId: r.old, jobId: r.new }))
+      .sort((a, b) => a.job.localeCompare(b.job)),
     'the publish event names the job names whose job id changed',
   );
   assert.match(pub4[0].message, /3 job names have a new job id/);
@@ -530,7 +656,12 @@ test('shrink guard: 30% of a month deleted is refused naming its buckets (exit 1
   await pool.query('DELETE FROM job');
   const emptied = runCliProcess(startArgs, cliEnv, 120_000);
   assert.equal(emptied.code, 1, `${emptied.stdout}\n${emptied.stderr}`);
-  assert.match(emptied.stderr, new RegExp(`shrink guard: ${v4Buckets} buckets lost more than 10% and at least 5 jobs compared with active version ${v4}`));
+  assert.match(
+    emptied.stderr,
+    new RegExp(
+      `shrink guard: ${v4Buckets} buckets lost more than 10% and at least 5 jobs compared with active version ${v4}`,
+    ),
+  );
   assert.equal(await activeVersion(catalog), v4, 'an empty source never replaces the catalog without --allow-shrink');
 });
 
@@ -551,7 +682,10 @@ test('retention 1 keeps exactly two versions with rows; rollback re-activates th
     assert.equal(r.published, true);
     versions.push(r.versionId);
     if (i === 1) {
-      await assert.rejects(rollbackCatalog(catalogPool, catalog), (e: unknown) => e instanceof NothingToRollBackError && e.code === 'NOTHING_TO_ROLL_BACK');
+      await assert.rejects(
+        rollbackCatalog(catalogPool, catalog),
+        (e: unknown) => e instanceof NothingToRollBackError && e.code === 'NOTHING_TO_ROLL_BACK',
+      );
       assert.equal(await activeVersion(catalog), r.versionId, 'a refused rollback changes nothing');
     }
   }
@@ -593,27 +727,42 @@ test('retention 1 keeps exactly two versions with rows; rollback re-activates th
 
   // Retirement racing a rollback: retireVersions (retention 0) drops v2 while a reader transaction
   // holds `job`, so its DETACH ... CONCURRENTLY waits; a rollback meanwhile must not re-activate v2.
-  const actPool = createPool(databaseUrl(adminUrl, `${dbBase}_catalog`), { applicationName: 'catalog-rebuild:test-activities', max: 4 });
+  const actPool = createPool(databaseUrl(adminUrl, `${dbBase}_catalog`), {
+    applicationName: 'catalog-rebuild:test-activities',
+    max: 4,
+  });
   const blocker = await catalogPool.connect();
   let retiring: Promise<unknown> = Promise.resolve();
   try {
-    const acts = createActivities({ pool: actPool, sources: new SourceRegistry(() => assert.fail('no source')), identity: 'test', buildId: 'test' });
+    const acts = createActivities({
+      pool: actPool,
+      sources: new SourceRegistry(() => assert.fail('no source')),
+      identity: 'test',
+      buildId: 'test',
+    });
     await blocker.query('BEGIN');
     await blocker.query(`SELECT count(*) FROM job WHERE version_id = $1`, [v4]);
     retiring = acts.retireVersions({ catalog, retention: 0 }).catch((e: unknown) => e);
-    await waitFor('the detach to wait for the reader', async () => {
-      const { rowCount } = await catalogPool.query(
-        `SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND query LIKE 'ALTER TABLE job DETACH PARTITION%' AND wait_event_type = 'Lock'`,
-      );
-      return !!rowCount;
-    }, { timeoutMs: 4_000, intervalMs: 10 });
+    await waitFor(
+      'the detach to wait for the reader',
+      async () => {
+        const { rowCount } = await catalogPool.query(
+          `SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND query LIKE 'ALTER TABLE job DETACH PARTITION%' AND wait_event_type = 'Lock'`,
+        );
+        return !!rowCount;
+      },
+      { timeoutMs: 4_000, intervalMs: 10 },
+    );
     const rowsKept = await tableExists(v2);
     const statusWhileDetaching = (await statuses(catalog))[v2];
     const rolledBack = await rollbackCatalog(catalogPool, catalog).catch((e: unknown) => e);
     await blocker.query('COMMIT');
     assert.deepEqual(await retiring, [v2], 'retirement dropped v2');
     assert.equal(rowsKept, true, 'v2 still had its rows while its detach waited');
-    assert.ok(rolledBack instanceof NothingToRollBackError, `the rollback during the detach was refused, got ${JSON.stringify(rolledBack)}`);
+    assert.ok(
+      rolledBack instanceof NothingToRollBackError,
+      `the rollback during the detach was refused, got ${JSON.stringify(rolledBack)}`,
+    );
     assert.equal(statusWhileDetaching, 'dropped', 'claimed under the publish lock before the detach');
   } finally {
     await blocker.query('ROLLBACK').catch(() => undefined);

@@ -17,18 +17,29 @@ Runtime.install({ logger: new DefaultLogger('WARN') });
 
 const dir = path.join(projectRoot(), 'test', 'histories');
 /** Recorded history name → its workflow id (index.json, written by dev/record-histories.ts). */
-const index: Record<string, string> = fs.existsSync(path.join(dir, 'index.json')) ? JSON.parse(fs.readFileSync(path.join(dir, 'index.json'), 'utf8')) : {};
-const files = Object.keys(index).map((name) => `${name}.json`).sort();
+const index: Record<string, string> = fs.existsSync(path.join(dir, 'index.json'))
+  ? JSON.parse(fs.readFileSync(path.join(dir, 'index.json'), 'utf8'))
+  : {};
+const files = Object.keys(index)
+  .map((name) => `${name}.json`)
+  .sort();
 
 test('recorded histories replay against the current workflow code', async () => {
   assert.ok(files.length >= 9, `expected at least 9 recorded histories in ${dir}, found ${files.length}`);
   const workflowBundle = await loadWorkflowBundle(); // what workers run: the prebuilt bundle
-  const histories = files.map((f) => ({ workflowId: index[f.replace(/\.json$/, '')], history: JSON.parse(fs.readFileSync(path.join(dir, f), 'utf8')) }));
+  const histories = files.map((f) => ({
+    workflowId: index[f.replace(/\.json$/, '')],
+    history: JSON.parse(fs.readFileSync(path.join(dir, f), 'utf8')),
+  }));
   const results = [];
   for await (const r of Worker.runReplayHistories({ workflowBundle }, histories)) results.push(r);
   assert.equal(results.length, files.length);
   const failed = results.filter((r) => r.error).map((r) => `${r.workflowId} (run ${r.runId}): ${r.error!.message}`);
-  assert.equal(failed.length, 0, `${failed.length} of ${results.length} histories do not replay:\n${failed.join('\n')}`);
+  assert.equal(
+    failed.length,
+    0,
+    `${failed.length} of ${results.length} histories do not replay:\n${failed.join('\n')}`,
+  );
   assert.deepEqual(results.map((r) => r.workflowId).sort(), Object.values(index).sort());
   const kinds = files.join(' ');
   assert.match(kinds, /normal/);

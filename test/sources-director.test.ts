@@ -16,12 +16,13 @@ import { randomBytes } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { Pool } from 'pg';
+import type { Pool } from 'pg';
 import { createPool } from '../lib/db';
 import { createDatabase, dropDatabase } from '../dev/env/postgres';
 import { projectRoot } from '../lib/paths';
 import { compareCatalogToSource } from '../dev/verify';
-import { privateTemporal, runCliAsync, spawnWorker, testDatabases, TestDatabases, testEnv, uniqueQueue, WorkerProcess } from '../dev/harness/harness';
+import type { TestDatabases, WorkerProcess } from '../dev/harness/harness';
+import { privateTemporal, runCliAsync, spawnWorker, testDatabases, testEnv, uniqueQueue } from '../dev/harness/harness';
 import { withDeadline } from '../dev/harness/wait';
 
 const fixture = (name: string): string => fs.readFileSync(path.join(projectRoot(), 'test', 'fixtures', name), 'utf8');
@@ -158,7 +159,12 @@ let bacula: SourceDb;
 let berlin: SourceDb;
 
 /** Sets the database's default TimeZone, then loads the fixture schema and the data. */
-async function loadSource(adminUrl: string, dbName: string, url: string, o: { schema: string; data: string; timezone: string }): Promise<void> {
+async function loadSource(
+  adminUrl: string,
+  dbName: string,
+  url: string,
+  o: { schema: string; data: string; timezone: string },
+): Promise<void> {
   const admin = createPool(adminUrl, { applicationName: 'catalog-rebuild:test', max: 1 });
   try {
     await admin.query(`ALTER DATABASE "${dbName}" SET timezone = '${o.timezone}'`);
@@ -179,12 +185,23 @@ function dbNameOf(url: string): string {
 }
 
 /** Runs the CLI without blocking the event loop (worker output pipes keep draining), with a deadline. */
-function cli(args: string[], extra: Record<string, string> = {}, timeoutMs = 240_000): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return withDeadline(runCliAsync(args, { ...env, ...extra }), timeoutMs, () => `catalog-rebuild ${args.join(' ')} did not finish within ${timeoutMs} ms`);
+function cli(
+  args: string[],
+  extra: Record<string, string> = {},
+  timeoutMs = 240_000,
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return withDeadline(
+    runCliAsync(args, { ...env, ...extra }),
+    timeoutMs,
+    () => `catalog-rebuild ${args.join(' ')} did not finish within ${timeoutMs} ms`,
+  );
 }
 
 async function activeVersion(catalog: string): Promise<string> {
-  const r = await dbs.catalogPool.query<{ v: string }>(`SELECT version_id::text AS v FROM active WHERE catalog_name = $1`, [catalog]);
+  const r = await dbs.catalogPool.query<{ v: string }>(
+    `SELECT version_id::text AS v FROM active WHERE catalog_name = $1`,
+    [catalog],
+  );
   assert.equal(r.rowCount, 1, `catalog ${catalog} has an active version`);
   return r.rows[0].v;
 }
@@ -233,13 +250,19 @@ async function activeRows(catalog: string): Promise<Map<string, ActiveRow>> {
 }
 
 /** Per-bucket counts: catalog (active_jobs) and source (`starttime::date`), NULL bucket as 'none'. */
-async function bucketCounts(catalog: string, source: SourceDb): Promise<{ catalog: Record<string, string>; source: Record<string, string> }> {
+async function bucketCounts(
+  catalog: string,
+  source: SourceDb,
+): Promise<{ catalog: Record<string, string>; source: Record<string, string> }> {
   const cat = await dbs.catalogPool.query<{ b: string | null; n: string }>(
     `SELECT bucket::text AS b, count(*)::text AS n FROM active_jobs WHERE catalog_name = $1 GROUP BY 1`,
     [catalog],
   );
-  const src = await source.pool.query<{ b: string | null; n: string }>(`SELECT starttime::date::text AS b, count(*)::text AS n FROM job GROUP BY 1`);
-  const asObj = (rows: { b: string | null; n: string }[]) => Object.fromEntries(rows.map((x) => [x.b ?? 'none', x.n]).sort());
+  const src = await source.pool.query<{ b: string | null; n: string }>(
+    `SELECT starttime::date::text AS b, count(*)::text AS n FROM job GROUP BY 1`,
+  );
+  const asObj = (rows: { b: string | null; n: string }[]) =>
+    Object.fromEntries(rows.map((x) => [x.b ?? 'none', x.n]).sort());
   return { catalog: asObj(cat.rows), source: asObj(src.rows) };
 }
 
@@ -249,10 +272,19 @@ before(async () => {
   const base = `crt_srcdir_${randomBytes(3).toString('hex')}`;
 
   bareos = { name: 'bareos-edge', url: dbs.sourceUrl, pool: dbs.sourcePool, dbTimezone: 'Asia/Tokyo' };
-  await loadSource(dbs.adminUrl, dbNameOf(dbs.sourceUrl), dbs.sourceUrl, { schema: 'bareos-full-schema.sql', data: EDGE_DATA, timezone: bareos.dbTimezone });
+  await loadSource(dbs.adminUrl, dbNameOf(dbs.sourceUrl), dbs.sourceUrl, {
+    schema: 'bareos-full-schema.sql',
+    data: EDGE_DATA,
+    timezone: bareos.dbTimezone,
+  });
 
   const baculaUrl = await createDatabase(dbs.adminUrl, `${base}_bacula`);
-  bacula = { name: 'bacula-edge', url: baculaUrl, pool: createPool(baculaUrl, { applicationName: 'catalog-rebuild:test', max: 2 }), dbTimezone: 'America/Sao_Paulo' };
+  bacula = {
+    name: 'bacula-edge',
+    url: baculaUrl,
+    pool: createPool(baculaUrl, { applicationName: 'catalog-rebuild:test', max: 2 }),
+    dbTimezone: 'America/Sao_Paulo',
+  };
   extraDbs.push(bacula);
   await loadSource(dbs.adminUrl, `${base}_bacula`, baculaUrl, {
     schema: 'bacula-full-schema.sql',
@@ -263,9 +295,18 @@ before(async () => {
 
   const berlinUrl = await createDatabase(dbs.adminUrl, `${base}_berlin`);
   // The database's own TimeZone is another zone: the configured `timezone` must win.
-  berlin = { name: 'berlin', url: berlinUrl, pool: createPool(berlinUrl, { applicationName: 'catalog-rebuild:test', max: 2 }), dbTimezone: 'America/Los_Angeles' };
+  berlin = {
+    name: 'berlin',
+    url: berlinUrl,
+    pool: createPool(berlinUrl, { applicationName: 'catalog-rebuild:test', max: 2 }),
+    dbTimezone: 'America/Los_Angeles',
+  };
   extraDbs.push(berlin);
-  await loadSource(dbs.adminUrl, `${base}_berlin`, berlinUrl, { schema: 'bareos-full-schema.sql', data: BERLIN_DATA, timezone: berlin.dbTimezone });
+  await loadSource(dbs.adminUrl, `${base}_berlin`, berlinUrl, {
+    schema: 'bareos-full-schema.sql',
+    data: BERLIN_DATA,
+    timezone: berlin.dbTimezone,
+  });
 
   configDir = fs.mkdtempSync(path.join(os.tmpdir(), 'catalog-rebuild-config-'));
   const configFile = path.join(configDir, 'config.json');
@@ -301,13 +342,19 @@ after(async () => {
 });
 
 test('Bareos full schema: gaps, ids 0 and dangling, blank level, NULL times, 64-bit counters, unicode, unknown status are copied field by field', async () => {
-  const r = await cli(['start', '--catalog', 'bareos-edge', '--source', bareos.name, '--page-size', '3', '--wait'], { TZ: 'Asia/Kolkata' });
+  const r = await cli(['start', '--catalog', 'bareos-edge', '--source', bareos.name, '--page-size', '3', '--wait'], {
+    TZ: 'Asia/Kolkata',
+  });
   assert.equal(r.code, 0, `${r.stdout}\n${r.stderr}`);
   assert.match(r.stdout, /published/);
 
   const cmp = await compareCatalogToSource(dbs.catalogPool, bareos.pool, 'bareos-edge', bareos.dbTimezone);
   assert.equal(cmp.sourceRows, EDGE_IDS.length);
-  assert.equal(cmp.catalogRows, cmp.sourceRows, 'one catalog row per source job (no jobmedia fan-out, nothing dropped)');
+  assert.equal(
+    cmp.catalogRows,
+    cmp.sourceRows,
+    'one catalog row per source job (no jobmedia fan-out, nothing dropped)',
+  );
   assert.equal(cmp.catalog, cmp.source, 'every field of every job equals the source, as text');
   assert.ok(cmp.equal);
 
@@ -381,7 +428,9 @@ test('Bacula full schema (Status table without W): no job dropped, every field e
   );
   assert.deepEqual(trap.rows[0], { all: EDGE_IDS.length, joined: EDGE_IDS.length - 2 });
 
-  const r = await cli(['start', '--catalog', 'bacula-edge', '--source', bacula.name, '--page-size', '3', '--wait'], { TZ: 'America/New_York' });
+  const r = await cli(['start', '--catalog', 'bacula-edge', '--source', bacula.name, '--page-size', '3', '--wait'], {
+    TZ: 'America/New_York',
+  });
   assert.equal(r.code, 0, `${r.stdout}\n${r.stderr}`);
   assert.match(r.stdout, /published/);
 
@@ -401,12 +450,17 @@ test('Bacula full schema (Status table without W): no job dropped, every field e
 });
 
 test('Europe/Berlin source: nonexistent and ambiguous wall-clock times follow PostgreSQL’s rule; buckets are source-local days', async () => {
-  const r = await cli(['start', '--catalog', 'berlin-dst', '--source', berlin.name, '--page-size', '3', '--wait'], { TZ: 'America/New_York' });
+  const r = await cli(['start', '--catalog', 'berlin-dst', '--source', berlin.name, '--page-size', '3', '--wait'], {
+    TZ: 'America/New_York',
+  });
   assert.equal(r.code, 0, `${r.stdout}\n${r.stderr}`);
   assert.match(r.stdout, /published/);
 
   const v = await activeVersion('berlin-dst');
-  const tz = await dbs.catalogPool.query<{ tz: string }>(`SELECT source_timezone AS tz FROM version WHERE version_id = $1`, [v]);
+  const tz = await dbs.catalogPool.query<{ tz: string }>(
+    `SELECT source_timezone AS tz FROM version WHERE version_id = $1`,
+    [v],
+  );
   assert.equal(tz.rows[0].tz, 'Europe/Berlin', 'the configured zone, not the source database’s TimeZone');
 
   const rows = await activeRows('berlin-dst');

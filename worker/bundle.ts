@@ -5,7 +5,8 @@
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { bundleWorkflowCode, DefaultLogger, WorkflowBundleOption } from '@temporalio/worker';
+import type { WorkflowBundleOption } from '@temporalio/worker';
+import { bundleWorkflowCode, DefaultLogger } from '@temporalio/worker';
 
 /** Path of the prebuilt bundle: `dist/workflow-bundle.js` (this module runs from `dist/worker/`). */
 export function workflowBundlePath(): string {
@@ -17,7 +18,10 @@ const workflowsDir = (): string => path.dirname(require.resolve('../workflows'))
 
 /** Bundles the compiled workflow code in this process (webpack: seconds of CPU). */
 export async function bundleWorkflows(): Promise<string> {
-  const { code } = await bundleWorkflowCode({ workflowsPath: require.resolve('../workflows'), logger: new DefaultLogger('WARN') });
+  const { code } = await bundleWorkflowCode({
+    workflowsPath: require.resolve('../workflows'),
+    logger: new DefaultLogger('WARN'),
+  });
   return code;
 }
 
@@ -53,6 +57,8 @@ export function staleBundleReason(file = workflowBundlePath()): string | null {
 export async function loadWorkflowBundle(log: (line: string) => void = console.log): Promise<WorkflowBundleOption> {
   const reason = staleBundleReason();
   if (!reason) return { codePath: workflowBundlePath() };
-  log(`catalog-rebuild worker ${process.pid}: ${reason} (npm run build writes it): bundling the workflow code in this process`);
+  log(
+    `catalog-rebuild worker ${process.pid}: ${reason} (npm run build writes it): bundling the workflow code in this process`,
+  );
   return { code: await bundleWorkflows() };
 }

@@ -28,7 +28,9 @@ export async function startHealthServer(address: string, worker: Worker, pool: P
       database = (err as Error).message;
     }
     const healthy = state === 'RUNNING' && database === 'ok';
-    res.writeHead(healthy ? 200 : 503, { 'content-type': 'application/json' }).end(JSON.stringify({ state, database, pid: process.pid }));
+    res
+      .writeHead(healthy ? 200 : 503, { 'content-type': 'application/json' })
+      .end(JSON.stringify({ state, database, pid: process.pid }));
   });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);

@@ -5,9 +5,12 @@
 import * as os from 'node:os';
 import { Client, Connection } from '@temporalio/client';
 import { loadClientConnectConfig } from '@temporalio/envconfig';
-import { NativeConnection, Worker, WorkflowBundleOption } from '@temporalio/worker';
-import { createActivities, PageHooks } from '../activities';
-import { Config, getSource, loadConfig, redactUrl, taskQueue as defaultTaskQueue } from '../lib/config';
+import type { WorkflowBundleOption } from '@temporalio/worker';
+import { NativeConnection, Worker } from '@temporalio/worker';
+import type { PageHooks } from '../activities';
+import { createActivities } from '../activities';
+import type { Config } from '../lib/config';
+import { getSource, loadConfig, redactUrl, taskQueue as defaultTaskQueue } from '../lib/config';
 import { createPool, migrate } from '../lib/db';
 import { ConfigError } from '../lib/errors';
 import { SourceRegistry } from '../lib/sources';
@@ -17,7 +20,8 @@ import { REQUIRED_SEARCH_ATTRIBUTES } from '../workflows/search-attributes';
 import { installMetricsRuntime, runtimePageMetrics } from './metrics';
 
 /** Build id of this worker (package version, or CATALOG_REBUILD_BUILD_ID), recorded on events. */
-export const BUILD_ID = process.env.CATALOG_REBUILD_BUILD_ID || `catalog-rebuild@${require('../../package.json').version}`;
+export const BUILD_ID =
+  process.env.CATALOG_REBUILD_BUILD_ID || `catalog-rebuild@${require('../../package.json').version}`;
 
 let bundle: Promise<WorkflowBundleOption> | undefined;
 /**
@@ -34,7 +38,11 @@ export function workflowBundle(): Promise<WorkflowBundleOption> {
  * Checks that the namespace has the CatalogName and RebuildPhase keyword search attributes.
  * @throws ConfigError with the `temporal operator search-attribute create` command when missing.
  */
-export async function checkSearchAttributes(connection: Connection, namespace: string, address?: string): Promise<void> {
+export async function checkSearchAttributes(
+  connection: Connection,
+  namespace: string,
+  address?: string,
+): Promise<void> {
   const r = await connection.operatorService.listSearchAttributes({ namespace });
   const have = new Set([...Object.keys(r.customAttributes ?? {}), ...Object.keys(r.systemAttributes ?? {})]);
   const missing = REQUIRED_SEARCH_ATTRIBUTES.filter((n) => !have.has(n));
@@ -60,7 +68,10 @@ export interface RunningWorker {
  * (dev/test-worker.ts), never set in production.
  * @throws ConfigError for bad configuration or missing search attributes; SchemaTooNewError.
  */
-export async function createWorker(env: NodeJS.ProcessEnv = process.env, opts: { config?: Config; hooks?: PageHooks } = {}): Promise<RunningWorker> {
+export async function createWorker(
+  env: NodeJS.ProcessEnv = process.env,
+  opts: { config?: Config; hooks?: PageHooks } = {},
+): Promise<RunningWorker> {
   // The worker needs the sources: without the configuration file it would poll and fail every rebuild.
   const config = opts.config ?? loadConfig(env, { requireFile: true });
   // The SDK runtime (with the Prometheus endpoint, when configured) before any native connection.
@@ -85,7 +96,9 @@ export async function createWorker(env: NodeJS.ProcessEnv = process.env, opts: {
       }
       throw err;
     });
-    const { connectionOptions, namespace } = loadClientConnectConfig({ overrideEnvVars: env as Record<string, string> });
+    const { connectionOptions, namespace } = loadClientConnectConfig({
+      overrideEnvVars: env as Record<string, string>,
+    });
     const ns = namespace ?? 'default';
     const clientConnection = await Connection.connect(connectionOptions as Parameters<typeof Connection.connect>[0]);
     try {
@@ -95,14 +108,23 @@ export async function createWorker(env: NodeJS.ProcessEnv = process.env, opts: {
       throw err;
     }
     const connection = await NativeConnection.connect(connectionOptions);
-    if (metricsAddress) console.log(`catalog-rebuild worker ${process.pid} serves metrics on http://${metricsAddress}/metrics`);
+    if (metricsAddress)
+      console.log(`catalog-rebuild worker ${process.pid} serves metrics on http://${metricsAddress}/metrics`);
     const client = new Client({ connection: clientConnection, namespace: ns });
     const worker = await Worker.create({
       connection,
       namespace: ns,
       taskQueue: defaultTaskQueue(env),
       workflowBundle: await workflowBundle(),
-      activities: createActivities({ pool, sources, client, identity, buildId: BUILD_ID, hooks: opts.hooks, onPageCommitted: runtimePageMetrics() }),
+      activities: createActivities({
+        pool,
+        sources,
+        client,
+        identity,
+        buildId: BUILD_ID,
+        hooks: opts.hooks,
+        onPageCommitted: runtimePageMetrics(),
+      }),
       identity,
       stickyQueueScheduleToStartTimeout: '3s',
       maxConcurrentActivityTaskExecutions: Number(env.CATALOG_REBUILD_MAX_ACTIVITIES || 8),
@@ -110,7 +132,8 @@ export async function createWorker(env: NodeJS.ProcessEnv = process.env, opts: {
     });
     const healthAddress = env.CATALOG_REBUILD_HEALTH_ADDRESS;
     const closeHealth = healthAddress ? await startHealthServer(healthAddress, worker, pool) : async () => undefined;
-    if (healthAddress) console.log(`catalog-rebuild worker ${process.pid} serves its health check on http://${healthAddress}/healthz`);
+    if (healthAddress)
+      console.log(`catalog-rebuild worker ${process.pid} serves its health check on http://${healthAddress}/healthz`);
     return {
       worker,
       async run() {

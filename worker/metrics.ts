@@ -44,11 +44,15 @@ export function installMetricsRuntime(env: NodeJS.ProcessEnv = process.env): str
   const address = env[METRICS_ADDRESS_ENV]?.trim();
   if (!address) return null;
   if (!/^(\[[0-9a-fA-F:]+\]|[A-Za-z0-9.-]+):\d{1,5}$/.test(address)) {
-    throw new ConfigError(`${METRICS_ADDRESS_ENV}: ${JSON.stringify(address)} is not host:port (e.g. 127.0.0.1:9464 or 0.0.0.0:9464)`);
+    throw new ConfigError(
+      `${METRICS_ADDRESS_ENV}: ${JSON.stringify(address)} is not host:port (e.g. 127.0.0.1:9464 or 0.0.0.0:9464)`,
+    );
   }
   if (installedAddress === address) return address;
   if (installedAddress !== null) {
-    throw new ConfigError(`${METRICS_ADDRESS_ENV}: the metrics runtime already listens on ${installedAddress} in this process; it cannot move to ${address}`);
+    throw new ConfigError(
+      `${METRICS_ADDRESS_ENV}: the metrics runtime already listens on ${installedAddress} in this process; it cannot move to ${address}`,
+    );
   }
   try {
     Runtime.install({
@@ -58,13 +62,17 @@ export function installMetricsRuntime(env: NodeJS.ProcessEnv = process.env): str
           prometheus: {
             bindAddress: address,
             // Pages take from milliseconds (small pages) to minutes (100,000 rows on a slow source).
-            histogramBucketOverrides: { [METRIC_NAMES.pageDuration]: [10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 30000, 60000, 300000] },
+            histogramBucketOverrides: {
+              [METRIC_NAMES.pageDuration]: [10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 30000, 60000, 300000],
+            },
           },
         },
       },
     });
   } catch (err) {
-    throw new ConfigError(`${METRICS_ADDRESS_ENV}: cannot install the metrics runtime: ${(err as Error).message}`, { cause: err });
+    throw new ConfigError(`${METRICS_ADDRESS_ENV}: cannot install the metrics runtime: ${(err as Error).message}`, {
+      cause: err,
+    });
   }
   installedAddress = address;
   return address;
@@ -86,11 +94,32 @@ function currentCatalog(): string {
  * `metricMeter`; a no-op meter when the runtime exports no metrics).
  */
 export function pageMetrics(meter: MetricMeter): (r: CopyPageResult) => void {
-  const pages = meter.createCounter(METRIC_NAMES.pagesCommitted, 'pages', 'Pages committed by this worker (ledger rows it wrote)');
-  const rows = meter.createCounter(METRIC_NAMES.rowsUpserted, 'rows', 'Catalog rows written by pages this worker committed');
-  const duration = meter.createHistogram(METRIC_NAMES.pageDuration, 'int', 'ms', 'Time of a committed page attempt, read and write (ms)');
-  const retries = meter.createCounter(METRIC_NAMES.pageRetries, 'attempts', 'Attempts before the one that committed a page');
-  const rejects = meter.createCounter(METRIC_NAMES.rejects, 'records', 'Source records quarantined by pages this worker committed');
+  const pages = meter.createCounter(
+    METRIC_NAMES.pagesCommitted,
+    'pages',
+    'Pages committed by this worker (ledger rows it wrote)',
+  );
+  const rows = meter.createCounter(
+    METRIC_NAMES.rowsUpserted,
+    'rows',
+    'Catalog rows written by pages this worker committed',
+  );
+  const duration = meter.createHistogram(
+    METRIC_NAMES.pageDuration,
+    'int',
+    'ms',
+    'Time of a committed page attempt, read and write (ms)',
+  );
+  const retries = meter.createCounter(
+    METRIC_NAMES.pageRetries,
+    'attempts',
+    'Attempts before the one that committed a page',
+  );
+  const rejects = meter.createCounter(
+    METRIC_NAMES.rejects,
+    'records',
+    'Source records quarantined by pages this worker committed',
+  );
   return (r) => {
     // The page has committed: a metrics failure must not fail the activity.
     try {

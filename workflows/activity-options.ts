@@ -1,7 +1,8 @@
 /**
  * Activity proxies of the workflows, one per timeout class, every timeout and retry written out.
  */
-import { ActivityOptions, proxyActivities } from '@temporalio/workflow';
+import type { ActivityOptions } from '@temporalio/workflow';
+import { proxyActivities } from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import { LONG_RETRY, PAGE_RETRY, PAGE_START_TO_CLOSE_FLOOR_MS, SHORT_RETRY } from './policies';
 

@@ -4,7 +4,8 @@
  * the checkpoint); `pause` stops scheduling, `setThrottle` resizes the window; a run that scheduled
  * its share of pages continues as new once the window drained. Deterministic: workflow code.
  */
-import { allHandlersFinished, condition, continueAsNew, patched, WorkflowInfo, workflowInfo } from '@temporalio/workflow';
+import type { WorkflowInfo } from '@temporalio/workflow';
+import { allHandlersFinished, condition, continueAsNew, patched, workflowInfo } from '@temporalio/workflow';
 import type { CopyPageResult, RebuildCatalogInput, RebuildCatalogResult } from './definitions';
 import { pageActivities, short } from './activity-options';
 import type { RebuildState } from './rebuild-state';
@@ -38,7 +39,13 @@ export async function copyPages(state: RebuildState, opts: CopyWindowOptions): P
       versionId: st.versionId,
       kind: 'copied',
       message: `copy phase done: ${st.pagesTotal} pages, ${st.rowsUpserted} rows, ${st.rejects} rejects, ${st.retries} retries, ${st.runs + 1} run(s)`,
-      details: { pagesTotal: st.pagesTotal, rowsUpserted: st.rowsUpserted, rejects: st.rejects, retries: st.retries, runs: st.runs + 1 },
+      details: {
+        pagesTotal: st.pagesTotal,
+        rowsUpserted: st.rowsUpserted,
+        rejects: st.rejects,
+        retries: st.retries,
+        runs: st.runs + 1,
+      },
     });
   }
 }
@@ -66,7 +73,10 @@ class CopyWindow {
     for (;;) {
       if (this.failure) throw this.failure;
       if (state.pagesDone() === st.pagesTotal && state.inFlight.size === 0) return;
-      const runFull = this.scheduledThisRun >= opts.maxPagesPerRun || opts.startInfo.continueAsNewSuggested || workflowInfo().continueAsNewSuggested;
+      const runFull =
+        this.scheduledThisRun >= opts.maxPagesPerRun ||
+        opts.startInfo.continueAsNewSuggested ||
+        workflowInfo().continueAsNewSuggested;
       if (!st.paused && !runFull && this.nextPage <= st.pagesTotal && state.inFlight.size < st.concurrency) {
         if (st.pauseBetweenPagesMs > 0 && this.lastStartMs > 0) {
           const waitMs = this.lastStartMs + st.pauseBetweenPagesMs - Date.now();
@@ -84,7 +94,10 @@ class CopyWindow {
         await condition(() => state.inFlight.size === 0);
         await condition(allHandlersFinished);
         state.note(`continuing as new at checkpoint ${st.checkpoint} (run ${st.runs + 2})`);
-        return await continueAsNew<(input: RebuildCatalogInput) => Promise<RebuildCatalogResult>>({ ...state.input, carried: { ...st, runs: st.runs + 1 } });
+        return await continueAsNew<(input: RebuildCatalogInput) => Promise<RebuildCatalogResult>>({
+          ...state.input,
+          carried: { ...st, runs: st.runs + 1 },
+        });
       }
       const w = state.wake;
       await condition(() => state.wake !== w);

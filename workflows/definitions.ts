@@ -6,7 +6,8 @@
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
 
 /** Phases of a rebuild, in order (`failed` and `cancelled` end early). */
-export type RebuildPhase = 'planning' | 'copying' | 'reconciling' | 'repairing' | 'publishing' | 'done' | 'failed' | 'cancelled';
+export type RebuildPhase =
+  'planning' | 'copying' | 'reconciling' | 'repairing' | 'publishing' | 'done' | 'failed' | 'cancelled';
 
 /** The watermark of a rebuild: highest job key and source time when the plan was made. */
 export interface Watermark {

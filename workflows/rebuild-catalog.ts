@@ -4,14 +4,8 @@
  * message handlers in `rebuild-state.ts`, the page window in `copy-window.ts`, reconcile ⇄
  * RepairBucket rounds in `repair-rounds.ts`, input validation in `validation.ts`.
  */
-import {
-  CancellationScope,
-  executeChild,
-  isCancellation,
-  TemporalFailure,
-  WorkflowInfo,
-  workflowInfo,
-} from '@temporalio/workflow';
+import type { WorkflowInfo } from '@temporalio/workflow';
+import { CancellationScope, executeChild, isCancellation, TemporalFailure, workflowInfo } from '@temporalio/workflow';
 import type { PublishCatalogResult, RebuildCatalogInput, RebuildCatalogResult } from './definitions';
 import { short } from './activity-options';
 import { copyPages } from './copy-window';
@@ -37,7 +31,11 @@ export async function RebuildCatalog(input: RebuildCatalogInput): Promise<Rebuil
     return await state.root.run(async () => {
       state.setPhase(state.phase);
       if (!input.carried) await plan(state, settings.pageSize, info);
-      await copyPages(state, { heartbeatTimeoutMs: settings.heartbeatTimeoutMs, maxPagesPerRun: settings.maxPagesPerRun, startInfo: info });
+      await copyPages(state, {
+        heartbeatTimeoutMs: settings.heartbeatTimeoutMs,
+        maxPagesPerRun: settings.maxPagesPerRun,
+        startInfo: info,
+      });
       await short.sealVersion({ versionId: state.carried.versionId });
       await reconcileAndRepair(state, { maxRounds: settings.maxRepairRounds, workflowId: info.workflowId });
       const pub = await publish(state, settings.retention, info.workflowId);
@@ -69,7 +67,9 @@ async function plan(state: RebuildState, pageSize: number, info: WorkflowInfo): 
   st.pagesTotal = planned.pagesTotal;
   st.sourceRows = planned.sourceRows;
   st.watermark = planned.watermark;
-  state.note(`planned version ${planned.versionId}: ${planned.pagesTotal} pages of ${pageSize}, watermark job ${planned.watermark.jobKey ?? 'none'}`);
+  state.note(
+    `planned version ${planned.versionId}: ${planned.pagesTotal} pages of ${pageSize}, watermark job ${planned.watermark.jobKey ?? 'none'}`,
+  );
   state.setPhase('copying');
 }
 
@@ -81,7 +81,9 @@ async function publish(state: RebuildState, retention: number, workflowId: strin
     workflowId: publishWorkflowId(workflowId),
     args: [{ catalog: input.catalog, versionId: st.versionId, allowShrink: !!input.allowShrink, retention }],
   });
-  state.note(`published version ${st.versionId}${pub.previousVersionId ? ` (replacing ${pub.previousVersionId})` : ''}`);
+  state.note(
+    `published version ${st.versionId}${pub.previousVersionId ? ` (replacing ${pub.previousVersionId})` : ''}`,
+  );
   state.setPhase('done');
   return pub;
 }
@@ -111,7 +113,9 @@ async function failed(state: RebuildState, err: TemporalFailure): Promise<void> 
 async function endVersion(state: RebuildState, status: 'abandoned' | 'failed', reason: string): Promise<void> {
   const { input, carried: st } = state;
   if (!st.versionId) return;
-  await CancellationScope.nonCancellable(() => short.endVersion({ catalog: input.catalog, versionId: st.versionId, status, reason }));
+  await CancellationScope.nonCancellable(() =>
+    short.endVersion({ catalog: input.catalog, versionId: st.versionId, status, reason }),
+  );
 }
 
 /** The root cause's message of a failure chain (ActivityFailure → ApplicationFailure). */

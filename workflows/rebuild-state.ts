@@ -5,20 +5,16 @@
  * Deterministic: workflow code.
  */
 import { CancellationScope, log, setCurrentDetails, setHandler, upsertSearchAttributes } from '@temporalio/workflow';
-import {
-  cancelSignal,
+import type {
   CarriedState,
   CopyPageResult,
-  pauseSignal,
-  progressQuery,
   RebuildCatalogInput,
   RebuildCatalogResult,
   RebuildPhase,
   RebuildProgress,
   ReconcileSummary,
-  resumeSignal,
-  setThrottleUpdate,
 } from './definitions';
+import { cancelSignal, pauseSignal, progressQuery, resumeSignal, setThrottleUpdate } from './definitions';
 import { PAGE_ATTEMPTS_REPORTED_ABOVE, PAGE_DURATIONS_KEPT } from './policies';
 import { CatalogNameKey, RebuildPhaseKey } from './search-attributes';
 import { initialThrottle, validateThrottle } from './validation';
@@ -118,9 +114,15 @@ export class RebuildState {
     st.rejects += r.rejects;
     if (r.activityAttempt > 1) {
       st.retries += r.activityAttempt - 1;
-      this.note(`page ${pageNo} committed on attempt ${r.activityAttempt}${r.alreadyCommitted ? ' (found already committed)' : ''}: ${r.previousFailure ?? 'previous attempt failed'}`);
+      this.note(
+        `page ${pageNo} committed on attempt ${r.activityAttempt}${r.alreadyCommitted ? ' (found already committed)' : ''}: ${r.previousFailure ?? 'previous attempt failed'}`,
+      );
     }
-    if (r.activityAttempt > PAGE_ATTEMPTS_REPORTED_ABOVE) log.warn(`page needed more than ${PAGE_ATTEMPTS_REPORTED_ABOVE} attempts`, { pageNo, attempts: r.activityAttempt });
+    if (r.activityAttempt > PAGE_ATTEMPTS_REPORTED_ABOVE)
+      log.warn(`page needed more than ${PAGE_ATTEMPTS_REPORTED_ABOVE} attempts`, {
+        pageNo,
+        attempts: r.activityAttempt,
+      });
     st.pageDurationsMs.push(r.durationMs);
     if (st.pageDurationsMs.length > PAGE_DURATIONS_KEPT) st.pageDurationsMs.shift();
     this.recent.push({ t: Date.now(), rows: r.rows });
@@ -169,7 +171,10 @@ export class RebuildState {
   /** Sets the workflow's current details (Web UI): phase, pages, rate, retries, pause, last event. */
   details(): void {
     const p = this.progress();
-    const bits = [`${this.phase}`, `page ${p.pagesDone.toLocaleString('en-US')} of ${p.pagesTotal.toLocaleString('en-US')}`];
+    const bits = [
+      `${this.phase}`,
+      `page ${p.pagesDone.toLocaleString('en-US')} of ${p.pagesTotal.toLocaleString('en-US')}`,
+    ];
     if (this.phase === 'copying') bits.push(`${p.rowsPerSecond.toLocaleString('en-US')} rows/s`);
     bits.push(`${p.retries} retries`);
     if (this.carried.paused) bits.push('paused');
@@ -177,7 +182,9 @@ export class RebuildState {
   }
 
   /** The rebuild's result: published (with the version it replaced) or cancelled by the `cancel` signal. */
-  result(o: { published: true; previousVersionId: string | null } | { published: false; cancelled: true }): RebuildCatalogResult {
+  result(
+    o: { published: true; previousVersionId: string | null } | { published: false; cancelled: true },
+  ): RebuildCatalogResult {
     const st = this.carried;
     return {
       catalog: this.input.catalog,

@@ -9,6 +9,11 @@ import { long } from './activity-options';
  */
 export async function RepairBucket(input: RepairBucketInput): Promise<RepairBucketResult> {
   const result = await long.repairBucket(input);
-  log.info('bucket repaired', { bucket: input.bucket, upserted: result.upserted, deleted: result.deleted, ok: result.ok });
+  log.info('bucket repaired', {
+    bucket: input.bucket,
+    upserted: result.upserted,
+    deleted: result.deleted,
+    ok: result.ok,
+  });
   return result;
 }

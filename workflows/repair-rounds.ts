@@ -31,7 +31,12 @@ export async function reconcileAndRepair(state: RebuildState, opts: RepairRounds
   for (;;) {
     round++;
     state.setPhase('reconciling');
-    const reconciliation = await long.reconcile({ catalog: input.catalog, source: input.source, versionId: st.versionId, round });
+    const reconciliation = await long.reconcile({
+      catalog: input.catalog,
+      source: input.source,
+      versionId: st.versionId,
+      round,
+    });
     state.reconciliation = reconciliation;
     state.note(
       reconciliation.ok

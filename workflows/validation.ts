@@ -13,10 +13,18 @@ import { DEFAULT_MAX_REPAIR_ROUNDS, DEFAULT_RETENTION, LIMITS } from './policies
  * @param name the field's name, as the message shows it
  * @throws ApplicationFailure CONFIG_INVALID (non-retryable) naming the field, its bounds and the value.
  */
-export function intIn(name: string, value: number | undefined, lim: { min: number; max: number }, dflt: number): number {
+export function intIn(
+  name: string,
+  value: number | undefined,
+  lim: { min: number; max: number },
+  dflt: number,
+): number {
   const v = value ?? dflt;
   if (!Number.isInteger(v) || v < lim.min || v > lim.max) {
-    throw ApplicationFailure.nonRetryable(`${name} must be an integer from ${lim.min} to ${lim.max}, got ${value}`, FailureType.CONFIG_INVALID);
+    throw ApplicationFailure.nonRetryable(
+      `${name} must be an integer from ${lim.min} to ${lim.max}, got ${value}`,
+      FailureType.CONFIG_INVALID,
+    );
   }
   return v;
 }
@@ -28,9 +36,13 @@ export function intIn(name: string, value: number | undefined, lim: { min: numbe
  */
 export function validateThrottle(s: ThrottleSettings): void {
   if (s.concurrency !== undefined) intIn('concurrency', s.concurrency, LIMITS.concurrency, LIMITS.concurrency.default);
-  if (s.pauseBetweenPagesMs !== undefined) intIn('pauseBetweenPagesMs', s.pauseBetweenPagesMs, LIMITS.pauseBetweenPagesMs, 0);
+  if (s.pauseBetweenPagesMs !== undefined)
+    intIn('pauseBetweenPagesMs', s.pauseBetweenPagesMs, LIMITS.pauseBetweenPagesMs, 0);
   if (s.concurrency === undefined && s.pauseBetweenPagesMs === undefined) {
-    throw ApplicationFailure.nonRetryable('setThrottle needs concurrency and/or pauseBetweenPagesMs', FailureType.CONFIG_INVALID);
+    throw ApplicationFailure.nonRetryable(
+      'setThrottle needs concurrency and/or pauseBetweenPagesMs',
+      FailureType.CONFIG_INVALID,
+    );
   }
 }
 
@@ -56,11 +68,19 @@ export interface RunSettings {
  */
 export function runSettings(input: RebuildCatalogInput): RunSettings {
   if (!CATALOG_NAME_PATTERN.test(input.catalog)) {
-    throw ApplicationFailure.nonRetryable(`catalog name ${JSON.stringify(input.catalog)} must match ${CATALOG_NAME_PATTERN}`, FailureType.CONFIG_INVALID);
+    throw ApplicationFailure.nonRetryable(
+      `catalog name ${JSON.stringify(input.catalog)} must match ${CATALOG_NAME_PATTERN}`,
+      FailureType.CONFIG_INVALID,
+    );
   }
   return {
     pageSize: intIn('pageSize', input.pageSize, LIMITS.pageSize, LIMITS.pageSize.default),
-    heartbeatTimeoutMs: intIn('heartbeatTimeoutMs', input.heartbeatTimeoutMs, LIMITS.heartbeatTimeoutMs, LIMITS.heartbeatTimeoutMs.default),
+    heartbeatTimeoutMs: intIn(
+      'heartbeatTimeoutMs',
+      input.heartbeatTimeoutMs,
+      LIMITS.heartbeatTimeoutMs,
+      LIMITS.heartbeatTimeoutMs.default,
+    ),
     maxPagesPerRun: intIn('maxPagesPerRun', input.maxPagesPerRun, LIMITS.maxPagesPerRun, LIMITS.maxPagesPerRun.default),
     retention: input.retention ?? DEFAULT_RETENTION,
     maxRepairRounds: input.maxRepairRounds ?? DEFAULT_MAX_REPAIR_ROUNDS,

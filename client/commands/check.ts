@@ -3,7 +3,7 @@
  * failures are UNKNOWN (3) with a status line on stdout, never a usage exit code.
  */
 import { checkCatalog, NagiosState, unknownLine } from '../check';
-import { CommandContext } from './context';
+import type { CommandContext } from './context';
 
 /** Options of `check` (durations already in seconds). */
 export interface CheckCommandOptions {
@@ -37,12 +37,22 @@ export async function checkCommand(ctx: CommandContext, o: CheckCommandOptions):
   try {
     const timeout = new Promise<{ code: number; line: string }>((resolve) => {
       timer = setTimeout(
-        () => resolve({ code: NagiosState.UNKNOWN, line: unknownLine(`no answer from the catalog database within ${o.timeout} s`) }),
+        () =>
+          resolve({
+            code: NagiosState.UNKNOWN,
+            line: unknownLine(`no answer from the catalog database within ${o.timeout} s`),
+          }),
         o.timeout * 1000,
       );
     });
     const r = await Promise.race([
-      checkCatalog(pool, { catalog: o.catalog, maxAgeSeconds: o.maxAge, lookbackSeconds: o.lookback, clients: o.client, now: o.now }),
+      checkCatalog(pool, {
+        catalog: o.catalog,
+        maxAgeSeconds: o.maxAge,
+        lookbackSeconds: o.lookback,
+        clients: o.client,
+        now: o.now,
+      }),
       timeout,
     ]);
     ctx.out(r.line);

@@ -3,8 +3,9 @@
  * connect to Temporal and a way to open a pool on the catalog database. The CLI builds the real
  * one with {@link processContext}; tests pass their own.
  */
-import { Pool } from 'pg';
-import { connectTemporal, TemporalSession } from '../index';
+import type { Pool } from 'pg';
+import type { TemporalSession } from '../index';
+import { connectTemporal } from '../index';
 import { loadConfig } from '../../lib/config';
 import { createPool } from '../../lib/db';
 
@@ -64,7 +65,10 @@ export function processContext(out: (line: string) => void): CommandContext {
       try {
         return await connectTemporal();
       } catch (err) {
-        throw new ExitCode(1, `cannot connect to Temporal at ${process.env.TEMPORAL_ADDRESS ?? 'localhost:7233'}: ${(err as Error).message}`);
+        throw new ExitCode(
+          1,
+          `cannot connect to Temporal at ${process.env.TEMPORAL_ADDRESS ?? 'localhost:7233'}: ${(err as Error).message}`,
+        );
       }
     },
     catalogPool(request) {

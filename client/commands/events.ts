@@ -1,6 +1,8 @@
 /** `catalog-rebuild events`: prints a catalog's event log from the catalog database. */
-import { EventRow, listEvents } from '../../lib/catalog/event-reads';
-import { CommandContext, withCatalogPool } from './context';
+import type { EventRow } from '../../lib/catalog/event-reads';
+import { listEvents } from '../../lib/catalog/event-reads';
+import type { CommandContext } from './context';
+import { withCatalogPool } from './context';
 
 /** Options of `events`. */
 export interface EventsOptions {
@@ -16,7 +18,9 @@ export interface EventsOptions {
  * `<ISO time>  v<version or ->  <kind padded to 12> <message>`.
  */
 export function formatEvent(r: EventRow, json: boolean): string {
-  return json ? JSON.stringify(r) : `${r.created_at.toISOString()}  v${r.version_id ?? '-'}  ${r.kind.padEnd(12)} ${r.message}`;
+  return json
+    ? JSON.stringify(r)
+    : `${r.created_at.toISOString()}  v${r.version_id ?? '-'}  ${r.kind.padEnd(12)} ${r.message}`;
 }
 
 /**

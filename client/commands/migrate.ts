@@ -1,6 +1,7 @@
 /** `catalog-rebuild migrate`: applies the catalog schema migrations. */
 import { migrate } from '../../lib/db';
-import { CommandContext, withCatalogPool } from './context';
+import type { CommandContext } from './context';
+import { withCatalogPool } from './context';
 
 /**
  * Applies the pending migrations and prints their numbers, or that the schema is current.

@@ -3,7 +3,8 @@
  * result lines, and exit code 0 when published, 1 otherwise.
  */
 import { WorkflowFailedError, WorkflowNotFoundError } from '@temporalio/client';
-import { rebuildHandle, RebuildCatalogResult, TemporalSession, waitForResult } from '../index';
+import type { RebuildCatalogResult, TemporalSession } from '../index';
+import { rebuildHandle, waitForResult } from '../index';
 import { ExitCode } from './context';
 
 /**
@@ -49,7 +50,10 @@ export async function rebuildOutcome(session: TemporalSession, catalog: string):
       return { code: 1, lines: [failure], failure };
     }
     if (err instanceof WorkflowNotFoundError) {
-      throw new ExitCode(1, `no rebuild of catalog ${catalog} exists (workflow ${rebuildHandle(session.client, catalog).workflowId})`);
+      throw new ExitCode(
+        1,
+        `no rebuild of catalog ${catalog} exists (workflow ${rebuildHandle(session.client, catalog).workflowId})`,
+      );
     }
     throw err;
   }
@@ -60,7 +64,11 @@ export async function rebuildOutcome(session: TemporalSession, catalog: string):
  * @returns 0 when published, 1 otherwise.
  * @throws ExitCode 1 with the failure when the rebuild failed (printed on stderr instead).
  */
-export async function waitAndReport(session: TemporalSession, catalog: string, out: (line: string) => void): Promise<number> {
+export async function waitAndReport(
+  session: TemporalSession,
+  catalog: string,
+  out: (line: string) => void,
+): Promise<number> {
   const r = await rebuildOutcome(session, catalog);
   if (r.failure) throw new ExitCode(r.code, r.failure);
   for (const l of r.lines) out(l);

@@ -1,6 +1,7 @@
 /** `catalog-rebuild rollback`: re-activates the previous retained version of a catalog. */
 import { rollbackCatalog } from '../../lib/catalog/rollback';
-import { CommandContext, withCatalogPool } from './context';
+import type { CommandContext } from './context';
+import { withCatalogPool } from './context';
 
 /**
  * Rolls the catalog back (one transaction under the publish lock) and prints both versions.

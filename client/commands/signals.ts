@@ -1,6 +1,7 @@
 /** `catalog-rebuild pause | resume | cancel`: signals to a catalog's rebuild. */
 import { cancel, pause, rebuildHandle, resume } from '../index';
-import { CommandContext, withTemporal } from './context';
+import type { CommandContext } from './context';
+import { withTemporal } from './context';
 
 /** The signals the CLI sends, by command name. */
 export type SignalName = 'pause' | 'resume' | 'cancel';

@@ -1,6 +1,7 @@
 /** `catalog-rebuild start`: starts a rebuild, or attaches to the running one of the catalog. */
 import { startRebuild } from '../index';
-import { CommandContext, ExitCode, withTemporal } from './context';
+import type { CommandContext } from './context';
+import { ExitCode, withTemporal } from './context';
 import { waitAndReport } from './outcome';
 
 /** Options of `start` (parsed and range-checked by the CLI). */
@@ -41,9 +42,14 @@ export async function startCommand(ctx: CommandContext, o: StartOptions): Promis
       heartbeatTimeoutMs: o.heartbeatTimeoutMs,
     });
     if (r.attached && r.conflicts.length) {
-      throw new ExitCode(1, `a rebuild of ${o.catalog} is already running with different flags: ${r.conflicts.join('; ')}`);
+      throw new ExitCode(
+        1,
+        `a rebuild of ${o.catalog} is already running with different flags: ${r.conflicts.join('; ')}`,
+      );
     }
-    ctx.out(`${r.attached ? 'attached to running' : 'started'} rebuild ${r.handle.workflowId} (task queue ${s.taskQueue})`);
+    ctx.out(
+      `${r.attached ? 'attached to running' : 'started'} rebuild ${r.handle.workflowId} (task queue ${s.taskQueue})`,
+    );
     return o.wait ? waitAndReport(s, o.catalog, ctx.out) : 0;
   });
 }

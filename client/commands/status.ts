@@ -2,11 +2,19 @@
  * `catalog-rebuild status`: a rebuild's progress from the workflow's `progress` query, else from
  * the catalog database; `--follow` shows it live until the rebuild ends.
  */
-import { Pool } from 'pg';
+import type { Pool } from 'pg';
 import { WorkflowNotFoundError } from '@temporalio/client';
-import { getProgress, rebuildHandle, RebuildProgress, TemporalSession } from '../index';
-import { catalogStatusFromDatabase, followStatus, formatProgress, livePollers, LIVE_POLLER_WINDOW_SECONDS } from '../status';
-import { CommandContext, ExitCode, withCatalogPool, withTemporal } from './context';
+import type { RebuildProgress, TemporalSession } from '../index';
+import { getProgress, rebuildHandle } from '../index';
+import {
+  catalogStatusFromDatabase,
+  followStatus,
+  formatProgress,
+  livePollers,
+  LIVE_POLLER_WINDOW_SECONDS,
+} from '../status';
+import type { CommandContext } from './context';
+import { ExitCode, withCatalogPool, withTemporal } from './context';
 import { rebuildOutcome } from './outcome';
 
 /** Options of `status`. */
@@ -92,7 +100,9 @@ async function statusOnce(ctx: CommandContext, s: TemporalSession, o: StatusOpti
     ? `no workflow ${handle.workflowId} on the Temporal service (its history may be past the namespace's retention); this is the catalog database's view of the latest version`
     : `no worker answered the progress query within 5 s (${note}); this is the catalog database's view of the latest version`;
   if (o.json) {
-    ctx.out(JSON.stringify({ answeredBy: 'database', note: why, workersPolling: workers, queryError: note, ...fromDb }));
+    ctx.out(
+      JSON.stringify({ answeredBy: 'database', note: why, workersPolling: workers, queryError: note, ...fromDb }),
+    );
   } else {
     ctx.out(`${why}:`);
     ctx.out(JSON.stringify(fromDb, null, 2));

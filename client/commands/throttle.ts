@@ -1,6 +1,7 @@
 /** `catalog-rebuild throttle`: changes pages in flight and the pause between pages of a running rebuild. */
 import { rebuildHandle, setThrottle } from '../index';
-import { CommandContext, ExitCode, withTemporal } from './context';
+import type { CommandContext } from './context';
+import { ExitCode, withTemporal } from './context';
 
 /** Options of `throttle`; at least one setting is required. */
 export interface ThrottleOptions {
@@ -18,9 +19,13 @@ export interface ThrottleOptions {
  *   when the workflow refuses the values.
  */
 export async function throttleCommand(ctx: CommandContext, o: ThrottleOptions): Promise<number> {
-  if (o.concurrency === undefined && o.pauseMs === undefined) throw new ExitCode(2, 'throttle needs --concurrency and/or --pause-ms');
+  if (o.concurrency === undefined && o.pauseMs === undefined)
+    throw new ExitCode(2, 'throttle needs --concurrency and/or --pause-ms');
   return withTemporal(ctx, async (s) => {
-    const r = await setThrottle(rebuildHandle(s.client, o.catalog), { concurrency: o.concurrency, pauseBetweenPagesMs: o.pauseMs });
+    const r = await setThrottle(rebuildHandle(s.client, o.catalog), {
+      concurrency: o.concurrency,
+      pauseBetweenPagesMs: o.pauseMs,
+    });
     ctx.out(`throttle: ${r.concurrency} pages in flight, ${r.pauseBetweenPagesMs} ms between pages`);
     return 0;
   });

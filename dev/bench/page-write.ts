@@ -8,9 +8,11 @@ import type { PoolClient, Pool } from 'pg';
 import format from 'pg-format';
 import { copyOrUpsertRows, partitionName, rangeChecksum, upsertRows } from '../../lib/catalog';
 import { withTransaction } from '../../lib/db';
-import { JOB_COLUMNS, JobSource, SourceRow } from '../../lib/sources/types';
+import type { JobSource, SourceRow } from '../../lib/sources/types';
+import { JOB_COLUMNS } from '../../lib/sources/types';
 import { median } from '../harness/faults';
-import { BenchContext, fmtInt } from './context';
+import type { BenchContext } from './context';
+import { fmtInt } from './context';
 import { copyInto, copyText, walLsn, walSince } from './tables';
 
 type WriteMethod = (c: PoolClient, versionId: string, pageNo: number, rows: SourceRow[]) => Promise<void>;
@@ -38,7 +40,11 @@ const METHODS: Record<string, WriteMethod> = {
 /** The first `writePages` pages of the source, read through the product's source adapter. */
 async function readPages(ctx: BenchContext, src: JobSource): Promise<SourceRow[][]> {
   const { pageSize, o } = ctx;
-  const keys = (await ctx.dbs.sourcePool.query<{ k: string }>(`SELECT jobid::text AS k FROM job ORDER BY jobid LIMIT $1`, [o.writePages * pageSize])).rows.map((r) => r.k);
+  const keys = (
+    await ctx.dbs.sourcePool.query<{ k: string }>(`SELECT jobid::text AS k FROM job ORDER BY jobid LIMIT $1`, [
+      o.writePages * pageSize,
+    ])
+  ).rows.map((r) => r.k);
   const pages: SourceRow[][] = [];
   for (let i = 0; i < Math.min(o.writePages, Math.ceil(keys.length / pageSize)); i++) {
     const slice = keys.slice(i * pageSize, (i + 1) * pageSize);
@@ -90,7 +96,8 @@ export async function runPageWrite(ctx: BenchContext, scratch: Pool, src: JobSou
   const rows = pages[0]?.length ?? 0;
   ctx.figures.add(
     'page write (first write)',
-    names.map((n) => `${n} ${median(ms[n]).toFixed(1)} ms (${fmtInt(median(wal[n]) / 1024)} KiB WAL)`).join(', ') + `; per page of ${fmtInt(rows)} rows, median of ${pages.length}`,
+    names.map((n) => `${n} ${median(ms[n]).toFixed(1)} ms (${fmtInt(median(wal[n]) / 1024)} KiB WAL)`).join(', ') +
+      `; per page of ${fmtInt(rows)} rows, median of ${pages.length}`,
     Object.fromEntries(names.map((n) => [n, { ms: +median(ms[n]).toFixed(1), walBytes: median(wal[n]) }])),
   );
   ctx.figures.add(

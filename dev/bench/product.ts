@@ -9,9 +9,11 @@ import type { WorkflowHandle } from '@temporalio/client';
 import { startRebuild, waitForResult } from '../../client';
 import type { RebuildCatalogResult } from '../../workflows/definitions';
 import { median } from '../harness/faults';
-import { spawnWorker, temporalClient, testEnv, uniqueQueue, WorkerProcess, writeConfig } from '../harness/harness';
+import type { WorkerProcess } from '../harness/harness';
+import { spawnWorker, temporalClient, testEnv, uniqueQueue, writeConfig } from '../harness/harness';
 import { within } from '../harness/wait';
-import { BenchContext, fmtInt, fmtS, mean } from './context';
+import type { BenchContext } from './context';
+import { fmtInt, fmtS, mean } from './context';
 import { CpuSampler, cpuText, memoryOf } from './cpu';
 import { allHistories } from './history';
 
@@ -60,7 +62,10 @@ async function phasesOf(ctx: BenchContext, versionId: string): Promise<Phases> {
 }
 
 /** Where a page's time goes (ledger timestamps: attempt registered → ledger row inserted = read; → committed = write transaction). */
-async function pageTimesOf(ctx: BenchContext, versionId: string): Promise<{ read_ms: number; write_ms: number; total_ms: number }[]> {
+async function pageTimesOf(
+  ctx: BenchContext,
+  versionId: string,
+): Promise<{ read_ms: number; write_ms: number; total_ms: number }[]> {
   const { rows } = await ctx.dbs.catalogPool.query<{ read_ms: number; write_ms: number; total_ms: number }>(
     `SELECT extract(epoch FROM p.started_at - a.started_at)::float8 * 1000 AS read_ms,
             extract(epoch FROM p.committed_at - p.started_at)::float8 * 1000 AS write_ms,
@@ -73,7 +78,13 @@ async function pageTimesOf(ctx: BenchContext, versionId: string): Promise<{ read
 }
 
 /** Starts the rebuild of catalog `bench` and waits for it, sampling CPU and the worker's memory. */
-async function rebuild(ctx: BenchContext, temporalPid: number, worker: WorkerProcess, tc: Awaited<ReturnType<typeof temporalClient>>, taskQueue: string): Promise<Run> {
+async function rebuild(
+  ctx: BenchContext,
+  temporalPid: number,
+  worker: WorkerProcess,
+  tc: Awaited<ReturnType<typeof temporalClient>>,
+  taskQueue: string,
+): Promise<Run> {
   const sampler = new CpuSampler(
     ctx.admin,
     { worker: worker.pid, 'Temporal server': temporalPid },
@@ -85,7 +96,11 @@ async function rebuild(ctx: BenchContext, temporalPid: number, worker: WorkerPro
   );
   await sampler.start();
   const started = Date.now();
-  const { handle } = await startRebuild(tc.client, { catalog: 'bench', source: 'director', ...(ctx.o.pageSize !== undefined ? { pageSize: ctx.o.pageSize } : {}) }, { taskQueue });
+  const { handle } = await startRebuild(
+    tc.client,
+    { catalog: 'bench', source: 'director', ...(ctx.o.pageSize !== undefined ? { pageSize: ctx.o.pageSize } : {}) },
+    { taskQueue },
+  );
   const result = await waitForResult(handle);
   const ms = Date.now() - started;
   const cpu = await sampler.stop();
@@ -105,7 +120,14 @@ function reportRate(ctx: BenchContext, run: Run): { rate: number; copyMs: number
     `${fmtInt(rate)} rows/s (${fmtInt(result.rowsUpserted)} rows in ${fmtS(ms)} from start to published; plan ${fmtS(phases.planned - started)}, ` +
       `copy phase ${fmtS(copyMs)} = ${fmtInt(o.jobs / (copyMs / 1000))} rows/s, seal + reconcile ${fmtS(phases.reconciled - phases.last_commit)}, ` +
       `publish ${fmtS(phases.published - phases.reconciled)}, to result ${fmtS(started + ms - phases.published)}; ${result.retries} retries, ${result.runs} run(s))`,
-    { rowsPerSecond: Math.round(rate), ms, copyMs: Math.round(copyMs), copyRowsPerSecond: Math.round(o.jobs / (copyMs / 1000)), retries: result.retries, runs: result.runs },
+    {
+      rowsPerSecond: Math.round(rate),
+      ms,
+      copyMs: Math.round(copyMs),
+      copyRowsPerSecond: Math.round(o.jobs / (copyMs / 1000)),
+      retries: result.retries,
+      runs: result.runs,
+    },
   );
   figures.add('(a) CPU', cpuText(run.cpu, o.jobs), run.cpu);
   const copyCpu = run.sampler.totalsAt(phases.last_commit);
@@ -116,10 +138,17 @@ function reportRate(ctx: BenchContext, run: Run): { rate: number; copyMs: number
 }
 
 /** Prints where a page's time goes, the Temporal round trip per page and the history sizes. */
-async function reportPagesAndHistory(ctx: BenchContext, run: Run, copyMs: number, tc: Awaited<ReturnType<typeof temporalClient>>): Promise<void> {
+async function reportPagesAndHistory(
+  ctx: BenchContext,
+  run: Run,
+  copyMs: number,
+  tc: Awaited<ReturnType<typeof temporalClient>>,
+): Promise<void> {
   const { o, figures, concurrency } = ctx;
   const pageTimes = await pageTimesOf(ctx, run.result.versionId);
-  const firstRunId = (run.handle as WorkflowHandle & { firstExecutionRunId?: string }).firstExecutionRunId ?? (await run.handle.describe()).runId;
+  const firstRunId =
+    (run.handle as WorkflowHandle & { firstExecutionRunId?: string }).firstExecutionRunId ??
+    (await run.handle.describe()).runId;
   const hist = await allHistories(tc.client, run.handle.workflowId, firstRunId);
   const parentEvents = hist.runs.map((r) => r.events);
   const maxPerRun = Math.max(...parentEvents);
@@ -134,14 +163,23 @@ async function reportPagesAndHistory(ctx: BenchContext, run: Run, copyMs: number
     'page time',
     `activity ${mean(activity).toFixed(1)} ms per page (median ${median(activity).toFixed(1)}): source read ${mean(pageTimes.map((p) => p.read_ms)).toFixed(1)} ms, ` +
       `page transaction ${mean(pageTimes.map((p) => p.write_ms)).toFixed(1)} ms (ledger timestamps)`,
-    { activityMs: +mean(activity).toFixed(1), readMs: +mean(pageTimes.map((p) => p.read_ms)).toFixed(1), writeMs: +mean(pageTimes.map((p) => p.write_ms)).toFixed(1) },
+    {
+      activityMs: +mean(activity).toFixed(1),
+      readMs: +mean(pageTimes.map((p) => p.read_ms)).toFixed(1),
+      writeMs: +mean(pageTimes.map((p) => p.write_ms)).toFixed(1),
+    },
   );
   figures.add(
     'temporal round trip per page',
     `${roundTrip.toFixed(1)} ms (history: scheduled → completed minus the activity's own time ${mean(dispatch).toFixed(1)} ms, ` +
       `completion → next workflow task completed ${mean(reaction).toFixed(1)} ms); cross-check: copy phase × ${concurrency} in flight / ${pagesTotal} pages − activity time = ` +
       `${(cycleMs - mean(activity)).toFixed(1)} ms`,
-    { ms: +roundTrip.toFixed(1), dispatchMs: +mean(dispatch).toFixed(1), reactionMs: +mean(reaction).toFixed(1), cycleEstimateMs: +(cycleMs - mean(activity)).toFixed(1) },
+    {
+      ms: +roundTrip.toFixed(1),
+      dispatchMs: +mean(dispatch).toFixed(1),
+      reactionMs: +mean(reaction).toFixed(1),
+      cycleEstimateMs: +(cycleMs - mean(activity)).toFixed(1),
+    },
   );
   const childText = [...new Set(hist.children.map((c) => c.workflowType))]
     .map((type) => {
@@ -182,11 +220,17 @@ function reportMemory(ctx: BenchContext, run: Run, worker: WorkerProcess): void 
  * Runs (a) on the Temporal server at `temporal.address` (process `temporal.pid`, sampled for CPU)
  * with one worker, prints its figures, and stops the worker (SIGTERM, SIGKILL after 10 s).
  */
-export async function runProduct(ctx: BenchContext, temporal: { address: string; pid: number }): Promise<ProductOutcome> {
+export async function runProduct(
+  ctx: BenchContext,
+  temporal: { address: string; pid: number },
+): Promise<ProductOutcome> {
   await ctx.checkpoint();
   const taskQueue = uniqueQueue('bench');
   const extra: Record<string, string> = ctx.o.workerNodeOptions ? { NODE_OPTIONS: ctx.o.workerNodeOptions } : {};
-  const worker = await spawnWorker(testEnv({ address: temporal.address, configFile: writeConfig(ctx.dbs), taskQueue, extra }), { entry: 'product' });
+  const worker = await spawnWorker(
+    testEnv({ address: temporal.address, configFile: writeConfig(ctx.dbs), taskQueue, extra }),
+    { entry: 'product' },
+  );
   let tc: Awaited<ReturnType<typeof temporalClient>> | undefined;
   try {
     tc = await temporalClient(temporal.address);

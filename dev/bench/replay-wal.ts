@@ -11,7 +11,8 @@ import { createActivities } from '../../activities';
 import type { SourceRegistry } from '../../lib/sources';
 import type { CopyPageInput, CopyPageResult, PlanResult } from '../../workflows/definitions';
 import { median } from '../harness/faults';
-import { BenchContext, fmtInt } from './context';
+import type { BenchContext } from './context';
+import { fmtInt } from './context';
 import { walLsn, walSince } from './tables';
 
 const noop = () => undefined;
@@ -29,22 +30,27 @@ export async function runReplayWal(ctx: BenchContext, scratch: Pool, sources: So
     firstRunId: 'r1',
   });
   const copy = (pageNo: number, attempt: number) =>
-    new MockActivityEnvironment({ attempt, heartbeatTimeoutMs: 15_000 }, quiet).run(acts.copyPage as (i: CopyPageInput) => Promise<CopyPageResult>, {
-      catalog: 'bench-wal',
-      source: 'director',
-      versionId: plan.versionId,
-      pageNo,
-    });
+    new MockActivityEnvironment({ attempt, heartbeatTimeoutMs: 15_000 }, quiet).run(
+      acts.copyPage as (i: CopyPageInput) => Promise<CopyPageResult>,
+      {
+        catalog: 'bench-wal',
+        source: 'director',
+        versionId: plan.versionId,
+        pageNo,
+      },
+    );
   const n = Math.min(ctx.o.walPages, plan.pagesTotal);
   const first: number[] = [];
   const replay: number[] = [];
   const replayCkpt: number[] = [];
   const measure = async (pageNo: number, attempt: number, deleteLedger: boolean): Promise<number> => {
-    if (deleteLedger) await scratch.query(`DELETE FROM page WHERE version_id = $1 AND page_no = $2`, [plan.versionId, pageNo]);
+    if (deleteLedger)
+      await scratch.query(`DELETE FROM page WHERE version_id = $1 AND page_no = $2`, [plan.versionId, pageNo]);
     const lsn = await walLsn(scratch);
     const r = (await copy(pageNo, attempt)) as CopyPageResult;
     const bytes = await walSince(scratch, lsn);
-    if (r.alreadyCommitted) throw new Error(`page ${pageNo} attempt ${attempt} found the page committed: nothing was replayed`);
+    if (r.alreadyCommitted)
+      throw new Error(`page ${pageNo} attempt ${attempt} found the page committed: nothing was replayed`);
     return bytes;
   };
   for (let p = 1; p <= n; p++) first.push(await measure(p, 1, false));
@@ -59,7 +65,9 @@ export async function runReplayWal(ctx: BenchContext, scratch: Pool, sources: So
   ctx.figures.add(
     'replayed page WAL',
     `${fmtInt(Math.min(...replay))} bytes vs ${fmtInt(firstMin)} bytes for its first write = ${pct(ratio)} (copyPage with its ledger row deleted; minimum over ${n} pages, medians ${fmtInt(median(replay))} vs ${fmtInt(median(first))}; target < 10%: ${ratio < 0.1 ? 'met' : 'MISSED'}); ` +
-      (ctx.canCheckpoint() ? `replayed after a CHECKPOINT: ${fmtInt(Math.min(...replayCkpt))} bytes = ${pct(ratioCkpt)}` : 'after a CHECKPOINT: not measured (not permitted)'),
+      (ctx.canCheckpoint()
+        ? `replayed after a CHECKPOINT: ${fmtInt(Math.min(...replayCkpt))} bytes = ${pct(ratioCkpt)}`
+        : 'after a CHECKPOINT: not measured (not permitted)'),
     {
       replayBytes: Math.min(...replay),
       firstBytes: firstMin,

@@ -7,7 +7,8 @@ import type { Client as PgClient, Pool } from 'pg';
 import format from 'pg-format';
 import { from as copyFrom } from 'pg-copy-streams';
 import { BAREOS_JOB_SELECT } from '../../lib/sources/bareos-columns';
-import { JOB_COLUMNS, SourceRow } from '../../lib/sources/types';
+import type { SourceRow } from '../../lib/sources/types';
+import { JOB_COLUMNS } from '../../lib/sources/types';
 import { copyValue } from '../../lib/text-form';
 
 /** The catalog's row columns in COPY order (the table also has version_id and page_no). */
@@ -32,7 +33,9 @@ export function copyText(versionId: string, pageNo: number, rows: SourceRow[]): 
 
 /** COPYs `text` (COPY text format) into `table` on a connected client. */
 export async function copyInto(db: { query: PgClient['query'] }, table: string, text: string): Promise<void> {
-  const stream = (db.query as unknown as (q: unknown) => NodeJS.WritableStream)(copyFrom(format('COPY %I (%I) FROM STDIN', table, COPY_COLUMNS)));
+  const stream = (db.query as unknown as (q: unknown) => NodeJS.WritableStream)(
+    copyFrom(format('COPY %I (%I) FROM STDIN', table, COPY_COLUMNS)),
+  );
   stream.end(text);
   await finished(stream as unknown as NodeJS.WritableStream);
 }
@@ -52,7 +55,10 @@ export async function createEquivalentTable(db: Pool, table: string): Promise<vo
 export async function tableFingerprint(db: Pool, table: string): Promise<{ rows: number; sum: string }> {
   const cols = JOB_COLUMNS.map((c) => format('%I', c)).join(', ');
   const { rows } = await db.query<{ rows: number; sum: string }>(
-    format(`SELECT count(*)::int AS rows, coalesce(sum(('x' || substr(md5(row(${cols})::text), 1, 15))::bit(60)::bigint), 0)::text AS sum FROM %I`, table),
+    format(
+      `SELECT count(*)::int AS rows, coalesce(sum(('x' || substr(md5(row(${cols})::text), 1, 15))::bit(60)::bigint), 0)::text AS sum FROM %I`,
+      table,
+    ),
   );
   return rows[0];
 }
@@ -64,7 +70,10 @@ export async function walLsn(db: Pool): Promise<string> {
 
 /** WAL bytes written server-wide since `lsn`. */
 export async function walSince(db: Pool, lsn: string): Promise<number> {
-  return Number((await db.query<{ d: string }>('SELECT pg_wal_lsn_diff(pg_current_wal_insert_lsn(), $1)::text AS d', [lsn])).rows[0].d);
+  return Number(
+    (await db.query<{ d: string }>('SELECT pg_wal_lsn_diff(pg_current_wal_insert_lsn(), $1)::text AS d', [lsn])).rows[0]
+      .d,
+  );
 }
 
 /** `url` whose sessions use `search_path = schema` only. */

@@ -19,9 +19,11 @@ import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { Command, InvalidArgumentError } from 'commander';
-import { Connection, WorkflowFailedError, WorkflowHandle } from '@temporalio/client';
-import { Pool } from 'pg';
-import { connectTemporal, getProgress, rebuildHandle, RebuildCatalogResult, RebuildProgress, startRebuild, TemporalSession, waitForResult } from '../../client';
+import type { WorkflowHandle } from '@temporalio/client';
+import { Connection, WorkflowFailedError } from '@temporalio/client';
+import type { Pool } from 'pg';
+import type { RebuildCatalogResult, RebuildProgress, TemporalSession } from '../../client';
+import { connectTemporal, getProgress, rebuildHandle, startRebuild, waitForResult } from '../../client';
 import { ensureTemporalCli } from '../env/temporal-cli';
 import { portOpen, startDevServer, waitForTemporal } from '../env/dev-server';
 import { createDatabase, resolveAdminUrl } from '../env/postgres';
@@ -34,7 +36,16 @@ import { LIMITS } from '../../workflows/definitions';
 import { REQUIRED_SEARCH_ATTRIBUTES } from '../../workflows/search-attributes';
 import { sleep } from '../harness/wait';
 import { ProgressView } from './progress-view';
-import { killStaleWorkers, processMatches, readPid, signalGroup, spawnDemoWorker, stopWorker, workerPidFile, workers } from './workers';
+import {
+  killStaleWorkers,
+  processMatches,
+  readPid,
+  signalGroup,
+  spawnDemoWorker,
+  stopWorker,
+  workerPidFile,
+  workers,
+} from './workers';
 
 /** Fixed names of the demo. */
 const DEMO = {
@@ -95,7 +106,9 @@ async function ensureDevServer(cli: string): Promise<{ pid: number | null; start
     step(`reusing the Temporal server already listening on ${address}${ours ? ` (dev server pid ${pid})` : ''}`);
     return { pid: ours ? pid : null, started: false };
   }
-  step(`starting a Temporal dev server on ${address}, Web UI on 127.0.0.1:${DEMO.uiPort} (detached; data in .data/temporal-dev.db)`);
+  step(
+    `starting a Temporal dev server on ${address}, Web UI on 127.0.0.1:${DEMO.uiPort} (detached; data in .data/temporal-dev.db)`,
+  );
   const server = await startDevServer({
     cli,
     port: DEMO.grpcPort,
@@ -144,7 +157,10 @@ async function terminateStaleRebuild(session: TemporalSession): Promise<void> {
 type Outcome = { ok: true; result: RebuildCatalogResult } | { ok: false; error: unknown };
 
 /** Polls `progress` until the rebuild ends; kills worker 1 at the kill point and starts worker 2. */
-async function followRebuild(handle: WorkflowHandle, env: NodeJS.ProcessEnv): Promise<{ outcome: Outcome; killedAtPage: number | null }> {
+async function followRebuild(
+  handle: WorkflowHandle,
+  env: NodeJS.ProcessEnv,
+): Promise<{ outcome: Outcome; killedAtPage: number | null }> {
   let outcome: Outcome | null = null;
   const done = waitForResult(handle).then(
     (result) => (outcome = { ok: true, result }),
@@ -205,12 +221,20 @@ async function checkAndSummarize(
 ): Promise<boolean> {
   const { killedAtPage, rebuildMs, webUi, devServerLine } = o;
   step('checking catalog = source (md5 of every field of every job, in SQL)');
-  const v = await catalogPool.query<{ version_id: string; status: string; source_timezone: string; source_rows: string }>(
+  const v = await catalogPool.query<{
+    version_id: string;
+    status: string;
+    source_timezone: string;
+    source_rows: string;
+  }>(
     `SELECT version_id::text, status, source_timezone, source_rows::text FROM version WHERE catalog_name = $1 ORDER BY version_id`,
     [DEMO.catalog],
   );
   const mine = v.rows.find((x) => x.version_id === r.versionId);
-  const active = await catalogPool.query<{ version_id: string }>(`SELECT version_id::text FROM active WHERE catalog_name = $1`, [DEMO.catalog]);
+  const active = await catalogPool.query<{ version_id: string }>(
+    `SELECT version_id::text FROM active WHERE catalog_name = $1`,
+    [DEMO.catalog],
+  );
   const cmp = await compareCatalogToSource(catalogPool, sourcePool, DEMO.catalog, mine?.source_timezone ?? 'UTC');
   const retries = await catalogPool.query<{ created_at: Date; message: string }>(
     `SELECT created_at, message FROM event WHERE catalog_name = $1 AND version_id = $2 AND kind = 'page_retry' ORDER BY event_id`,
@@ -221,21 +245,31 @@ async function checkAndSummarize(
 
   console.log('');
   console.log('Summary');
-  console.log(`  catalog         ${DEMO.catalog} (database ${DEMO.catalogDatabase}), source ${DEMO.source} (database ${DEMO.sourceDatabase})`);
+  console.log(
+    `  catalog         ${DEMO.catalog} (database ${DEMO.catalogDatabase}), source ${DEMO.source} (database ${DEMO.sourceDatabase})`,
+  );
   console.log(`  pages           ${r.pagesTotal} of ${o.pageSize} jobs`);
   console.log(`  rows            ${r.rowsUpserted} upserted, ${r.rejects} rejects`);
-  console.log(`  worker kill     ${killedAtPage === null ? 'did not happen (the rebuild ended first)' : `worker 1 SIGKILLed at page ${killedAtPage}/${r.pagesTotal}; worker 2 finished the rebuild`}`);
+  console.log(
+    `  worker kill     ${killedAtPage === null ? 'did not happen (the rebuild ended first)' : `worker 1 SIGKILLed at page ${killedAtPage}/${r.pagesTotal}; worker 2 finished the rebuild`}`,
+  );
   console.log(`  retries         ${r.retries}`);
-  console.log(`  duration        rebuild ${seconds(r.durationMs)} (workflow time), ${seconds(rebuildMs)} seen by the demo; ${r.runs} run(s)`);
+  console.log(
+    `  duration        rebuild ${seconds(r.durationMs)} (workflow time), ${seconds(rebuildMs)} seen by the demo; ${r.runs} run(s)`,
+  );
   console.log(
     `  versions        ${v.rows.map((x) => `version ${x.version_id} ${x.status}${x.version_id === r.versionId ? ' (this run)' : ''}`).join(', ')}` +
       (r.previousVersionId ? `; version ${r.versionId} replaced version ${r.previousVersionId}` : ''),
   );
   if (r.reconciliation) {
     const x = r.reconciliation;
-    console.log(`  reconciliation  ${x.ok ? 'ok' : 'MISMATCH'}: ${x.buckets} buckets, source ${x.sourceRows} = catalog ${x.catalogRows}${x.rejects ? ` + ${x.rejects} quarantined` : ''}, ${x.sampled} records sampled, ${x.sampleMismatches} differ`);
+    console.log(
+      `  reconciliation  ${x.ok ? 'ok' : 'MISMATCH'}: ${x.buckets} buckets, source ${x.sourceRows} = catalog ${x.catalogRows}${x.rejects ? ` + ${x.rejects} quarantined` : ''}, ${x.sampled} records sampled, ${x.sampleMismatches} differ`,
+    );
   }
-  console.log(`  catalog = source ${equal ? 'yes' : 'NO'}: ${cmp.catalogRows} rows md5 ${cmp.catalog} vs source ${cmp.sourceRows} rows md5 ${cmp.source}${isActive ? '' : ` (active version is ${active.rows[0]?.version_id ?? 'none'}, not ${r.versionId})`}`);
+  console.log(
+    `  catalog = source ${equal ? 'yes' : 'NO'}: ${cmp.catalogRows} rows md5 ${cmp.catalog} vs source ${cmp.sourceRows} rows md5 ${cmp.source}${isActive ? '' : ` (active version is ${active.rows[0]?.version_id ?? 'none'}, not ${r.versionId})`}`,
+  );
   console.log(`  page retries    ${retries.rowCount} event(s) of type page_retry:`);
   for (const e of retries.rows) console.log(`    ${e.created_at.toISOString()}  ${e.message}`);
   console.log(`  Web UI          ${webUi}`);
@@ -248,7 +282,12 @@ async function main(): Promise<void> {
   const program = new Command('demo')
     .description('Rebuild a 200,000-job Bareos catalog on a local Temporal dev server, killing a worker on the way.')
     .option('--jobs <n>', 'jobs in the generated source', intAtLeast(1, 10_000_000), 200_000)
-    .option('--page-size <n>', 'jobs per page', intAtLeast(LIMITS.pageSize.min, LIMITS.pageSize.max), LIMITS.pageSize.default)
+    .option(
+      '--page-size <n>',
+      'jobs per page',
+      intAtLeast(LIMITS.pageSize.min, LIMITS.pageSize.max),
+      LIMITS.pageSize.default,
+    )
     .showHelpAfterError();
   program.parse(process.argv);
   const opts = program.opts<{ jobs: number; pageSize: number }>();
@@ -289,12 +328,18 @@ async function main(): Promise<void> {
     step(`generating a Bareos director catalog of ${opts.jobs.toLocaleString('en-US')} jobs (seed ${DEMO.seed})`);
     const tGen = Date.now();
     const gen = await generateBareosSource({ databaseUrl: sourceUrl, jobs: opts.jobs, seed: DEMO.seed });
-    info(`${gen.jobs} jobs, ${gen.clients} clients, job ids 1..${gen.maxJobId}, starts ${gen.firstStart ?? '-'} .. ${gen.lastStart ?? '-'} (${seconds(Date.now() - tGen)})`);
+    info(
+      `${gen.jobs} jobs, ${gen.clients} clients, job ids 1..${gen.maxJobId}, starts ${gen.firstStart ?? '-'} .. ${gen.lastStart ?? '-'} (${seconds(Date.now() - tGen)})`,
+    );
 
     step(`writing ${path.relative(projectRoot(), configFile)} (catalog database and source "${DEMO.source}")`);
     fs.writeFileSync(
       configFile,
-      JSON.stringify({ catalogDatabaseUrl: catalogUrl, sources: { [DEMO.source]: { kind: 'bareos', databaseUrl: sourceUrl } } }, null, 2) + '\n',
+      JSON.stringify(
+        { catalogDatabaseUrl: catalogUrl, sources: { [DEMO.source]: { kind: 'bareos', databaseUrl: sourceUrl } } },
+        null,
+        2,
+      ) + '\n',
       { mode: 0o600 },
     );
 
@@ -302,15 +347,36 @@ async function main(): Promise<void> {
     const w1 = await spawnDemoWorker(1, env);
     info(`worker 1 (pid ${w1.pid}) polls the task queue`);
 
-    catalogPool = createPool(catalogUrl, { applicationName: 'catalog-rebuild:demo', max: 2, statementTimeoutMs: 300_000 });
-    sourcePool = createPool(sourceUrl, { applicationName: 'catalog-rebuild:demo', max: 2, statementTimeoutMs: 300_000, readOnly: true });
-    const activeRows = await catalogPool.query<{ n: number }>(`SELECT count(*)::int AS n FROM active_jobs WHERE catalog_name = $1`, [DEMO.catalog]);
+    catalogPool = createPool(catalogUrl, {
+      applicationName: 'catalog-rebuild:demo',
+      max: 2,
+      statementTimeoutMs: 300_000,
+    });
+    sourcePool = createPool(sourceUrl, {
+      applicationName: 'catalog-rebuild:demo',
+      max: 2,
+      statementTimeoutMs: 300_000,
+      readOnly: true,
+    });
+    const activeRows = await catalogPool.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM active_jobs WHERE catalog_name = $1`,
+      [DEMO.catalog],
+    );
     const allowShrink = activeRows.rows[0].n > gen.jobs;
-    if (allowShrink) info(`the source is smaller than the published demo catalog (${activeRows.rows[0].n} jobs): starting with --allow-shrink`);
+    if (allowShrink)
+      info(
+        `the source is smaller than the published demo catalog (${activeRows.rows[0].n} jobs): starting with --allow-shrink`,
+      );
 
-    step(`starting the rebuild of catalog "${DEMO.catalog}" from source "${DEMO.source}", ${opts.pageSize} jobs per page`);
+    step(
+      `starting the rebuild of catalog "${DEMO.catalog}" from source "${DEMO.source}", ${opts.pageSize} jobs per page`,
+    );
     const tRebuild = Date.now();
-    const started = await startRebuild(session.client, { catalog: DEMO.catalog, source: DEMO.source, pageSize: opts.pageSize, allowShrink }, { taskQueue: DEMO.taskQueue });
+    const started = await startRebuild(
+      session.client,
+      { catalog: DEMO.catalog, source: DEMO.source, pageSize: opts.pageSize, allowShrink },
+      { taskQueue: DEMO.taskQueue },
+    );
     const handle = rebuildHandle(session.client, DEMO.catalog);
     info(`workflow ${started.handle.workflowId}${started.attached ? ' (attached to the running rebuild)' : ''}`);
 
@@ -324,7 +390,9 @@ async function main(): Promise<void> {
       let e: unknown = outcome.error;
       if (e instanceof WorkflowFailedError) while (e instanceof Error && e.cause instanceof Error) e = e.cause;
       console.log('');
-      console.log(`  rebuild         FAILED after ${seconds(rebuildMs)}, nothing was published: ${(e as Error)?.message ?? String(e)}`);
+      console.log(
+        `  rebuild         FAILED after ${seconds(rebuildMs)}, nothing was published: ${(e as Error)?.message ?? String(e)}`,
+      );
       console.log(`  Web UI          ${webUi}`);
       console.log(`  worker logs     .data/demo-worker-1.log, .data/demo-worker-2.log`);
       console.log(`  dev server      ${devServerLine}`);
@@ -332,7 +400,13 @@ async function main(): Promise<void> {
     }
     const r = outcome.result;
 
-    const equal = await checkAndSummarize(catalogPool, sourcePool, r, { pageSize: opts.pageSize, killedAtPage, rebuildMs, webUi, devServerLine });
+    const equal = await checkAndSummarize(catalogPool, sourcePool, r, {
+      pageSize: opts.pageSize,
+      killedAtPage,
+      rebuildMs,
+      webUi,
+      devServerLine,
+    });
 
     step('stopping the demo worker (SIGTERM to its process group)');
     for (const w of workers) await stopWorker(w);

@@ -29,7 +29,8 @@ export class ProgressView {
       if (!this.multi) {
         this.multi = new MultiBar(
           {
-            format: '    {bar} {value}/{total} pages · {phase} · checkpoint {checkpoint} · {rps} rows/s · {retries} retries{note}',
+            format:
+              '    {bar} {value}/{total} pages · {phase} · checkpoint {checkpoint} · {rps} rows/s · {retries} retries{note}',
             hideCursor: true,
             clearOnComplete: false,
             barsize: 30,
@@ -45,7 +46,10 @@ export class ProgressView {
     if (Date.now() - this.lastLine < 2_000) return;
     this.lastLine = Date.now();
     if (!p) info(`progress: no answer${payload.note}`);
-    else info(`progress: ${p.pagesDone}/${p.pagesTotal} pages · ${payload.phase} · checkpoint ${p.checkpoint} · ${p.rowsPerSecond} rows/s · ${p.retries} retries${payload.note}`);
+    else
+      info(
+        `progress: ${p.pagesDone}/${p.pagesTotal} pages · ${payload.phase} · checkpoint ${p.checkpoint} · ${p.rowsPerSecond} rows/s · ${p.retries} retries${payload.note}`,
+      );
   }
 
   /** Prints an announcement above the bar. */

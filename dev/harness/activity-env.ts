@@ -4,12 +4,14 @@
  */
 import type { Info } from '@temporalio/activity';
 import { MockActivityEnvironment } from '@temporalio/testing';
-import { Activities, createActivities } from '../../activities';
+import type { Activities } from '../../activities';
+import { createActivities } from '../../activities';
 import type { SourceConfig } from '../../lib/config';
 import { migrate } from '../../lib/db';
 import { SourceRegistry } from '../../lib/sources';
 import { generateBareosSource } from '../bareos-generator';
-import { testDatabases, TestDatabases } from './harness';
+import type { TestDatabases } from './harness';
+import { testDatabases } from './harness';
 
 /** Databases, sources and activities of one test file; `close()` releases them. */
 export interface ActivityFixture {

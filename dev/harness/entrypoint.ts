@@ -20,7 +20,11 @@ export interface WorkerExit {
 export function runWorkerToExit(env: NodeJS.ProcessEnv, timeoutMs = 60_000): Promise<WorkerExit> {
   const t0 = Date.now();
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, [path.join(projectRoot(), 'dist/worker/main.js')], { env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+    const child = spawn(process.execPath, [path.join(projectRoot(), 'dist/worker/main.js')], {
+      env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+      detached: true,
+    });
     let out = '';
     child.stdout!.on('data', (d) => (out += d));
     child.stderr!.on('data', (d) => (out += d));

@@ -6,9 +6,10 @@
  */
 import * as net from 'node:net';
 import * as os from 'node:os';
-import { Pool } from 'pg';
+import type { Pool } from 'pg';
 import format from 'pg-format';
-import { spawnWorker, WorkerProcess } from './harness';
+import type { WorkerProcess } from './harness';
+import { spawnWorker } from './harness';
 import { waitFor, within } from './wait';
 
 /** A spawned worker with the identity it records in the ledger and events (`<pid>@<hostname>`). */
@@ -33,7 +34,12 @@ export class WorkerFleet {
   /** Spawns one worker (optionally with extra environment) and waits until it polls. */
   async spawn(extra: Record<string, string> = {}): Promise<FleetWorker> {
     const w = await spawnWorker({ ...this.env, ...extra });
-    const fw: FleetWorker = Object.assign(w, { identity: `${w.pid}@${os.hostname()}`, n: this.all.length + 1, startedAt: Date.now(), killedAt: null });
+    const fw: FleetWorker = Object.assign(w, {
+      identity: `${w.pid}@${os.hostname()}`,
+      n: this.all.length + 1,
+      startedAt: Date.now(),
+      killedAt: null,
+    });
     this.all.push(fw);
     return fw;
   }
@@ -78,7 +84,9 @@ export class WorkerFleet {
 
   /** Output of every worker, for failure messages. */
   outputs(): string {
-    return this.all.map((w) => `--- worker ${w.n} (${w.identity})${w.killedAt ? ' [killed]' : ''}\n${w.output().slice(-4000)}`).join('\n');
+    return this.all
+      .map((w) => `--- worker ${w.n} (${w.identity})${w.killedAt ? ' [killed]' : ''}\n${w.output().slice(-4000)}`)
+      .join('\n');
   }
 }
 
@@ -108,7 +116,13 @@ export async function pageTransactions(catalogPool: Pool, workerPids?: number[])
             OR query ~ '(INSERT INTO page \\(|FROM version WHERE version_id = \\$1 FOR SHARE|INSERT INTO "?job_v|pg_sleep|UPDATE page SET rows|string_agg\\(s::text)')`,
   );
   return rows
-    .map((r) => ({ workerPid: Number(r.app.split(':')[2]), backendPid: r.pid, xid: r.xid, state: r.state, query: r.query }))
+    .map((r) => ({
+      workerPid: Number(r.app.split(':')[2]),
+      backendPid: r.pid,
+      xid: r.xid,
+      state: r.state,
+      query: r.query,
+    }))
     .filter((s) => !workerPids || workerPids.includes(s.workerPid));
 }
 
@@ -137,7 +151,9 @@ export async function killInsidePageTransaction(
       const s = sessions[0];
       const worker = live.find((w) => w.pid === s.workerPid)!;
       fleet.stop(worker);
-      const still = (await pageTransactions(catalogPool, [worker.pid])).some((x) => x.backendPid === s.backendPid && x.xid === s.xid);
+      const still = (await pageTransactions(catalogPool, [worker.pid])).some(
+        (x) => x.backendPid === s.backendPid && x.xid === s.xid,
+      );
       if (!still) {
         fleet.cont(worker);
         return null;
@@ -198,13 +214,26 @@ export function ledgerCheckpoint(rows: LedgerRow[]): number {
 }
 
 /** Attempts registered in `page_attempt` (every attempt, committed or not). */
-export async function pageAttempts(catalogPool: Pool, versionId: string): Promise<{ pageNo: number; attempt: number; workerIdentity: string; startedAt: number }[]> {
-  const { rows } = await catalogPool.query<{ page_no: number; attempt: number; worker_identity: string; started_ms: string }>(
+export async function pageAttempts(
+  catalogPool: Pool,
+  versionId: string,
+): Promise<{ pageNo: number; attempt: number; workerIdentity: string; startedAt: number }[]> {
+  const { rows } = await catalogPool.query<{
+    page_no: number;
+    attempt: number;
+    worker_identity: string;
+    started_ms: string;
+  }>(
     `SELECT page_no, attempt, worker_identity, (extract(epoch FROM started_at) * 1000)::bigint::text AS started_ms
      FROM page_attempt WHERE version_id = $1 ORDER BY page_no, attempt`,
     [versionId],
   );
-  return rows.map((r) => ({ pageNo: r.page_no, attempt: r.attempt, workerIdentity: r.worker_identity, startedAt: Number(r.started_ms) }));
+  return rows.map((r) => ({
+    pageNo: r.page_no,
+    attempt: r.attempt,
+    workerIdentity: r.worker_identity,
+    startedAt: Number(r.started_ms),
+  }));
 }
 
 /**
@@ -232,7 +261,12 @@ export interface EventRow {
 
 /** Events of a version (optionally of one kind), oldest first. */
 export async function events(catalogPool: Pool, versionId: string, kind?: string): Promise<EventRow[]> {
-  const { rows } = await catalogPool.query<{ kind: string; message: string; details: Record<string, unknown>; created_ms: string }>(
+  const { rows } = await catalogPool.query<{
+    kind: string;
+    message: string;
+    details: Record<string, unknown>;
+    created_ms: string;
+  }>(
     `SELECT kind, message, details, (extract(epoch FROM created_at) * 1000)::bigint::text AS created_ms
      FROM event WHERE version_id = $1 AND ($2::text IS NULL OR kind = $2) ORDER BY event_id`,
     [versionId, kind ?? null],
@@ -242,7 +276,11 @@ export async function events(catalogPool: Pool, versionId: string, kind?: string
 
 /** Row count and a fingerprint of every row of a version's partition, including each row's `xmin`
  *  (so any rewrite of a row, even with identical values, changes it). */
-export async function partitionFingerprint(catalogPool: Pool, versionId: string, where = 'true'): Promise<{ rows: number; md5: string; xminMd5: string }> {
+export async function partitionFingerprint(
+  catalogPool: Pool,
+  versionId: string,
+  where = 'true',
+): Promise<{ rows: number; md5: string; xminMd5: string }> {
   const table = `job_v${versionId}`;
   const { rows } = await catalogPool.query<{ n: number; md5: string; xmin_md5: string }>(
     format(
@@ -274,14 +312,22 @@ export async function readActive(pool: Pool, catalog: string): Promise<ReaderObs
      FROM active_jobs WHERE catalog_name = $1`,
     [catalog],
   );
-  return { at: Date.now(), rows: rows[0].n, md5: rows[0].md5 ?? '', versions: (rows[0].versions ?? []).filter((v) => v !== null) };
+  return {
+    at: Date.now(),
+    rows: rows[0].n,
+    md5: rows[0].md5 ?? '',
+    versions: (rows[0].versions ?? []).filter((v) => v !== null),
+  };
 }
 
 /**
  * A reader of `active_jobs` that queries in a loop until stopped, like the backup check does.
  * `stop()` returns every observation.
  */
-export function startReaderLoop(pool: Pool, catalog: string): { stop(): Promise<ReaderObservation[]>; errors: unknown[] } {
+export function startReaderLoop(
+  pool: Pool,
+  catalog: string,
+): { stop(): Promise<ReaderObservation[]>; errors: unknown[] } {
   const seen: ReaderObservation[] = [];
   const errors: unknown[] = [];
   let running = true;

@@ -9,10 +9,13 @@ import * as path from 'node:path';
 import type { TestContext } from 'node:test';
 import type { Client, WorkflowHandle } from '@temporalio/client';
 import type { Pool } from 'pg';
-import { getProgress, RebuildCatalogInput, RebuildCatalogResult, RebuildProgress, startRebuild, waitForResult } from '../../client';
+import type { RebuildCatalogInput, RebuildCatalogResult, RebuildProgress } from '../../client';
+import { getProgress, startRebuild, waitForResult } from '../../client';
 import { generateBareosSource } from '../bareos-generator';
-import { FleetWorker, WorkerFleet } from './faults';
-import { temporalClient, testDatabases, TestDatabases, testEnv, uniqueQueue, WorkerProcess, writeConfig } from './harness';
+import type { FleetWorker } from './faults';
+import { WorkerFleet } from './faults';
+import type { TestDatabases, WorkerProcess } from './harness';
+import { temporalClient, testDatabases, testEnv, uniqueQueue, writeConfig } from './harness';
 import { withDeadline } from './wait';
 
 /** The last 3,000 characters of each worker's output, for failure messages. */
@@ -25,8 +28,16 @@ export function workerOutputs(workers: WorkerProcess[]): string {
  * rejects with its own error (a `WorkflowFailedError`).
  * @throws Error `rebuild <id> did not end within <ms> ms` followed by `outputs()` (the workers' output).
  */
-export function rebuildResult(handle: WorkflowHandle, timeoutMs = 90_000, outputs: () => string = () => ''): Promise<RebuildCatalogResult> {
-  return withDeadline(waitForResult(handle), timeoutMs, () => `rebuild ${handle.workflowId} did not end within ${timeoutMs} ms\n${outputs()}`);
+export function rebuildResult(
+  handle: WorkflowHandle,
+  timeoutMs = 90_000,
+  outputs: () => string = () => '',
+): Promise<RebuildCatalogResult> {
+  return withDeadline(
+    waitForResult(handle),
+    timeoutMs,
+    () => `rebuild ${handle.workflowId} did not end within ${timeoutMs} ms\n${outputs()}`,
+  );
 }
 
 /** The session time zone of a database (`current_setting('TimeZone')`): the zone of a generated source's naive times. */

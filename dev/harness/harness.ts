@@ -3,15 +3,17 @@
  * machine's server (never stopped or restarted), a worker configuration file, and real worker
  * processes spawned detached and killed by process group.
  */
-import { spawn, ChildProcess, spawnSync } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
-import { Pool } from 'pg';
+import type { Pool } from 'pg';
 import { ensureTemporalCli } from '../env/temporal-cli';
-import { DevServer, freePort, startDevServer } from '../env/dev-server';
+import type { DevServer } from '../env/dev-server';
+import { freePort, startDevServer } from '../env/dev-server';
 import { createDatabase, dropDatabase, resolveAdminUrl } from '../env/postgres';
 import { projectRoot } from '../../lib/paths';
 import { createPool } from '../../lib/db';
@@ -28,7 +30,15 @@ export async function privateTemporal(
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'catalog-rebuild-temporal-'));
   const port = opts.port ?? (await freePort());
   const dbFile = opts.dbFile ?? path.join(dir, 'temporal.db');
-  const server = await startDevServer({ cli, port, uiPort: 0, dbFile, logFile: path.join(dir, 'server.log'), headless: true, searchAttributes: opts.searchAttributes });
+  const server = await startDevServer({
+    cli,
+    port,
+    uiPort: 0,
+    dbFile,
+    logFile: path.join(dir, 'server.log'),
+    headless: true,
+    searchAttributes: opts.searchAttributes,
+  });
   return { ...server, dir, dbFile, port, cli };
 }
 
@@ -66,17 +76,32 @@ export async function testDatabases(tag: string): Promise<TestDatabases> {
 }
 
 /** Writes a worker configuration file with one Bareos source named `director`; returns its path. */
-export function writeConfig(dbs: { catalogUrl: string; sourceUrl: string }, extra: Record<string, unknown> = {}): string {
+export function writeConfig(
+  dbs: { catalogUrl: string; sourceUrl: string },
+  extra: Record<string, unknown> = {},
+): string {
   const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'catalog-rebuild-config-')), 'config.json');
   fs.writeFileSync(
     file,
-    JSON.stringify({ catalogDatabaseUrl: dbs.catalogUrl, sources: { director: { kind: 'bareos', databaseUrl: dbs.sourceUrl, ...extra } } }, null, 2),
+    JSON.stringify(
+      {
+        catalogDatabaseUrl: dbs.catalogUrl,
+        sources: { director: { kind: 'bareos', databaseUrl: dbs.sourceUrl, ...extra } },
+      },
+      null,
+      2,
+    ),
   );
   return file;
 }
 
 /** Environment of worker and CLI processes for a test. */
-export function testEnv(o: { address: string; configFile: string; taskQueue: string; extra?: Record<string, string> }): NodeJS.ProcessEnv {
+export function testEnv(o: {
+  address: string;
+  configFile: string;
+  taskQueue: string;
+  extra?: Record<string, string>;
+}): NodeJS.ProcessEnv {
   return {
     ...process.env,
     TEMPORAL_ADDRESS: o.address,
@@ -103,7 +128,10 @@ export interface WorkerProcess {
  * (`dist/dev/test-worker.js`, which adds the page hooks of `CATALOG_REBUILD_FAULTS`); with
  * `{ entry: 'product' }` the product's `dist/worker/main.js`, as benchmarks measure it.
  */
-export async function spawnWorker(env: NodeJS.ProcessEnv, opts: { entry?: 'test' | 'product' } = {}): Promise<WorkerProcess> {
+export async function spawnWorker(
+  env: NodeJS.ProcessEnv,
+  opts: { entry?: 'test' | 'product' } = {},
+): Promise<WorkerProcess> {
   const entry = opts.entry === 'product' ? 'dist/worker/main.js' : 'dist/dev/test-worker.js';
   const child = spawn(process.execPath, [path.join(projectRoot(), entry)], {
     env,
@@ -142,15 +170,29 @@ export async function spawnWorker(env: NodeJS.ProcessEnv, opts: { entry?: 'test'
 }
 
 /** Runs the compiled CLI with `args`; returns exit code and output. */
-export function runCliProcess(args: string[], env: NodeJS.ProcessEnv, timeoutMs = 300_000): { code: number | null; stdout: string; stderr: string } {
-  const r = spawnSync(process.execPath, [path.join(projectRoot(), 'bin/catalog-rebuild.js'), ...args], { env, encoding: 'utf8', timeout: timeoutMs });
+export function runCliProcess(
+  args: string[],
+  env: NodeJS.ProcessEnv,
+  timeoutMs = 300_000,
+): { code: number | null; stdout: string; stderr: string } {
+  const r = spawnSync(process.execPath, [path.join(projectRoot(), 'bin/catalog-rebuild.js'), ...args], {
+    env,
+    encoding: 'utf8',
+    timeout: timeoutMs,
+  });
   return { code: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 
 /** Runs the compiled CLI with `args` without blocking the event loop; resolves with exit code and output. */
-export function runCliAsync(args: string[], env: NodeJS.ProcessEnv): Promise<{ code: number | null; stdout: string; stderr: string }> {
+export function runCliAsync(
+  args: string[],
+  env: NodeJS.ProcessEnv,
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, [path.join(projectRoot(), 'bin/catalog-rebuild.js'), ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [path.join(projectRoot(), 'bin/catalog-rebuild.js'), ...args], {
+      env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let stdout = '';
     let stderr = '';
     child.stdout!.on('data', (d) => (stdout += d));
@@ -169,8 +211,14 @@ export async function temporalClient(address: string): Promise<{ client: Client;
 export const uniqueQueue = (tag: string): string => `catalog-rebuild-test-${tag}-${randomBytes(3).toString('hex')}`;
 
 /** Every field of the published catalog vs the source, as text, in key order; returns md5 of both (row counts when they differ). */
-export async function compareCatalogToSource(catalogPool: Pool, sourcePool: Pool, catalog: string, timezone = 'UTC'): Promise<{ catalog: string; source: string; rows: number }> {
+export async function compareCatalogToSource(
+  catalogPool: Pool,
+  sourcePool: Pool,
+  catalog: string,
+  timezone = 'UTC',
+): Promise<{ catalog: string; source: string; rows: number }> {
   const r = await compareInSql(catalogPool, sourcePool, catalog, timezone);
-  if (r.catalogRows !== r.sourceRows) return { catalog: `${r.catalogRows} rows`, source: `${r.sourceRows} rows`, rows: r.sourceRows };
+  if (r.catalogRows !== r.sourceRows)
+    return { catalog: `${r.catalogRows} rows`, source: `${r.sourceRows} rows`, rows: r.sourceRows };
   return { catalog: r.catalog, source: r.source, rows: r.sourceRows };
 }

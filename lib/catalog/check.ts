@@ -5,7 +5,7 @@
  * a rebuild in progress is invisible until its publish. Works with the `catalog_reader` role, which
  * may read `active_jobs` and nothing else.
  */
-import { PoolClient } from 'pg';
+import type { PoolClient } from 'pg';
 
 /** What {@link readBackupCheck} reads. */
 export interface BackupCheckQuery {
@@ -50,14 +50,19 @@ export interface BackupCheckSnapshot {
 async function readActiveVersionForCheck(db: PoolClient, catalog: string): Promise<string | null> {
   await db.query('SAVEPOINT pointer');
   try {
-    const a = await db.query<{ version_id: string }>(`SELECT version_id::text FROM active WHERE catalog_name = $1`, [catalog]);
+    const a = await db.query<{ version_id: string }>(`SELECT version_id::text FROM active WHERE catalog_name = $1`, [
+      catalog,
+    ]);
     await db.query('RELEASE SAVEPOINT pointer');
     return a.rows[0]?.version_id ?? null;
   } catch (err) {
     if ((err as { code?: string }).code !== '42501') throw err;
     await db.query('ROLLBACK TO SAVEPOINT pointer');
   }
-  const v = await db.query<{ version_id: string }>(`SELECT version_id::text FROM active_jobs WHERE catalog_name = $1 LIMIT 1`, [catalog]);
+  const v = await db.query<{ version_id: string }>(
+    `SELECT version_id::text FROM active_jobs WHERE catalog_name = $1 LIMIT 1`,
+    [catalog],
+  );
   return v.rows[0]?.version_id ?? null;
 }
 
@@ -89,7 +94,12 @@ async function readClientBackups(db: PoolClient, q: BackupCheckQuery): Promise<C
      ORDER BY s.client`,
     [q.catalog, q.now, q.maxAgeSeconds, q.lookbackSeconds, q.clients],
   );
-  return rows.map((r) => ({ client: r.client, hasGoodBackup: r.ok, hasWarningBackup: r.warn, newestAgeSeconds: r.age }));
+  return rows.map((r) => ({
+    client: r.client,
+    hasGoodBackup: r.ok,
+    hasWarningBackup: r.warn,
+    newestAgeSeconds: r.age,
+  }));
 }
 
 /**

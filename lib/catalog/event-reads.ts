@@ -4,7 +4,6 @@
  */
 import type { Queryable } from '../db';
 
-
 /**
  * One event as {@link listEvents} returns it. The column names are those of the `event` table;
  * `catalog-rebuild events --json` prints this object as is.
@@ -46,8 +45,9 @@ export async function listEvents(db: Queryable, catalog: string, limit: number):
  * @returns the message, or null when the catalog has no event.
  */
 export async function readLastEventMessage(db: Queryable, catalog: string): Promise<string | null> {
-  const { rows } = await db.query<{ message: string }>(`SELECT message FROM event WHERE catalog_name = $1 ORDER BY event_id DESC LIMIT 1`, [
-    catalog,
-  ]);
+  const { rows } = await db.query<{ message: string }>(
+    `SELECT message FROM event WHERE catalog_name = $1 ORDER BY event_id DESC LIMIT 1`,
+    [catalog],
+  );
   return rows[0]?.message ?? null;
 }

@@ -9,7 +9,8 @@ import format from 'pg-format';
 import type { PoolClient } from 'pg';
 import { from as copyFrom } from 'pg-copy-streams';
 import type { Queryable } from '../db';
-import { JOB_COLUMNS, SourceRow } from '../sources/types';
+import type { SourceRow } from '../sources/types';
+import { JOB_COLUMNS } from '../sources/types';
 import { copyValue, utcText } from '../text-form';
 import { partitionName } from './partitions';
 
@@ -88,7 +89,9 @@ export async function upsertRows(db: Queryable, versionId: string, pageNo: numbe
  */
 export async function copyRows(db: PoolClient, versionId: string, pageNo: number, rows: SourceRow[]): Promise<number> {
   if (!rows.length) return 0;
-  const stream = db.query(copyFrom(format('COPY %I (version_id, page_no, %I) FROM STDIN', partitionName(versionId), JOB_COLUMNS)));
+  const stream = db.query(
+    copyFrom(format('COPY %I (version_id, page_no, %I) FROM STDIN', partitionName(versionId), JOB_COLUMNS)),
+  );
   const done = finished(stream);
   done.catch(() => undefined); // awaited below; never an unhandled rejection
   const prefix = `${versionId}\t${pageNo}`;
@@ -116,7 +119,12 @@ export async function copyRows(db: PoolClient, versionId: string, pageNo: number
  * Must run inside a transaction.
  * @returns rows inserted or changed, and which write was used.
  */
-export async function copyOrUpsertRows(db: PoolClient, versionId: string, pageNo: number, rows: SourceRow[]): Promise<{ rows: number; method: 'copy' | 'upsert' }> {
+export async function copyOrUpsertRows(
+  db: PoolClient,
+  versionId: string,
+  pageNo: number,
+  rows: SourceRow[],
+): Promise<{ rows: number; method: 'copy' | 'upsert' }> {
   if (!rows.length) return { rows: 0, method: 'copy' };
   await db.query('SAVEPOINT page_copy');
   try {
@@ -152,7 +160,6 @@ export async function rangeChecksum(
   return rows[0];
 }
 
-
 /** A catalog row's job id and paging key (decimal text). */
 export interface JobKeyPair {
   job_id: string;
@@ -184,7 +191,9 @@ export async function deleteJobsById(db: Queryable, versionId: string, jobIds: s
  */
 export async function deleteJobsByKey(db: Queryable, versionId: string, jobKeys: string[]): Promise<number> {
   if (!jobKeys.length) return 0;
-  const r = await db.query(format('DELETE FROM %I WHERE job_key = ANY($1::bigint[])', partitionName(versionId)), [jobKeys]);
+  const r = await db.query(format('DELETE FROM %I WHERE job_key = ANY($1::bigint[])', partitionName(versionId)), [
+    jobKeys,
+  ]);
   return r.rowCount ?? 0;
 }
 
@@ -218,7 +227,11 @@ const RENUMBERED_LIMIT = 100;
  * (name, id) pair exists in the other version (so duplicate names are not reported), limited to
  * 100 names sorted by name; `truncated` says there are more.
  */
-export async function renumberedJobs(db: Queryable, oldId: string, newId: string): Promise<{ jobs: RenumberedJob[]; truncated: boolean }> {
+export async function renumberedJobs(
+  db: Queryable,
+  oldId: string,
+  newId: string,
+): Promise<{ jobs: RenumberedJob[]; truncated: boolean }> {
   const { rows } = await db.query<{ job: string; old_id: string; new_id: string }>(
     format(
       `SELECT o.job, o.job_id AS old_id, n.job_id AS new_id
@@ -236,7 +249,8 @@ export async function renumberedJobs(db: Queryable, oldId: string, newId: string
     ),
   );
   const byName = new Map<string, RenumberedJob>();
-  for (const r of rows) if (!byName.has(r.job)) byName.set(r.job, { job: r.job, previousJobId: r.old_id, jobId: r.new_id });
+  for (const r of rows)
+    if (!byName.has(r.job)) byName.set(r.job, { job: r.job, previousJobId: r.old_id, jobId: r.new_id });
   const jobs = [...byName.values()].sort((a, b) => a.job.localeCompare(b.job));
   return { jobs: jobs.slice(0, RENUMBERED_LIMIT), truncated: rows.length > RENUMBERED_LIMIT };
 }

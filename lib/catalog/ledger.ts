@@ -11,7 +11,12 @@ import type { VersionStatus } from './versions';
  * Stores the fixed plan of a version: page n (from 1) covers keys `firstKeys[n-1]..lastKeys[n-1]`
  * (decimal text); nothing when there are no pages.
  */
-export async function insertPlanPages(db: Queryable, versionId: string, firstKeys: string[], lastKeys: string[]): Promise<void> {
+export async function insertPlanPages(
+  db: Queryable,
+  versionId: string,
+  firstKeys: string[],
+  lastKeys: string[],
+): Promise<void> {
   if (!firstKeys.length) return;
   await db.query(
     `INSERT INTO plan_page (version_id, page_no, first_key, last_key)
@@ -49,16 +54,19 @@ export interface PageAttemptKey {
 
 /** Records that worker `identity` runs this attempt of the page (first claim wins; idempotent). */
 export async function claimPageAttempt(db: Queryable, a: PageAttemptKey, identity: string): Promise<void> {
-  await db.query(`INSERT INTO page_attempt (version_id, page_no, attempt, worker_identity) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING`, [
-    a.versionId,
-    a.pageNo,
-    a.attempt,
-    identity,
-  ]);
+  await db.query(
+    `INSERT INTO page_attempt (version_id, page_no, attempt, worker_identity) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING`,
+    [a.versionId, a.pageNo, a.attempt, identity],
+  );
 }
 
 /** The worker that claimed attempt `attempt` of a page, or null when none did. */
-export async function attemptWorker(db: Queryable, versionId: string, pageNo: number, attempt: number): Promise<string | null> {
+export async function attemptWorker(
+  db: Queryable,
+  versionId: string,
+  pageNo: number,
+  attempt: number,
+): Promise<string | null> {
   const prev = await db.query<{ worker_identity: string }>(
     `SELECT worker_identity FROM page_attempt WHERE version_id = $1 AND page_no = $2 AND attempt = $3 LIMIT 1`,
     [versionId, pageNo, attempt],
@@ -71,7 +79,11 @@ export async function attemptWorker(db: Queryable, versionId: string, pageNo: nu
  * @returns false when the row exists: another attempt committed the page (or holds it), so this
  *   transaction must roll back and report that attempt's recorded result.
  */
-export async function claimPage(c: PoolClient, a: PageAttemptKey & { firstKey: string; lastKey: string }, identity: string): Promise<boolean> {
+export async function claimPage(
+  c: PoolClient,
+  a: PageAttemptKey & { firstKey: string; lastKey: string },
+  identity: string,
+): Promise<boolean> {
   const claimed = await c.query(
     `INSERT INTO page (version_id, page_no, first_key, last_key, attempt, worker_identity)
                  VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING`,

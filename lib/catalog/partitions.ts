@@ -27,7 +27,9 @@ export async function createVersionPartition(db: Queryable, versionId: string): 
   const table = partitionName(versionId);
   if (await partitionExists(db, versionId)) return table;
   await db.query(format('CREATE TABLE %I (LIKE job INCLUDING DEFAULTS)', table));
-  await db.query(format('ALTER TABLE %I ADD CONSTRAINT %I CHECK (version_id = %s)', table, `${table}_version`, versionId));
+  await db.query(
+    format('ALTER TABLE %I ADD CONSTRAINT %I CHECK (version_id = %s)', table, `${table}_version`, versionId),
+  );
   await db.query(format('ALTER TABLE %I ADD PRIMARY KEY (version_id, job_id)', table));
   // The page checksum reads the page's key range: without this index every page would scan the
   // whole partition (quadratic in the job count; docs/performance.md).

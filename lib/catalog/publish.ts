@@ -12,7 +12,11 @@ import { partitionName } from './partitions';
  * transaction of `db`.
  * @returns its id (decimal text), or null when the catalog was never published.
  */
-export async function activeVersionId(db: Queryable, catalog: string, opts: { forUpdate?: boolean } = {}): Promise<string | null> {
+export async function activeVersionId(
+  db: Queryable,
+  catalog: string,
+  opts: { forUpdate?: boolean } = {},
+): Promise<string | null> {
   const { rows } = await db.query<{ version_id: string }>(
     `SELECT version_id::text FROM active WHERE catalog_name = $1${opts.forUpdate ? ' FOR UPDATE' : ''}`,
     [catalog],
@@ -39,7 +43,10 @@ export async function flipActive(c: PoolClient, catalog: string, versionId: stri
              ON CONFLICT (catalog_name) DO UPDATE SET version_id = EXCLUDED.version_id, published_at = EXCLUDED.published_at`,
     [catalog, versionId],
   );
-  await c.query(`UPDATE version SET status = 'active', published_at = now(), finished_at = now() WHERE version_id = $1`, [versionId]);
+  await c.query(
+    `UPDATE version SET status = 'active', published_at = now(), finished_at = now() WHERE version_id = $1`,
+    [versionId],
+  );
 }
 
 /** Marks a version `retired` (replaced by a publish or a rollback; its rows are kept). */

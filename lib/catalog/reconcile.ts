@@ -39,7 +39,10 @@ export async function catalogBucketStats(db: Queryable, versionId: string): Prom
 /** Job names (`job`) that occur more than once in a version. */
 export async function duplicateJobNameCount(db: Queryable, versionId: string): Promise<number> {
   const dup = await db.query<{ n: string }>(
-    format(`SELECT count(*)::text AS n FROM (SELECT job FROM %I GROUP BY job HAVING count(*) > 1) d`, partitionName(versionId)),
+    format(
+      `SELECT count(*)::text AS n FROM (SELECT job FROM %I GROUP BY job HAVING count(*) > 1) d`,
+      partitionName(versionId),
+    ),
   );
   return Number(dup.rows[0].n);
 }
@@ -48,9 +51,17 @@ export async function duplicateJobNameCount(db: Queryable, versionId: string): P
  * A pseudo-random sample of `size` rows of a version in SourceRow text form (for the
  * field-by-field comparison), ordered by md5(job id || `seed`): the same seed gives the same sample.
  */
-export async function sampleCatalogRows(db: Queryable, versionId: string, seed: string, size: number): Promise<SourceRow[]> {
+export async function sampleCatalogRows(
+  db: Queryable,
+  versionId: string,
+  seed: string,
+  size: number,
+): Promise<SourceRow[]> {
   const sample = await db.query<SourceRow>(
-    format(`SELECT ${CATALOG_ROW_AS_TEXT} FROM %I t ORDER BY md5(t.job_id || $1::text) LIMIT $2`, partitionName(versionId)),
+    format(
+      `SELECT ${CATALOG_ROW_AS_TEXT} FROM %I t ORDER BY md5(t.job_id || $1::text) LIMIT $2`,
+      partitionName(versionId),
+    ),
     [seed, size],
   );
   return sample.rows;
@@ -95,7 +106,13 @@ export async function duplicateRecordCount(db: Queryable, versionId: string): Pr
 }
 
 /** Stores (or replaces) the report of one reconciliation round; `report` is stored as jsonb. */
-export async function saveReconciliation(db: Queryable, versionId: string, round: number, ok: boolean, report: object): Promise<void> {
+export async function saveReconciliation(
+  db: Queryable,
+  versionId: string,
+  round: number,
+  ok: boolean,
+  report: object,
+): Promise<void> {
   await db.query(
     `INSERT INTO reconciliation (version_id, round, ok, report) VALUES ($1, $2, $3, $4)
                ON CONFLICT (version_id, round) DO UPDATE SET ok = EXCLUDED.ok, report = EXCLUDED.report, created_at = now()`,
@@ -105,6 +122,9 @@ export async function saveReconciliation(db: Queryable, versionId: string, round
 
 /** Whether the latest reconciliation round of a version passed (false when it has none). */
 export async function latestReconciliationPassed(db: Queryable, versionId: string): Promise<boolean> {
-  const rec = await db.query<{ ok: boolean }>(`SELECT ok FROM reconciliation WHERE version_id = $1 ORDER BY round DESC LIMIT 1`, [versionId]);
+  const rec = await db.query<{ ok: boolean }>(
+    `SELECT ok FROM reconciliation WHERE version_id = $1 ORDER BY round DESC LIMIT 1`,
+    [versionId],
+  );
   return !!rec.rows[0]?.ok;
 }

@@ -10,7 +10,12 @@ import type { RejectRecord } from '../validate';
  * paging key): a later attempt or repair replaces the reason and raw record.
  * @returns rejects written.
  */
-export async function writeRejects(db: Queryable, versionId: string, pageNo: number, records: RejectRecord[]): Promise<number> {
+export async function writeRejects(
+  db: Queryable,
+  versionId: string,
+  pageNo: number,
+  records: RejectRecord[],
+): Promise<number> {
   // One row per paging key (the last one given wins): ON CONFLICT cannot affect a row twice.
   const rejects = [...new Map(records.map((r) => [r.jobKey, r])).values()];
   if (!rejects.length) return 0;
@@ -39,7 +44,12 @@ export async function writeRejects(db: Queryable, versionId: string, pageNo: num
  * Deletes the quarantined records of one bucket of a version except those with the paging keys
  * `keepKeys` (decimal text): records valid again, or gone from the source, leave the reject table.
  */
-export async function deleteBucketRejectsExcept(db: Queryable, versionId: string, bucket: string | null, keepKeys: string[]): Promise<void> {
+export async function deleteBucketRejectsExcept(
+  db: Queryable,
+  versionId: string,
+  bucket: string | null,
+  keepKeys: string[],
+): Promise<void> {
   await db.query(
     `DELETE FROM reject WHERE version_id = $1 AND bucket IS NOT DISTINCT FROM $2::date AND NOT (job_key = ANY($3::bigint[]))`,
     [versionId, bucket, keepKeys],
@@ -53,7 +63,9 @@ export async function deleteVersionRejects(db: Queryable, versionId: string): Pr
 
 /** Quarantined records of a version. */
 export async function countRejects(db: Queryable, versionId: string): Promise<number> {
-  const { rows } = await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM reject WHERE version_id = $1`, [versionId]);
+  const { rows } = await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM reject WHERE version_id = $1`, [
+    versionId,
+  ]);
   return rows[0].n;
 }
 

@@ -88,7 +88,9 @@ async function latestRetiredWithRows(c: PoolClient, catalog: string): Promise<st
     [catalog],
   );
   for (const cand of candidates.rows) {
-    const has = await c.query<{ has: boolean }>(format('SELECT EXISTS (SELECT 1 FROM %I) AS has', partitionName(cand.version_id)));
+    const has = await c.query<{ has: boolean }>(
+      format('SELECT EXISTS (SELECT 1 FROM %I) AS has', partitionName(cand.version_id)),
+    );
     if (has.rows[0].has) return cand.version_id;
   }
   return null;

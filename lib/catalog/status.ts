@@ -5,7 +5,6 @@
  */
 import type { Queryable } from '../db';
 
-
 /** The latest version of a catalog with its ledger totals, as {@link readLatestVersionProgress} returns it. */
 export interface LatestVersionProgress {
   /** Version id (decimal text). */

@@ -53,7 +53,11 @@ export interface LockedVersion {
  * for the writes in flight, and writes that come later see the new status.
  * @returns the row, or null when the version does not exist.
  */
-export async function lockVersionRow(c: PoolClient, versionId: string, mode: VersionLockMode): Promise<LockedVersion | null> {
+export async function lockVersionRow(
+  c: PoolClient,
+  versionId: string,
+  mode: VersionLockMode,
+): Promise<LockedVersion | null> {
   const { rows } = await c.query<{ status: VersionStatus; catalog_name: string }>(
     `SELECT status, catalog_name FROM version WHERE version_id = $1 ${mode === 'share' ? 'FOR SHARE' : 'FOR UPDATE'}`,
     [versionId],
@@ -66,7 +70,11 @@ export async function lockVersionRow(c: PoolClient, versionId: string, mode: Ver
  * @returns the status.
  * @throws VersionFencedError (VERSION_FENCED, non-retryable) naming the status (`missing` when there is no row).
  */
-export function requireVersionStatus(versionId: string, status: VersionStatus | undefined, allowed: readonly VersionStatus[]): VersionStatus {
+export function requireVersionStatus(
+  versionId: string,
+  status: VersionStatus | undefined,
+  allowed: readonly VersionStatus[],
+): VersionStatus {
   if (!status || !allowed.includes(status)) throw new VersionFencedError(versionId, status ?? 'missing');
   return status;
 }
@@ -92,8 +100,17 @@ export async function markVerifying(c: PoolClient, versionId: string): Promise<v
 }
 
 /** Ends an unpublished version as `abandoned` or `failed` with its reason (caller holds the row `FOR UPDATE`). */
-export async function markEnded(c: PoolClient, versionId: string, status: 'abandoned' | 'failed', reason: string): Promise<void> {
-  await c.query(`UPDATE version SET status = $2, finished_at = now(), failure_reason = $3 WHERE version_id = $1`, [versionId, status, reason]);
+export async function markEnded(
+  c: PoolClient,
+  versionId: string,
+  status: 'abandoned' | 'failed',
+  reason: string,
+): Promise<void> {
+  await c.query(`UPDATE version SET status = $2, finished_at = now(), failure_reason = $3 WHERE version_id = $1`, [
+    versionId,
+    status,
+    reason,
+  ]);
 }
 
 /** Marks a version `dropped` (its rows are about to be removed; caller holds the publish lock and the row). */
@@ -146,7 +163,10 @@ export async function findPlan(db: Queryable, workflowId: string, firstRunId: st
 
 /** Whether a version was planned for (workflow id, first run id). */
 export async function planExists(db: Queryable, workflowId: string, firstRunId: string): Promise<boolean> {
-  const r = await db.query(`SELECT 1 FROM version WHERE workflow_id = $1 AND first_run_id = $2`, [workflowId, firstRunId]);
+  const r = await db.query(`SELECT 1 FROM version WHERE workflow_id = $1 AND first_run_id = $2`, [
+    workflowId,
+    firstRunId,
+  ]);
   return !!r.rowCount;
 }
 
@@ -175,14 +195,34 @@ export async function insertVersion(c: Queryable, v: NewVersion): Promise<string
     `INSERT INTO version (catalog_name, source_name, workflow_id, first_run_id, page_size, pages_total,
                                   source_rows, watermark_key, watermark_time, source_timezone)
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING version_id::text`,
-    [v.catalog, v.source, v.workflowId, v.firstRunId, v.pageSize, v.pagesTotal, v.sourceRows, v.watermarkKey, v.watermarkTime, v.timezone],
+    [
+      v.catalog,
+      v.source,
+      v.workflowId,
+      v.firstRunId,
+      v.pageSize,
+      v.pagesTotal,
+      v.sourceRows,
+      v.watermarkKey,
+      v.watermarkTime,
+      v.timezone,
+    ],
   );
   return ins.rows[0].version_id;
 }
 
 /** Records a staged listing's sha256 and the repeated ids dropped while staging it. */
-export async function setSourceSnapshot(c: Queryable, versionId: string, snapshot: string | null, duplicates: number): Promise<void> {
-  await c.query(`UPDATE version SET source_snapshot = $2, source_duplicates = $3 WHERE version_id = $1`, [versionId, snapshot, duplicates]);
+export async function setSourceSnapshot(
+  c: Queryable,
+  versionId: string,
+  snapshot: string | null,
+  duplicates: number,
+): Promise<void> {
+  await c.query(`UPDATE version SET source_snapshot = $2, source_duplicates = $3 WHERE version_id = $1`, [
+    versionId,
+    snapshot,
+    duplicates,
+  ]);
 }
 
 /** Records the name of the version's table. */

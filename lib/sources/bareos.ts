@@ -1,7 +1,8 @@
-import { Pool } from 'pg';
+import type { Pool } from 'pg';
 import { createPool } from '../db';
-import { BucketStat, DST_RULE, DstReport, JobSource, ReadRow, SourceWatermark } from './types';
-import { DatabaseSourceConfig } from '../config';
+import type { BucketStat, DstReport, JobSource, ReadRow, SourceWatermark } from './types';
+import { DST_RULE } from './types';
+import type { DatabaseSourceConfig } from '../config';
 import { BAREOS_JOB_SELECT as SELECT_JOB } from './bareos-columns';
 import { BAREOS_FINGERPRINT_ROW as SOURCE_FINGERPRINT_ROW } from '../fingerprint';
 
@@ -84,7 +85,10 @@ export class BareosSource implements JobSource {
   async readKeys(keys: string[]): Promise<ReadRow[]> {
     if (!keys.length) return [];
     const tz = await this.timezone();
-    const { rows } = await this.pool.query<ReadRow>(`${SELECT_JOB} WHERE j.jobid = ANY($2::bigint[]) ORDER BY j.jobid`, [tz, keys]);
+    const { rows } = await this.pool.query<ReadRow>(
+      `${SELECT_JOB} WHERE j.jobid = ANY($2::bigint[]) ORDER BY j.jobid`,
+      [tz, keys],
+    );
     return rows;
   }
 
@@ -111,7 +115,12 @@ export class BareosSource implements JobSource {
 
   async bucketStats(maxKey: string): Promise<BucketStat[]> {
     const tz = await this.timezone();
-    const { rows } = await this.pool.query<{ bucket: string | null; count: string; fingerprint: string; bytes: string }>(
+    const { rows } = await this.pool.query<{
+      bucket: string | null;
+      count: string;
+      fingerprint: string;
+      bytes: string;
+    }>(
       `SELECT j.starttime::date::text AS bucket, count(*)::text AS count,
               md5(string_agg(${SOURCE_FINGERPRINT_ROW}, E'\\n' ORDER BY j.jobid)) AS fingerprint,
               coalesce(sum(j.jobbytes), 0)::text AS bytes

@@ -2,11 +2,12 @@
  * Named sources of a worker: director catalog databases (`bareos`, `bacula`) read directly, and
  * listings (`restic-json`, `borg-json`) staged into the catalog database at plan time.
  */
-import { Pool, PoolClient } from 'pg';
-import { isFileSource, SourceConfig } from '../config';
+import type { Pool, PoolClient } from 'pg';
+import type { SourceConfig } from '../config';
+import { isFileSource } from '../config';
 import { BareosSource } from './bareos';
 import { readListing, StagedSource, stagedPageFirstKeys, stageListing } from './staged';
-import { JobSource, SourceWatermark } from './types';
+import type { JobSource, SourceWatermark } from './types';
 
 export { BareosSource } from './bareos';
 export { StagedSource } from './staged';
@@ -53,8 +54,10 @@ export class SourceRegistry {
   get(name: string, versionId?: string): JobSource {
     const config = this.lookup(name);
     if (isFileSource(config)) {
-      if (!versionId) throw new Error(`source ${name} (${config.kind}) is staged per version: a version id is required`);
-      if (!this.catalogPool) throw new Error(`source ${name} (${config.kind}) needs the catalog database to stage its listing`);
+      if (!versionId)
+        throw new Error(`source ${name} (${config.kind}) is staged per version: a version id is required`);
+      if (!this.catalogPool)
+        throw new Error(`source ${name} (${config.kind}) needs the catalog database to stage its listing`);
       return new StagedSource(name, config, this.catalogPool, versionId);
     }
     let s = this.open.get(name);
@@ -76,7 +79,13 @@ export class SourceRegistry {
     if (!isFileSource(config)) {
       const source = this.get(name);
       const [watermark, timezone] = await Promise.all([source.watermark(), source.timezone()]);
-      return { watermark, timezone, snapshot: null, duplicates: 0, pageFirstKeys: (maxKey, size) => source.pageFirstKeys(maxKey, size) };
+      return {
+        watermark,
+        timezone,
+        snapshot: null,
+        duplicates: 0,
+        pageFirstKeys: (maxKey, size) => source.pageFirstKeys(maxKey, size),
+      };
     }
     const listing = await readListing(name, config);
     const n = listing.records;

@@ -41,7 +41,12 @@ type Reply = { ok: true; listing: ListingForStaging } | { ok: false; message: st
  * @param withIds also return the staged records' ids.
  * @throws SourceDataInvalidError as parseListing does; Error when the thread dies (out of memory).
  */
-export function parseListingInThread(kind: Job['kind'], bytes: Buffer, opts: Job['opts'], withIds = false): Promise<ListingForStaging> {
+export function parseListingInThread(
+  kind: Job['kind'],
+  bytes: Buffer,
+  opts: Job['opts'],
+  withIds = false,
+): Promise<ListingForStaging> {
   return new Promise((resolve, reject) => {
     const heapMb = listingHeapMb();
     const worker = new Worker(path.join(__dirname, 'listing-thread.js'), {
@@ -53,7 +58,10 @@ export function parseListingInThread(kind: Job['kind'], bytes: Buffer, opts: Job
     worker.once('message', (reply: Reply) => {
       settled = true;
       if (reply.ok) resolve(reply.listing);
-      else reject(reply.code === 'SOURCE_DATA_INVALID' ? new SourceDataInvalidError(reply.message) : new Error(reply.message));
+      else
+        reject(
+          reply.code === 'SOURCE_DATA_INVALID' ? new SourceDataInvalidError(reply.message) : new Error(reply.message),
+        );
       void worker.terminate();
     });
     worker.once('error', (err) => {
@@ -86,10 +94,25 @@ if (!isMainThread && parentPort && (workerData as Job | undefined)?.kind) {
   const job = workerData as Job;
   let reply: Reply;
   try {
-    const l = parseListing(job.kind, Buffer.from(job.bytes.buffer, job.bytes.byteOffset, job.bytes.byteLength), job.opts);
+    const l = parseListing(
+      job.kind,
+      Buffer.from(job.bytes.buffer, job.bytes.byteOffset, job.bytes.byteLength),
+      job.opts,
+    );
     const copyText = Buffer.from(toCopyText(l.records), 'utf8');
     const ids = job.withIds ? l.records.map((r) => r.jobId).filter((id): id is string => id !== null) : null;
-    reply = { ok: true, listing: { sha256: l.sha256, records: l.records.length, duplicates: l.duplicates, listed: l.listed, groups: l.groups, copyText, ids } };
+    reply = {
+      ok: true,
+      listing: {
+        sha256: l.sha256,
+        records: l.records.length,
+        duplicates: l.duplicates,
+        listed: l.listed,
+        groups: l.groups,
+        copyText,
+        ids,
+      },
+    };
   } catch (err) {
     reply = { ok: false, message: (err as Error).message, code: (err as { code?: string }).code };
   }

@@ -4,7 +4,8 @@
  * text; times as written, converted later in SQL).
  */
 import { createHash } from 'node:crypto';
-import { isLosslessNumber, LosslessNumber, parse, stringify } from 'lossless-json';
+import type { LosslessNumber } from 'lossless-json';
+import { isLosslessNumber, parse, stringify } from 'lossless-json';
 import { z } from 'zod';
 import { copyValue } from '../text-form';
 import { SourceDataInvalidError } from '../errors';
@@ -63,16 +64,23 @@ export function normalizeTime(s: string): { text: string; offset: boolean } | { 
   const month = Number(mo);
   const day = Number(d);
   const daysInMonth = new Date(Date.UTC(Number(y), month, 0)).getUTCDate();
-  if (Number(y) < 1 || month < 1 || month > 12 || day < 1 || day > daysInMonth) return { error: 'is not a calendar date' };
+  if (Number(y) < 1 || month < 1 || month > 12 || day < 1 || day > daysInMonth)
+    return { error: 'is not a calendar date' };
   if (Number(h) > 23 || Number(mi) > 59 || Number(se) > 59) return { error: 'is not a clock time' };
   // PostgreSQL accepts offsets up to ±15:59 (real zones span −12:00 … +14:00).
-  if (off && off.toUpperCase() !== 'Z' && (Number(off.slice(1, 3)) > 15 || Number(off.slice(4, 6)) > 59)) return { error: 'has a UTC offset beyond ±15:59' };
+  if (off && off.toUpperCase() !== 'Z' && (Number(off.slice(1, 3)) > 15 || Number(off.slice(4, 6)) > 59))
+    return { error: 'has a UTC offset beyond ±15:59' };
   const micro = (frac ?? '').slice(0, 6).padEnd(6, '0');
-  return { text: `${y}-${mo}-${d}T${h}:${mi}:${se}.${micro}${off ? (off.toUpperCase() === 'Z' ? 'Z' : off) : ''}`, offset: !!off };
+  return {
+    text: `${y}-${mo}-${d}T${h}:${mi}:${se}.${micro}${off ? (off.toUpperCase() === 'Z' ? 'Z' : off) : ''}`,
+    offset: !!off,
+  };
 }
 
 /** A JSON number kept exact, as decimal text. */
-const exactNumber = z.custom<LosslessNumber>((v) => isLosslessNumber(v), { message: 'must be a number' }).transform((n) => n.value);
+const exactNumber = z
+  .custom<LosslessNumber>((v) => isLosslessNumber(v), { message: 'must be a number' })
+  .transform((n) => n.value);
 /** A non-negative whole number (u64 counters), as decimal text. */
 const counter = exactNumber.pipe(
   z
@@ -83,7 +91,14 @@ const counter = exactNumber.pipe(
 const text = z.string();
 /** A non-empty string; `missing` names what is absent (a value of another type says so). */
 const requiredString = (missing: string) =>
-  z.string({ error: (iss) => (iss.input === undefined || iss.input === null ? missing : `must be a string, not ${Array.isArray(iss.input) ? 'an array' : typeof iss.input === 'object' && isLosslessNumber(iss.input) ? 'a number' : typeof iss.input}`) }).min(1, { message: missing });
+  z
+    .string({
+      error: (iss) =>
+        iss.input === undefined || iss.input === null
+          ? missing
+          : `must be a string, not ${Array.isArray(iss.input) ? 'an array' : typeof iss.input === 'object' && isLosslessNumber(iss.input) ? 'a number' : typeof iss.input}`,
+    })
+    .min(1, { message: missing });
 const time = z.string({ message: 'is missing' }).superRefine((s, ctx) => {
   const t = normalizeTime(s);
   if ('error' in t) ctx.addIssue({ code: 'custom', message: t.error });
@@ -173,7 +188,8 @@ function nulPath(v: unknown, at: string[] = []): string | null {
 
 /** Problems that make a record unusable before its fields are read: not an object, a NUL character. */
 function recordProblem(rec: unknown): string | null {
-  if (rec === null || typeof rec !== 'object' || Array.isArray(rec) || isLosslessNumber(rec)) return 'record: is not a JSON object';
+  if (rec === null || typeof rec !== 'object' || Array.isArray(rec) || isLosslessNumber(rec))
+    return 'record: is not a JSON object';
   const nul = nulPath(rec);
   return nul ? `${nul}: contains a NUL character (\\u0000), which PostgreSQL text cannot store` : null;
 }
@@ -183,8 +199,20 @@ function rejected(rec: unknown, reason: string, raw: string, fields: Partial<Sta
   const r = (rec && typeof rec === 'object' && !Array.isArray(rec) ? rec : {}) as Record<string, unknown>;
   const safe = (v: unknown) => (typeof v === 'string' && v && !v.includes('\u0000') ? v : null);
   return {
-    jobId: safe(r.id), job: null, jobName: null, client: null, type: 'B', level: null, status: null,
-    timeKind: 'offset', startText: null, endText: null, files: null, bytes: null, comment: null, extra: null,
+    jobId: safe(r.id),
+    job: null,
+    jobName: null,
+    client: null,
+    type: 'B',
+    level: null,
+    status: null,
+    timeKind: 'offset',
+    startText: null,
+    endText: null,
+    files: null,
+    bytes: null,
+    comment: null,
+    extra: null,
     ...fields,
     rejectReason: reason,
     raw,
@@ -192,7 +220,10 @@ function rejected(rec: unknown, reason: string, raw: string, fields: Partial<Sta
 }
 
 /** Start and end as staged: both with an offset, or both naive (one kind per record). */
-function times(start: string | null | undefined, end: string | null | undefined): { kind: 'offset' | 'naive'; start: string | null; end: string | null } | { error: string } {
+function times(
+  start: string | null | undefined,
+  end: string | null | undefined,
+): { kind: 'offset' | 'naive'; start: string | null; end: string | null } | { error: string } {
   const a = timeOf(start);
   const b = timeOf(end);
   if (a.offset !== null && b.offset !== null && a.offset !== b.offset) {
@@ -266,8 +297,14 @@ const CHECKPOINT = /\.checkpoint(\.\d+)?$/;
 function borgRecord(rec: unknown, client: string | null): StagedRecord {
   const raw = () => stringify(rec) ?? 'null';
   const problem = recordProblem(rec);
-  const name = typeof (rec as { name?: unknown } | null)?.name === 'string' ? ((rec as { name: string }).name || null) : null;
-  const known = { job: name && !name.includes('\u0000') ? name : null, jobName: name && !name.includes('\u0000') ? name : null, client, timeKind: 'naive' as const };
+  const name =
+    typeof (rec as { name?: unknown } | null)?.name === 'string' ? (rec as { name: string }).name || null : null;
+  const known = {
+    job: name && !name.includes('\u0000') ? name : null,
+    jobName: name && !name.includes('\u0000') ? name : null,
+    client,
+    timeKind: 'naive' as const,
+  };
   if (problem) return rejected(rec, problem, raw(), known);
   const parsed = borgArchive.safeParse(rec);
   if (!parsed.success) return rejected(rec, issues(parsed.error), raw(), known);
@@ -289,7 +326,13 @@ function borgRecord(rec: unknown, client: string | null): StagedRecord {
     files: null,
     bytes: null,
     comment: a.comment ?? null,
-    extra: compact({ archive: a.archive, barchive: a.barchive, time: a.time, hostname: a.hostname, username: a.username }),
+    extra: compact({
+      archive: a.archive,
+      barchive: a.barchive,
+      time: a.time,
+      hostname: a.hostname,
+      username: a.username,
+    }),
     rejectReason: null,
     raw: null,
   };
@@ -313,7 +356,9 @@ function listingText(kind: string, bytes: Buffer, source: string): string {
     text = UTF8.decode(bytes);
   } catch {
     const at = firstInvalidUtf8(bytes);
-    throw new SourceDataInvalidError(`source ${source}: the ${kind} listing is not valid UTF-8 (byte ${at}); restic and borg write UTF-8 JSON: is the file damaged or converted?`);
+    throw new SourceDataInvalidError(
+      `source ${source}: the ${kind} listing is not valid UTF-8 (byte ${at}); restic and borg write UTF-8 JSON: is the file damaged or converted?`,
+    );
   }
   if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
   if (!text.trim()) {
@@ -326,7 +371,7 @@ function listingText(kind: string, bytes: Buffer, source: string): string {
 
 /** Offset of the first byte that does not start or continue a valid UTF-8 sequence. */
 function firstInvalidUtf8(bytes: Buffer): number {
-  for (let lo = 0, hi = bytes.length; ; ) {
+  for (let lo = 0, hi = bytes.length; ;) {
     if (hi - lo <= 1) return lo;
     const mid = (lo + hi) >> 1;
     try {
@@ -387,11 +432,17 @@ function arrayElements(text: string): { index: number; start: number; text: stri
  * duplicates); invalid records are all kept, to be quarantined with their reason.
  * @throws SourceDataInvalidError when the listing is empty, not UTF-8, not JSON, or not of the kind's shape.
  */
-export function parseListing(kind: 'restic-json' | 'borg-json', bytes: Buffer, opts: { source: string; client?: string | null }): StagedListing {
+export function parseListing(
+  kind: 'restic-json' | 'borg-json',
+  bytes: Buffer,
+  opts: { source: string; client?: string | null },
+): StagedListing {
   const sha256 = createHash('sha256').update(bytes).digest('hex');
   const text = listingText(kind, bytes, opts.source);
   const invalid = (err: unknown, where = '') =>
-    new SourceDataInvalidError(`source ${opts.source}: the ${kind} listing is not valid JSON${where}: ${(err as Error).message}`);
+    new SourceDataInvalidError(
+      `source ${opts.source}: the ${kind} listing is not valid JSON${where}: ${(err as Error).message}`,
+    );
   let groups = 0;
   let records: StagedRecord[] = [];
   // A restic listing is an array: its elements are parsed one at a time, so memory holds one
@@ -414,7 +465,9 @@ export function parseListing(kind: 'restic-json' | 'borg-json', bytes: Buffer, o
       }
       const g = item as Record<string, unknown>;
       if (!isGroup || !(g.snapshots === null || Array.isArray(g.snapshots))) {
-        throw new SourceDataInvalidError(`source ${opts.source}: a restic --group-by listing must hold only groups { "group_key", "snapshots": [...] }`);
+        throw new SourceDataInvalidError(
+          `source ${opts.source}: a restic --group-by listing must hold only groups { "group_key", "snapshots": [...] }`,
+        );
       }
       groups++;
       for (const snap of (g.snapshots as unknown[] | null) ?? []) records.push(mapRecord(resticRecord, snap));
@@ -428,13 +481,25 @@ export function parseListing(kind: 'restic-json' | 'borg-json', bytes: Buffer, o
     }
     if (kind === 'restic-json') {
       if (doc !== null) {
-        throw new SourceDataInvalidError(`source ${opts.source}: a restic listing must be a JSON array of snapshots (restic snapshots --json), or null; found ${Array.isArray(doc) ? 'an array' : typeof doc}`);
+        throw new SourceDataInvalidError(
+          `source ${opts.source}: a restic listing must be a JSON array of snapshots (restic snapshots --json), or null; found ${Array.isArray(doc) ? 'an array' : typeof doc}`,
+        );
       }
     } else {
-      if (!doc || typeof doc !== 'object' || Array.isArray(doc) || !('archives' in doc) || !Array.isArray((doc as { archives: unknown }).archives)) {
-        throw new SourceDataInvalidError(`source ${opts.source}: a borg listing must be an object with an "archives" array (borg list --json)`);
+      if (
+        !doc ||
+        typeof doc !== 'object' ||
+        Array.isArray(doc) ||
+        !('archives' in doc) ||
+        !Array.isArray((doc as { archives: unknown }).archives)
+      ) {
+        throw new SourceDataInvalidError(
+          `source ${opts.source}: a borg listing must be an object with an "archives" array (borg list --json)`,
+        );
       }
-      records = (doc as { archives: unknown[] }).archives.map((a) => mapRecord((x) => borgRecord(x, opts.client ?? null), a));
+      records = (doc as { archives: unknown[] }).archives.map((a) =>
+        mapRecord((x) => borgRecord(x, opts.client ?? null), a),
+      );
     }
   }
   const last = new Map<string, number>();
@@ -445,16 +510,48 @@ export function parseListing(kind: 'restic-json' | 'borg-json', bytes: Buffer, o
 
 /** Columns of `staged_record` in the order of {@link toCopyText} (version_id comes from the session's default). */
 export const STAGED_COPY_COLUMNS = [
-  'seq', 'job_id', 'job', 'job_name', 'client', 'type', 'level', 'status', 'time_kind',
-  'start_text', 'end_text', 'files', 'bytes', 'comment', 'extra', 'reject_reason', 'raw',
+  'seq',
+  'job_id',
+  'job',
+  'job_name',
+  'client',
+  'type',
+  'level',
+  'status',
+  'time_kind',
+  'start_text',
+  'end_text',
+  'files',
+  'bytes',
+  'comment',
+  'extra',
+  'reject_reason',
+  'raw',
 ] as const;
 
 /** The records as `COPY staged_record (STAGED_COPY_COLUMNS) FROM STDIN` text, numbered from 1. */
 export function toCopyText(records: StagedRecord[]): string {
   const lines: string[] = [];
   records.forEach((r, i) => {
-    const values = [String(i + 1), r.jobId, r.job, r.jobName, r.client, r.type, r.level, r.status, r.timeKind,
-      r.startText, r.endText, r.files, r.bytes, r.comment, r.extra, r.rejectReason, r.raw];
+    const values = [
+      String(i + 1),
+      r.jobId,
+      r.job,
+      r.jobName,
+      r.client,
+      r.type,
+      r.level,
+      r.status,
+      r.timeKind,
+      r.startText,
+      r.endText,
+      r.files,
+      r.bytes,
+      r.comment,
+      r.extra,
+      r.rejectReason,
+      r.raw,
+    ];
     lines.push(`${values.map(copyValue).join('\t')}\n`);
   });
   return lines.join('');

@@ -8,16 +8,18 @@ import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import * as fs from 'node:fs/promises';
 import { finished } from 'node:stream/promises';
-import { Pool, PoolClient } from 'pg';
+import type { Pool, PoolClient } from 'pg';
 import { from as copyFrom } from 'pg-copy-streams';
-import { FileSourceConfig } from '../config';
+import type { FileSourceConfig } from '../config';
 import { SourceDataInvalidError } from '../errors';
 import { copyValue } from '../text-form';
 import { DST_COUNTS } from './bareos';
 import { STAGED_FINGERPRINT_ROW as STAGED_FINGERPRINT } from '../fingerprint';
 import { STAGED_COPY_COLUMNS } from './listing';
-import { ListingForStaging, parseListingInThread } from './listing-thread';
-import { BucketStat, DST_RULE, DstReport, JobSource, ReadRow, SourceWatermark } from './types';
+import type { ListingForStaging } from './listing-thread';
+import { parseListingInThread } from './listing-thread';
+import type { BucketStat, DstReport, JobSource, ReadRow, SourceWatermark } from './types';
+import { DST_RULE } from './types';
 
 /** Largest listing read from a command's standard output (bytes). */
 const MAX_LISTING_BYTES = 1 << 30;
@@ -32,7 +34,9 @@ export async function readListingBytes(name: string, config: FileSourceConfig): 
     try {
       return await fs.readFile(config.path);
     } catch (err) {
-      throw new SourceDataInvalidError(`source ${name}: cannot read the listing file ${config.path}: ${(err as Error).message}`);
+      throw new SourceDataInvalidError(
+        `source ${name}: cannot read the listing file ${config.path}: ${(err as Error).message}`,
+      );
     }
   }
   return runListingCommand(name, config.command!, config.commandTimeoutMs ?? 90_000);
@@ -82,7 +86,8 @@ function runListingCommand(name: string, argv: string[], timeoutMs: number): Pro
     });
     child.once('close', (code, signal) => {
       clearTimeout(timer);
-      const why = failure ?? (code !== 0 ? (code === null ? `was killed by ${signal}` : `exited with status ${code}`) : null);
+      const why =
+        failure ?? (code !== 0 ? (code === null ? `was killed by ${signal}` : `exited with status ${code}`) : null);
       if (!why) return resolve(Buffer.concat(out));
       const tail = err.trim().split('\n').slice(-3).join(' | ').slice(0, 500);
       reject(new SourceDataInvalidError(`source ${name}: listing command ${cmd} ${why}${tail ? `: ${tail}` : ''}`));
@@ -92,7 +97,12 @@ function runListingCommand(name: string, argv: string[], timeoutMs: number): Pro
 
 /** Reads a file source's listing and parses it in a worker thread (the event loop keeps heartbeating). */
 export async function readListing(name: string, config: FileSourceConfig, withIds = false): Promise<ListingForStaging> {
-  return parseListingInThread(config.kind, await readListingBytes(name, config), { source: name, client: config.client ?? null }, withIds);
+  return parseListingInThread(
+    config.kind,
+    await readListingBytes(name, config),
+    { source: name, client: config.client ?? null },
+    withIds,
+  );
 }
 
 /**
@@ -126,8 +136,10 @@ export function stagedPageFirstKeys(maxKey: string, pageSize: number): string[] 
 
 const FMT = `'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'`;
 /** A staged time as an instant: offset times as written, naive ones in the source's zone ($1). */
-const instant = (col: string) => `(CASE s.time_kind WHEN 'naive' THEN s.${col}::timestamp AT TIME ZONE $1 ELSE s.${col}::timestamptz END)`;
-const utcText = (col: string) => `CASE WHEN s.reject_reason IS NULL THEN to_char(${instant(col)} AT TIME ZONE 'UTC', ${FMT}) END`;
+const instant = (col: string) =>
+  `(CASE s.time_kind WHEN 'naive' THEN s.${col}::timestamp AT TIME ZONE $1 ELSE s.${col}::timestamptz END)`;
+const utcText = (col: string) =>
+  `CASE WHEN s.reject_reason IS NULL THEN to_char(${instant(col)} AT TIME ZONE 'UTC', ${FMT}) END`;
 
 /** Staged records of version $2 as catalog rows (text), with `reject_reason` and `raw`. */
 const SELECT_STAGED = `
@@ -145,7 +157,6 @@ SELECT s.seq::text AS job_key, s.job_id, s.job, s.job_name, s.client, s.type, s.
        s.extra::text AS extra,
        s.reject_reason, s.raw, s.seq
 FROM staged_record s WHERE s.version_id = $2`;
-
 
 /**
  * A staged listing (one version's snapshot of a file source), read from the catalog database.
@@ -218,7 +229,12 @@ export class StagedSource implements JobSource {
 
   async bucketStats(maxKey: string): Promise<BucketStat[]> {
     const tz = await this.timezone();
-    const { rows } = await this.pool.query<{ bucket: string | null; count: string; fingerprint: string; bytes: string }>(
+    const { rows } = await this.pool.query<{
+      bucket: string | null;
+      count: string;
+      fingerprint: string;
+      bytes: string;
+    }>(
       `SELECT x.bucket, count(*)::text AS count, md5(string_agg(${STAGED_FINGERPRINT}, E'\\n' ORDER BY x.seq)) AS fingerprint,
               coalesce(sum(CASE WHEN x.bytes ~ '^-?[0-9]+$' THEN x.bytes::numeric END), 0)::text AS bytes
        FROM (${SELECT_STAGED}) x WHERE x.seq <= $3::bigint GROUP BY 1 ORDER BY 1 NULLS FIRST`,
@@ -245,7 +261,10 @@ export class StagedSource implements JobSource {
    */
   async deltaCount(): Promise<number> {
     if (!this.config.path) return 0;
-    const { rows } = await this.pool.query<{ snapshot: string | null }>(`SELECT source_snapshot AS snapshot FROM version WHERE version_id = $1`, [this.versionId]);
+    const { rows } = await this.pool.query<{ snapshot: string | null }>(
+      `SELECT source_snapshot AS snapshot FROM version WHERE version_id = $1`,
+      [this.versionId],
+    );
     const now = await readListing(this.name, this.config, true);
     if (now.sha256 === rows[0]?.snapshot) return 0;
     const { rows: known } = await this.pool.query<{ n: number }>(
