@@ -54,6 +54,14 @@ export function createPool(connectionString: string, opts: PoolOptions): Pool {
 }
 
 /**
+ * Round trip to the database (`SELECT 1`), for health checks.
+ * @throws the connection or server error when the database cannot answer.
+ */
+export async function pingDatabase(db: Queryable): Promise<void> {
+  await db.query('SELECT 1');
+}
+
+/**
  * Runs `fn` inside a transaction on one pooled client: BEGIN, fn, COMMIT; ROLLBACK on error.
  * @throws whatever `fn` or the database throws, after rolling back.
  */

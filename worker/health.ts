@@ -6,6 +6,7 @@
 import * as http from 'node:http';
 import type { Pool } from 'pg';
 import type { Worker } from '@temporalio/worker';
+import { pingDatabase } from '../lib/db';
 
 /**
  * Starts the health endpoint. `address` is `host:port`.
@@ -23,7 +24,7 @@ export async function startHealthServer(address: string, worker: Worker, pool: P
     const state = worker.getState();
     let database = 'ok';
     try {
-      await pool.query('SELECT 1');
+      await pingDatabase(pool);
     } catch (err) {
       database = (err as Error).message;
     }
