@@ -2,33 +2,10 @@
 import type { Pool } from 'pg';
 import { BAREOS_JOB_SELECT } from '../lib/sources/bareos-columns';
 import { utcText } from '../lib/text-form';
+import { JOB_COLUMNS } from '../lib/sources/types';
 
-/** The fields compared, in order: every catalog column of a Bareos/Bacula job but the paging key. */
-const FIELDS = [
-  'job_id',
-  'job',
-  'job_name',
-  'client',
-  'type',
-  'level',
-  'status',
-  'sched_time',
-  'start_time',
-  'end_time',
-  'real_end_time',
-  'files',
-  'bytes',
-  'read_bytes',
-  'job_errors',
-  'pool',
-  'fileset',
-  'prior_job_id',
-  'job_tdate',
-  'vol_session_id',
-  'vol_session_time',
-  'comment',
-  'bucket',
-] as const;
+/** The fields compared, in order: every catalog column of a Bareos/Bacula job but the paging key and the extras. */
+const FIELDS = JOB_COLUMNS.filter((c) => c !== 'job_key' && c !== 'extra');
 const TIMESTAMPS = new Set<string>(['sched_time', 'start_time', 'end_time', 'real_end_time']);
 
 /** One line per job: each field quoted (NULL as \N), so a value can neither vanish nor shift into its neighbour. */
