@@ -79,10 +79,12 @@ function run<O>(handler: (o: O) => Promise<number>): (o: O) => Promise<void> {
   };
 }
 
-function addStart(program: Command, ctx: CommandContext): void {
-  program
+function addStart(program: Command, ctx: CommandContext, err: (s: string) => void): void {
+  const start = program
     .command('start')
-    .description('start a rebuild (or attach to the running one of this catalog)')
+    .description(
+      'check that a worker serves the source, start a rebuild (or attach to the running one of this catalog) and print its receipt once planned',
+    )
     .requiredOption('--catalog <name>', 'catalog to rebuild', catalogName)
     .requiredOption('--source <name>', 'source name from the worker configuration')
     .option(
@@ -115,7 +117,16 @@ function addStart(program: Command, ctx: CommandContext): void {
         .hideHelp(),
     )
     .option('--wait', 'wait for the rebuild to end; exit 1 unless published', false)
-    .action(run((o) => startCommand(ctx, o)));
+    .option('--json', 'print the receipt as one JSON object', false);
+  start.action(
+    run((o) =>
+      startCommand(
+        ctx,
+        { ...o, pageSizing: start.getOptionValueSource('pageSize') === 'cli' ? 'fixed' : 'default' },
+        err,
+      ),
+    ),
+  );
 }
 
 function addStatus(program: Command, ctx: CommandContext): void {
@@ -242,7 +253,7 @@ export function buildCli(
     .exitOverride()
     .configureOutput({ writeOut: (s) => out(s.trimEnd()), writeErr: (s) => err(s.trimEnd()) })
     .showHelpAfterError();
-  addStart(program, ctx);
+  addStart(program, ctx, err);
   addStatus(program, ctx);
   addCheck(program, ctx);
   addControlCommands(program, ctx);

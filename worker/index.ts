@@ -1,6 +1,7 @@
 /**
  * The catalog-rebuild worker: applies migrations, checks search attributes, bundles the workflow
- * code once and polls the task queue with the activities built over one catalog pool.
+ * code once and polls the task queue with the activities built over one catalog pool. While it runs
+ * it records the names of its sources in the catalog database (worker/source-records.ts).
  */
 import * as os from 'node:os';
 import { Client, Connection } from '@temporalio/client';
@@ -18,6 +19,7 @@ import { startHealthServer } from './health';
 import { loadWorkflowBundle } from './bundle';
 import { REQUIRED_SEARCH_ATTRIBUTES } from '../workflows/search-attributes';
 import { installMetricsRuntime, runtimePageMetrics } from './metrics';
+import { SourceRecorder, sourceRecordIntervalMs } from './source-records';
 
 /** Build id of this worker (package version, or CATALOG_REBUILD_BUILD_ID), recorded on events. */
 export const BUILD_ID =
@@ -111,10 +113,11 @@ export async function createWorker(
     if (metricsAddress)
       console.log(`catalog-rebuild worker ${process.pid} serves metrics on http://${metricsAddress}/metrics`);
     const client = new Client({ connection: clientConnection, namespace: ns });
+    const queue = defaultTaskQueue(env);
     const worker = await Worker.create({
       connection,
       namespace: ns,
-      taskQueue: defaultTaskQueue(env),
+      taskQueue: queue,
       workflowBundle: await workflowBundle(),
       activities: createActivities({
         pool,
@@ -130,6 +133,15 @@ export async function createWorker(
       maxConcurrentActivityTaskExecutions: Number(env.CATALOG_REBUILD_MAX_ACTIVITIES || 8),
       shutdownGraceTime: Number(env.CATALOG_REBUILD_SHUTDOWN_GRACE_MS || 20_000),
     });
+    // The names of this worker's sources, for `catalog-rebuild start`: now, then every 30 s while it runs.
+    const sourceRecords = new SourceRecorder({
+      pool,
+      taskQueue: queue,
+      identity,
+      sourceNames: Object.keys(config.sources),
+      intervalMs: sourceRecordIntervalMs(env),
+    });
+    await sourceRecords.recordNow();
     const healthAddress = env.CATALOG_REBUILD_HEALTH_ADDRESS;
     const closeHealth = healthAddress ? await startHealthServer(healthAddress, worker, pool) : async () => undefined;
     if (healthAddress)
@@ -137,9 +149,11 @@ export async function createWorker(
     return {
       worker,
       async run() {
+        sourceRecords.start();
         try {
           await worker.run();
         } finally {
+          await sourceRecords.stop();
           await closeHealth().catch(() => undefined);
           await connection.close().catch(() => undefined);
           await clientConnection.close().catch(() => undefined);

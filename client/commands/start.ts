@@ -1,5 +1,18 @@
-/** `catalog-rebuild start`: starts a rebuild, or attaches to the running one of the catalog. */
-import { startRebuild } from '../index';
+/**
+ * `catalog-rebuild start`: checks first that a live worker of the task queue serves the source (from
+ * the workers' source records in the catalog database; the CLI never reads `sources` itself), then
+ * starts a rebuild, or attaches to the running one of the catalog, and prints a receipt once it is
+ * planned.
+ */
+import type { Pool } from 'pg';
+import { WorkflowNotFoundError } from '@temporalio/client';
+import type { WorkflowHandle } from '@temporalio/client';
+import type { TemporalSession } from '../index';
+import { getProgress, rebuildHandle, startRebuild } from '../index';
+import type { LastWorkerSourceRecord } from '../../lib/catalog';
+import { findPlan, lastWorkerSourceRecord, recentWorkerSourceNames } from '../../lib/catalog';
+import type { PageSizing, Receipt } from '../receipt';
+import { awaitPlan, buildReceipt, formatReceipt } from '../receipt';
 import type { CommandContext } from './context';
 import { ExitCode, withTemporal } from './context';
 import { waitAndReport } from './outcome';
@@ -10,6 +23,8 @@ export interface StartOptions {
   source: string;
   /** Jobs per page. */
   pageSize: number;
+  /** `fixed` when `--page-size` was given; default `default`. */
+  pageSizing?: PageSizing;
   /** Pages in flight. */
   concurrency: number;
   allowShrink: boolean;
@@ -20,36 +35,257 @@ export interface StartOptions {
   heartbeatTimeoutMs?: number;
   /** Wait for the rebuild to end. */
   wait: boolean;
+  /** Print the receipt as one JSON object (and nothing else on stdout). */
+  json?: boolean;
 }
 
 /**
- * Starts the rebuild (or attaches to the running one) and prints its workflow id; with `wait`,
- * waits and prints the result.
- * @returns 0; with `wait`, 0 when published, 1 otherwise.
- * @throws ExitCode 1 when the running rebuild has different identifying flags (naming them), or
- *   when the rebuild failed (with `wait`).
+ * Environment variables overriding the waits of `start`, for tests (defaults in
+ * {@link startCheckSettings}).
  */
-export async function startCommand(ctx: CommandContext, o: StartOptions): Promise<number> {
-  return withTemporal(ctx, async (s) => {
-    const r = await startRebuild(s.client, {
-      catalog: o.catalog,
-      source: o.source,
-      pageSize: o.pageSize,
-      concurrency: o.concurrency,
-      allowShrink: o.allowShrink,
-      retention: o.retention,
-      maxPagesPerRun: o.maxPagesPerRun,
-      heartbeatTimeoutMs: o.heartbeatTimeoutMs,
-    });
-    if (r.attached && r.conflicts.length) {
-      throw new ExitCode(
-        1,
-        `a rebuild of ${o.catalog} is already running with different flags: ${r.conflicts.join('; ')}`,
-      );
+export const START_ENV = {
+  workerWaitMs: 'CATALOG_REBUILD_START_WORKER_WAIT_MS',
+  recordMaxAgeMs: 'CATALOG_REBUILD_START_SOURCE_MAX_AGE_MS',
+  planWaitMs: 'CATALOG_REBUILD_START_PLAN_WAIT_MS',
+} as const;
+
+/** How long `start` waits and what it accepts (all ms). */
+export interface StartCheckSettings {
+  /** Wait for a first worker record of the task queue; default 60,000. */
+  workerWaitMs: number;
+  /** A source recorded this recently is served; default 300,000 (5 min). */
+  recordMaxAgeMs: number;
+  /** Wait for the plan before the receipt; default 30,000. */
+  planWaitMs: number;
+  /** Pause between two reads of the records while waiting; 1,000. */
+  pollMs: number;
+}
+
+/** The settings of `start` from `env` (non-negative integer overrides of {@link START_ENV}, else the defaults). */
+export function startCheckSettings(env: NodeJS.ProcessEnv = process.env): StartCheckSettings {
+  const ms = (name: string, fallback: number) => {
+    const raw = env[name];
+    const n = raw === undefined || raw === '' ? NaN : Number(raw);
+    return Number.isInteger(n) && n >= 0 ? n : fallback;
+  };
+  return {
+    workerWaitMs: ms(START_ENV.workerWaitMs, 60_000),
+    recordMaxAgeMs: ms(START_ENV.recordMaxAgeMs, 300_000),
+    planWaitMs: ms(START_ENV.planWaitMs, 30_000),
+    pollMs: 1_000,
+  };
+}
+
+/** What the catalog database says about a task queue's workers. */
+export interface SourceRecords {
+  /** Source names recorded within the settings' `recordMaxAgeMs` (any order, may repeat). */
+  recentNames: string[];
+  /** The newest record of the task queue; null when none. */
+  last: LastWorkerSourceRecord | null;
+  /** The catalog database has no `worker_source` table (its schema predates migration 3). */
+  noTable?: boolean;
+}
+
+/** What `start` does next. */
+export type StartDecision =
+  | { kind: 'accept' }
+  | { kind: 'unknown-source'; exitCode: 2; message: string }
+  | { kind: 'wait'; message: string }
+  | { kind: 'no-worker'; exitCode: 1; message: string };
+
+/** `ms` as `N s` below two minutes, else `N min` (rounded). */
+export function formatWait(ms: number): string {
+  return ms < 120_000 ? `${Math.round(ms / 100) / 10} s` : `${Math.round(ms / 6_000) / 10} min`;
+}
+
+/**
+ * The start check, a pure function: accept a source recorded for the task queue recently; refuse
+ * any other (exit 2, naming the sources the workers serve, sorted); with no recent record, wait up
+ * to `workerWaitMs` for a worker, then give up (exit 1, naming the task queue and `npm run worker`).
+ * @param o.waitedMs time spent waiting for a worker so far (ms).
+ */
+export function decideStart(o: {
+  source: string;
+  taskQueue: string;
+  records: SourceRecords;
+  waitedMs: number;
+  settings: StartCheckSettings;
+}): StartDecision {
+  const { source, taskQueue: q, records, settings } = o;
+  const names = [...new Set(records.recentNames)].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+  if (names.length) {
+    if (names.includes(source)) return { kind: 'accept' };
+    return {
+      kind: 'unknown-source',
+      exitCode: 2,
+      message: `unknown source "${source}"; the workers of task queue ${q} serve: ${names.join(', ')}`,
+    };
+  }
+  const upTo = formatWait(settings.workerWaitMs);
+  if (o.waitedMs >= settings.workerWaitMs) {
+    const old = records.noTable
+      ? '; workers of an earlier release do not record their sources: upgrade them (the worker applies migration 3)'
+      : '';
+    return {
+      kind: 'no-worker',
+      exitCode: 1,
+      message: `no worker of task queue ${q} appeared within ${upTo}: start one with \`npm run worker\` (CATALOG_REBUILD_TASK_QUEUE=${q}) and run start again${old}`,
+    };
+  }
+  const why = records.noTable
+    ? `the catalog database has no worker source records yet (schema before migration 3)`
+    : records.last
+      ? `no worker of task queue ${q} has recorded its sources within the last ${formatWait(settings.recordMaxAgeMs)} (last at ${records.last.recordedAt})`
+      : `no worker of task queue ${q} has recorded its sources yet`;
+  return { kind: 'wait', message: `${why}; waiting up to ${upTo} for a worker of task queue ${q}` };
+}
+
+/**
+ * The records of `taskQueue`.
+ * @throws the database error, except 42P01 (no `worker_source` table), which reads as no records.
+ */
+async function readSourceRecords(pool: Pool, taskQueue: string, maxAgeMs: number): Promise<SourceRecords> {
+  try {
+    return {
+      recentNames: await recentWorkerSourceNames(pool, taskQueue, maxAgeMs / 1000),
+      last: await lastWorkerSourceRecord(pool, taskQueue),
+    };
+  } catch (err) {
+    if ((err as { code?: string }).code === '42P01') return { recentNames: [], last: null, noTable: true };
+    throw err;
+  }
+}
+
+/**
+ * Runs the start check until it accepts: prints the wait message once (on `note`) while no worker
+ * has recorded.
+ * @throws ExitCode 2 for a source no worker serves (its line printed on `note`), ExitCode 1 when no
+ *   worker recorded within the wait.
+ */
+async function checkSource(
+  pool: Pool,
+  o: { source: string; taskQueue: string; settings: StartCheckSettings; note: (line: string) => void },
+): Promise<void> {
+  const t0 = Date.now();
+  let announced = false;
+  for (;;) {
+    const records = await readSourceRecords(pool, o.taskQueue, o.settings.recordMaxAgeMs);
+    const d = decideStart({ ...o, records, waitedMs: Date.now() - t0 });
+    if (d.kind === 'accept') return;
+    if (d.kind === 'unknown-source') {
+      o.note(d.message);
+      throw new ExitCode(d.exitCode);
     }
-    ctx.out(
-      `${r.attached ? 'attached to running' : 'started'} rebuild ${r.handle.workflowId} (task queue ${s.taskQueue})`,
-    );
-    return o.wait ? waitAndReport(s, o.catalog, ctx.out) : 0;
+    if (d.kind === 'no-worker') throw new ExitCode(d.exitCode, d.message);
+    if (!announced) o.note(d.message);
+    announced = true;
+    const left = o.settings.workerWaitMs - (Date.now() - t0);
+    await new Promise((r) => setTimeout(r, Math.max(0, Math.min(o.settings.pollMs, left))));
+  }
+}
+
+/** Whether the catalog's rebuild runs now (`start` then attaches). */
+async function isRunning(handle: WorkflowHandle): Promise<boolean> {
+  try {
+    return (await handle.describe()).status.name === 'RUNNING';
+  } catch (err) {
+    if (err instanceof WorkflowNotFoundError) return false;
+    throw err;
+  }
+}
+
+/** Waits for the plan (version row or `progress` query) and builds the receipt. */
+async function receiptOf(
+  s: TemporalSession,
+  handle: WorkflowHandle,
+  o: StartOptions & { attached: boolean; planWaitMs: number },
+  pool: () => Pool,
+): Promise<Receipt> {
+  const desc = await handle.describe();
+  const firstRunId = desc.raw.workflowExecutionInfo?.firstRunId || desc.runId;
+  const plan = await awaitPlan(
+    {
+      readPlan: () => findPlan(pool(), handle.workflowId, firstRunId),
+      queryProgress: (ms) => getProgress(handle, ms),
+    },
+    o.planWaitMs,
+  );
+  return buildReceipt(
+    {
+      catalog: o.catalog,
+      workflowId: handle.workflowId,
+      taskQueue: s.taskQueue,
+      attached: o.attached,
+      pageSize: o.pageSize,
+      pageSizing: o.pageSizing ?? 'default',
+    },
+    plan,
+  );
+}
+
+/**
+ * Checks the source (new starts only: attaching to the running rebuild behaves as before), starts
+ * the rebuild (or attaches), prints the workflow id and the receipt (`json`: only the receipt, one
+ * JSON object); with `wait`, then waits and prints the result (`json`: on `note`).
+ * @param note diagnostics (stderr for the CLI): the wait message and the unknown source line.
+ * @param env where the waits may be overridden ({@link START_ENV}).
+ * @returns 0 (also when the plan was not seen in time: the rebuild runs); with `wait`, 0 when
+ *   published, 1 otherwise.
+ * @throws ExitCode 2 for a source no live worker serves; ExitCode 1 when no worker of the task queue
+ *   recorded its sources within the wait, when the running rebuild has different identifying flags
+ *   (naming them), or when the rebuild failed (with `wait`).
+ */
+export async function startCommand(
+  ctx: CommandContext,
+  o: StartOptions,
+  note: (line: string) => void = ctx.out,
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<number> {
+  const settings = startCheckSettings(env);
+  return withTemporal(ctx, async (s) => {
+    let pool: Pool | undefined;
+    const catalogPool = () => (pool ??= ctx.catalogPool({ purpose: 'cli', max: 2 }));
+    try {
+      if (!(await isRunning(rebuildHandle(s.client, o.catalog)))) {
+        await checkSource(catalogPool(), { source: o.source, taskQueue: s.taskQueue, settings, note });
+      }
+      const r = await startRebuild(s.client, {
+        catalog: o.catalog,
+        source: o.source,
+        pageSize: o.pageSize,
+        concurrency: o.concurrency,
+        allowShrink: o.allowShrink,
+        retention: o.retention,
+        maxPagesPerRun: o.maxPagesPerRun,
+        heartbeatTimeoutMs: o.heartbeatTimeoutMs,
+      });
+      if (r.attached && r.conflicts.length) {
+        throw new ExitCode(
+          1,
+          `a rebuild of ${o.catalog} is already running with different flags: ${r.conflicts.join('; ')}`,
+        );
+      }
+      if (!o.json) {
+        ctx.out(
+          `${r.attached ? 'attached to running' : 'started'} rebuild ${r.handle.workflowId} (task queue ${s.taskQueue})`,
+        );
+      }
+      const t1 = Date.now();
+      const receipt = await receiptOf(
+        s,
+        r.handle,
+        { ...o, attached: r.attached, planWaitMs: settings.planWaitMs },
+        catalogPool,
+      );
+      const lines = formatReceipt(receipt, Date.now() - t1);
+      if (!o.json) for (const line of lines) ctx.out(line);
+      else {
+        ctx.out(JSON.stringify(receipt));
+        if (!receipt.planned) note(lines[0]);
+      }
+    } finally {
+      await (pool as Pool | undefined)?.end().catch(() => undefined);
+    }
+    return o.wait ? waitAndReport(s, o.catalog, o.json ? note : ctx.out) : 0;
   });
 }

@@ -19,3 +19,4 @@ export * from './rejects';
 export * from './rollback';
 export * from './status';
 export * from './versions';
+export * from './worker-sources';

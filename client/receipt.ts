@@ -1,0 +1,135 @@
+/**
+ * The receipt `catalog-rebuild start` prints once the rebuild is planned: version, pages and their
+ * sizing, source rows at the watermark, and the watermark, as text lines or one JSON object. The
+ * plan is read from the catalog database's version row or from the workflow's `progress` query,
+ * whichever answers first.
+ */
+import type { PlanResult, RebuildProgress, Watermark } from '../workflows/definitions';
+
+/** How the rebuild's pages are sized: `fixed` by `--page-size`, else the `default` page size. */
+export type PageSizing = 'fixed' | 'default';
+
+/** A plan as the receipt shows it. */
+export interface SeenPlan {
+  /** Version being built (decimal text). */
+  versionId: string;
+  pagesTotal: number;
+  /** Source rows at or below the watermark (decimal text); null when only the workflow answered. */
+  sourceRows: string | null;
+  watermark: Watermark | null;
+  /** `database`: the version row; `workflow`: the `progress` query. */
+  answeredBy: 'database' | 'workflow';
+}
+
+/** Where {@link awaitPlan} looks for the plan. */
+export interface PlanReaders {
+  /**
+   * The version row of this rebuild (null while it is not planned).
+   * @throws when the catalog database cannot be read; the `progress` query is asked instead.
+   */
+  readPlan(): Promise<PlanResult | null>;
+  /** The `progress` query, rejecting after `timeoutMs` (ms) when no worker answers. */
+  queryProgress(timeoutMs: number): Promise<RebuildProgress>;
+}
+
+/**
+ * Waits until the rebuild is planned: reads the version row every `intervalMs` (default 250 ms)
+ * and asks the `progress` query about once a second (every round when the database read fails).
+ * Never throws: read errors count as "not yet".
+ * @param timeoutMs how long to wait (ms).
+ * @returns the plan, or null when neither answered with a plan within `timeoutMs`.
+ */
+export async function awaitPlan(readers: PlanReaders, timeoutMs: number, intervalMs = 250): Promise<SeenPlan | null> {
+  const deadline = Date.now() + timeoutMs;
+  for (let round = 0; ; round++) {
+    let databaseFailed = false;
+    try {
+      const p = await readers.readPlan();
+      if (p) return { ...p, answeredBy: 'database' };
+    } catch {
+      databaseFailed = true;
+    }
+    const left = deadline - Date.now();
+    if (databaseFailed || round % 4 === 3) {
+      try {
+        const p = await readers.queryProgress(Math.max(500, Math.min(2_000, left)));
+        if (p.versionId) {
+          return {
+            versionId: p.versionId,
+            pagesTotal: p.pagesTotal,
+            sourceRows: null,
+            watermark: p.watermark,
+            answeredBy: 'workflow',
+          };
+        }
+      } catch {
+        /* no worker answered yet */
+      }
+    }
+    if (Date.now() >= deadline) return null;
+    await new Promise((r) => setTimeout(r, Math.min(intervalMs, Math.max(0, deadline - Date.now()))));
+  }
+}
+
+/** The receipt of one `start` (the fields of `start --json`). */
+export interface Receipt {
+  catalog: string;
+  workflowId: string;
+  taskQueue: string;
+  /** True when `start` attached to a running rebuild of the catalog. */
+  attached: boolean;
+  /** False when the rebuild was not planned within the wait (it runs on). */
+  planned: boolean;
+  /** Version being built (decimal text); null when not planned. */
+  versionId: string | null;
+  /** Pages of the plan; null when not planned. */
+  pagesTotal: number | null;
+  /** Jobs per page. */
+  pageSize: number;
+  pageSizing: PageSizing;
+  /** Source rows at or below the watermark; null when not planned or not known. */
+  sourceRows: number | null;
+  /** Highest job key (decimal text, null for an empty source) and source time at plan; null when not planned. */
+  watermark: Watermark | null;
+  /** Who answered: `database` (version row), `workflow` (`progress` query); null when not planned. */
+  answeredBy: 'database' | 'workflow' | null;
+}
+
+/** The receipt of a rebuild from what `start` knows and the plan seen (null: not planned in time). */
+export function buildReceipt(
+  known: Pick<Receipt, 'catalog' | 'workflowId' | 'taskQueue' | 'attached' | 'pageSize' | 'pageSizing'>,
+  plan: SeenPlan | null,
+): Receipt {
+  return {
+    ...known,
+    planned: !!plan,
+    versionId: plan?.versionId ?? null,
+    pagesTotal: plan?.pagesTotal ?? null,
+    sourceRows: plan?.sourceRows == null ? null : Number(plan.sourceRows),
+    watermark: plan?.watermark ?? null,
+    answeredBy: plan?.answeredBy ?? null,
+  };
+}
+
+/**
+ * The receipt as text lines, e.g.
+ * `planned version 12 of catalog main:`, `  pages: 40 (500 jobs per page, fixed by --page-size)`,
+ * `  rows: 20000 source rows at the watermark`, `  watermark: job 20000 at 2026-11-01T20:00:00.000000Z`;
+ * when not planned, one line saying so after `waitedMs` (ms).
+ */
+export function formatReceipt(r: Receipt, waitedMs: number): string[] {
+  if (!r.planned) {
+    return [
+      `rebuild of ${r.catalog} not planned within ${Math.round(waitedMs / 1000)} s; it runs on: follow it with catalog-rebuild status --catalog ${r.catalog}`,
+    ];
+  }
+  const sizing = r.pageSizing === 'fixed' ? 'fixed by --page-size' : 'the default page size';
+  const w = r.watermark;
+  const watermark = !w ? 'unknown' : `${w.jobKey === null ? 'no jobs (empty source)' : `job ${w.jobKey}`} at ${w.time}`;
+  return [
+    `planned version ${r.versionId} of catalog ${r.catalog}:`,
+    `  pages: ${r.pagesTotal} (${r.pageSize} jobs per page, ${sizing})`,
+    `  rows: ${r.sourceRows === null ? 'unknown (the catalog database did not answer)' : r.sourceRows} source rows at the watermark`,
+    `  watermark: ${watermark}`,
+  ];
+}

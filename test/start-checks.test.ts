@@ -1,0 +1,318 @@
+/**
+ * `start` checks first, against a private Temporal dev server, real worker processes and real
+ * PostgreSQL: workers record the names of their sources (`hidden`, `r18`) at start and refresh
+ * them; `start` refuses a source no live worker serves (exit 2 within 10 s, no workflow), waits for
+ * a worker when none has recorded (exit 1 naming the task queue and `npm run worker`, or goes on
+ * when one appears), and prints a receipt (text and `--json`) once the rebuild is planned. The
+ * start check's decisions and defaults are unit-tested through the pure function.
+ */
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { WorkflowNotFoundError } from '@temporalio/client';
+import type { Client } from '@temporalio/client';
+import { generateBareosSource } from '../dev/bareos-generator';
+import type { TestDatabases, WorkerProcess } from '../dev/harness/harness';
+import {
+  privateTemporal,
+  runCliAsync,
+  spawnWorker,
+  temporalClient,
+  testDatabases,
+  testEnv,
+  uniqueQueue,
+} from '../dev/harness/harness';
+import { sleep, waitFor } from '../dev/harness/wait';
+import { rebuildWorkflowId } from '../client';
+import { decideStart, startCheckSettings } from '../client/commands/start';
+import { buildReceipt, formatReceipt } from '../client/receipt';
+
+const JOBS = 1_200;
+
+let temporal: Awaited<ReturnType<typeof privateTemporal>>;
+let dbs: TestDatabases;
+let tc: Awaited<ReturnType<typeof temporalClient>>;
+let configFile: string;
+let queue: string;
+let env: NodeJS.ProcessEnv;
+const workers: WorkerProcess[] = [];
+const catalogs: string[] = [];
+
+/** A worker configuration with two Bareos sources, `r18` and `hidden`, on the generated source. */
+function writeTwoSourceConfig(d: TestDatabases): string {
+  const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'catalog-rebuild-start-checks-')), 'config.json');
+  const source = { kind: 'bareos', databaseUrl: d.sourceUrl };
+  fs.writeFileSync(
+    file,
+    JSON.stringify({ catalogDatabaseUrl: d.catalogUrl, sources: { r18: source, hidden: source } }),
+  );
+  return file;
+}
+
+before(async () => {
+  temporal = await privateTemporal();
+  dbs = await testDatabases('startchk');
+  await generateBareosSource({ databaseUrl: dbs.sourceUrl, jobs: JOBS, seed: 15 });
+  configFile = writeTwoSourceConfig(dbs);
+  queue = uniqueQueue('startchk');
+  env = testEnv({ address: temporal.address, configFile, taskQueue: queue });
+  tc = await temporalClient(temporal.address);
+  workers.push(await spawnWorker({ ...env, CATALOG_REBUILD_SOURCE_RECORD_INTERVAL_MS: '500' }));
+});
+
+after(async () => {
+  for (const w of workers) w.kill();
+  for (const c of catalogs)
+    await tc?.client.workflow
+      .getHandle(rebuildWorkflowId(c))
+      .terminate('test cleanup')
+      .catch(() => undefined);
+  await tc?.close();
+  await temporal?.stop();
+  await dbs?.drop();
+});
+
+/** Whether a workflow with the catalog's rebuild id exists. */
+async function rebuildExists(client: Client, catalog: string): Promise<boolean> {
+  try {
+    await client.workflow.getHandle(rebuildWorkflowId(catalog)).describe();
+    return true;
+  } catch (err) {
+    if (err instanceof WorkflowNotFoundError) return false;
+    throw err;
+  }
+}
+
+/** Runs the CLI and measures how long it took (ms). */
+async function timedCli(args: string[], e: NodeJS.ProcessEnv = env) {
+  const t0 = Date.now();
+  const r = await runCliAsync(args, e);
+  return { ...r, ms: Date.now() - t0 };
+}
+
+/** The records of one worker process: its source names and the newest time (ms since epoch). */
+async function recordsOf(w: WorkerProcess): Promise<{ names: string[]; at: number }> {
+  const { rows } = await dbs.catalogPool.query<{ source_name: string; at: string }>(
+    `SELECT source_name, (extract(epoch FROM recorded_at) * 1000)::text AS at FROM worker_source
+      WHERE task_queue = $1 AND worker_identity LIKE $2 ORDER BY source_name`,
+    [queue, `${w.pid}@%`],
+  );
+  return { names: rows.map((r) => r.source_name), at: Math.max(0, ...rows.map((r) => Number(r.at))) };
+}
+
+/** The version row of a catalog's latest rebuild, as the receipt shows it. */
+async function versionRow(catalog: string) {
+  const { rows } = await dbs.catalogPool.query<{
+    version_id: string;
+    pages_total: number;
+    source_rows: string;
+    watermark_key: string;
+    watermark_time: string;
+  }>(
+    `SELECT version_id::text, pages_total, source_rows::text, watermark_key::text,
+            to_char(watermark_time AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS watermark_time
+       FROM version WHERE catalog_name = $1 ORDER BY version_id DESC LIMIT 1`,
+    [catalog],
+  );
+  assert.equal(rows.length, 1, `a version of ${catalog}`);
+  return rows[0];
+}
+
+test('the start decision: recent names accept or refuse (sorted); no worker waits 60 s by default, then exit 1', () => {
+  const settings = startCheckSettings({});
+  assert.deepEqual(settings, { workerWaitMs: 60_000, recordMaxAgeMs: 300_000, planWaitMs: 30_000, pollMs: 1_000 });
+  const overridden = startCheckSettings({
+    CATALOG_REBUILD_START_WORKER_WAIT_MS: '3000',
+    CATALOG_REBUILD_START_SOURCE_MAX_AGE_MS: '2000',
+    CATALOG_REBUILD_START_PLAN_WAIT_MS: 'x',
+  });
+  assert.deepEqual(overridden, { workerWaitMs: 3_000, recordMaxAgeMs: 2_000, planWaitMs: 30_000, pollMs: 1_000 });
+
+  const base = { source: 'r18', taskQueue: 'Q', waitedMs: 0, settings };
+  const served = {
+    recentNames: ['r18', 'hidden', 'r18'],
+    last: { recordedAt: '2026-01-01T00:00:00.000Z', ageSeconds: 3 },
+  };
+  assert.deepEqual(decideStart({ ...base, records: served }), { kind: 'accept' });
+  assert.deepEqual(decideStart({ ...base, source: 'nosuch', records: served }), {
+    kind: 'unknown-source',
+    exitCode: 2,
+    message: 'unknown source "nosuch"; the workers of task queue Q serve: hidden, r18',
+  });
+
+  const none = { recentNames: [], last: null };
+  const waiting = decideStart({ ...base, records: none, waitedMs: 59_999 });
+  assert.equal(waiting.kind, 'wait');
+  assert.match((waiting as { message: string }).message, /no worker of task queue Q has recorded its sources yet/);
+  assert.match((waiting as { message: string }).message, /waiting up to 60 s for a worker of task queue Q/);
+  const gaveUp = decideStart({ ...base, records: none, waitedMs: 60_000 });
+  assert.equal(gaveUp.kind, 'no-worker');
+  assert.equal((gaveUp as { exitCode: number }).exitCode, 1);
+  assert.match(
+    (gaveUp as { message: string }).message,
+    /^no worker of task queue Q appeared within 60 s: .*`npm run worker`/,
+  );
+
+  // Only stale records (workers gone for more than 5 min): wait as for none, saying when the last one was.
+  const stale = { recentNames: [], last: { recordedAt: '2026-01-01T00:00:00.000Z', ageSeconds: 900 } };
+  const staleWait = decideStart({ ...base, source: 'nosuch', records: stale });
+  assert.equal(staleWait.kind, 'wait');
+  assert.match(
+    (staleWait as { message: string }).message,
+    /within the last 5 min \(last at 2026-01-01T00:00:00.000Z\); waiting up to 60 s/,
+  );
+  // A catalog database before migration 3: no records; the final message says why.
+  const old = decideStart({ ...base, records: { ...none, noTable: true }, waitedMs: 60_000 });
+  assert.match((old as { message: string }).message, /earlier release do not record their sources/);
+});
+
+test('the receipt: version, pages and their sizing, rows, watermark; or that the plan was not seen', () => {
+  const known = { catalog: 'main', workflowId: 'catalog-rebuild/main', taskQueue: 'Q', attached: false };
+  const plan = {
+    versionId: '12',
+    pagesTotal: 40,
+    sourceRows: '20000',
+    watermark: { jobKey: '20000', time: '2026-11-01T20:00:00.000000Z' },
+    answeredBy: 'database' as const,
+  };
+  assert.deepEqual(formatReceipt(buildReceipt({ ...known, pageSize: 500, pageSizing: 'fixed' }, plan), 100), [
+    'planned version 12 of catalog main:',
+    '  pages: 40 (500 jobs per page, fixed by --page-size)',
+    '  rows: 20000 source rows at the watermark',
+    '  watermark: job 20000 at 2026-11-01T20:00:00.000000Z',
+  ]);
+  const late = buildReceipt({ ...known, pageSize: 2000, pageSizing: 'default' }, null);
+  assert.equal(late.planned, false);
+  assert.match(formatReceipt(late, 30_000)[0], /not planned within 30 s; it runs on/);
+});
+
+test('a worker records the names of its sources at start and refreshes them; it stops on shutdown', async () => {
+  const first = await recordsOf(workers[0]);
+  assert.deepEqual(first.names, ['hidden', 'r18'], 'names only, from the configuration');
+  const settings = await dbs.catalogPool.query(`SELECT * FROM worker_source WHERE task_queue = $1`, [queue]);
+  assert.deepEqual(Object.keys(settings.rows[0]).sort(), [
+    'recorded_at',
+    'source_name',
+    'task_queue',
+    'worker_identity',
+  ]);
+  await waitFor('a newer record of the worker', async () => (await recordsOf(workers[0])).at > first.at, {
+    timeoutMs: 10_000,
+    intervalMs: 100,
+  });
+
+  // A second worker on the queue records too; on SIGTERM it exits (the timer holds nothing) and records no more.
+  const second = await spawnWorker({ ...env, CATALOG_REBUILD_SOURCE_RECORD_INTERVAL_MS: '300' });
+  workers.push(second);
+  assert.deepEqual((await recordsOf(second)).names, ['hidden', 'r18']);
+  second.kill('SIGTERM');
+  const code = await Promise.race([second.exited, sleep(20_000).then(() => 'still running')]);
+  assert.equal(code, 0, `the worker exits after SIGTERM:\n${second.output()}`);
+  const last = (await recordsOf(second)).at;
+  await sleep(1_000); // more than three intervals of the stopped worker
+  assert.equal((await recordsOf(second)).at, last, 'no record after shutdown');
+});
+
+test('start with a source no live worker serves exits 2 within 10 s naming the served sources; no workflow starts', async () => {
+  // A source recorded 10 minutes ago by a worker long gone does not count.
+  await dbs.catalogPool.query(
+    `INSERT INTO worker_source (task_queue, worker_identity, source_name, recorded_at)
+     VALUES ($1, '1@gone-host', 'ghost', now() - interval '10 minutes')`,
+    [queue],
+  );
+  for (const source of ['nosuch', 'ghost']) {
+    const catalog = `unknown-${source}`;
+    const r = await timedCli(['start', '--catalog', catalog, '--source', source, '--wait']);
+    assert.equal(r.code, 2, `${r.stdout}\n${r.stderr}`);
+    assert.ok(r.ms < 10_000, `exit after ${r.ms} ms`);
+    assert.equal(r.stderr.trim(), `unknown source "${source}"; the workers of task queue ${queue} serve: hidden, r18`);
+    assert.equal(r.stdout, '');
+    assert.equal(await rebuildExists(tc.client, catalog), false, 'no workflow was started');
+  }
+});
+
+test('start prints the receipt once planned: version, pages, rows, watermark; --json prints one object', async () => {
+  const catalog = 'receipt';
+  catalogs.push(catalog);
+  const r = await timedCli(['start', '--catalog', catalog, '--source', 'r18', '--page-size', '100', '--wait']);
+  assert.equal(r.code, 0, `${r.stdout}\n${r.stderr}`);
+  const v = await versionRow(catalog);
+  assert.equal(v.pages_total, 12);
+  assert.equal(v.source_rows, String(JOBS));
+  const lines = r.stdout.trimEnd().split('\n');
+  assert.match(lines[0], new RegExp(`^started rebuild catalog-rebuild/${catalog} \\(task queue ${queue}\\)$`));
+  assert.deepEqual(lines.slice(1, 5), [
+    `planned version ${v.version_id} of catalog ${catalog}:`,
+    '  pages: 12 (100 jobs per page, fixed by --page-size)',
+    `  rows: ${JOBS} source rows at the watermark`,
+    `  watermark: job ${v.watermark_key} at ${v.watermark_time}`,
+  ]);
+  assert.match(
+    lines[5],
+    new RegExp(`^catalog ${catalog}: version ${v.version_id} published; 12 pages`),
+    'the receipt comes before the result',
+  );
+
+  const jsonCatalog = 'receipt-json';
+  catalogs.push(jsonCatalog);
+  const j = await timedCli(['start', '--catalog', jsonCatalog, '--source', 'hidden', '--json']);
+  assert.equal(j.code, 0, `${j.stdout}\n${j.stderr}`);
+  const receipt = JSON.parse(j.stdout);
+  const w = await versionRow(jsonCatalog);
+  assert.deepEqual(receipt, {
+    catalog: jsonCatalog,
+    workflowId: `catalog-rebuild/${jsonCatalog}`,
+    taskQueue: queue,
+    attached: false,
+    planned: true,
+    versionId: w.version_id,
+    pagesTotal: 1,
+    pageSize: 2000,
+    pageSizing: 'default',
+    sourceRows: JOBS,
+    watermark: { jobKey: w.watermark_key, time: w.watermark_time },
+    answeredBy: 'database',
+  });
+  const done = await runCliAsync(['wait', '--catalog', jsonCatalog], env);
+  assert.equal(done.code, 0, `${done.stdout}\n${done.stderr}`);
+});
+
+test('start with no worker on the task queue waits for one, then exits 1 naming the queue and npm run worker', async () => {
+  const lonely = uniqueQueue('noworker');
+  const e = {
+    ...testEnv({ address: temporal.address, configFile, taskQueue: lonely }),
+    CATALOG_REBUILD_START_WORKER_WAIT_MS: '3000',
+  };
+  const r = await timedCli(['start', '--catalog', 'nobody', '--source', 'r18'], e);
+  assert.equal(r.code, 1, `${r.stdout}\n${r.stderr}`);
+  assert.match(
+    r.stderr,
+    new RegExp(`no worker of task queue ${lonely} has recorded its sources yet; waiting up to 3 s`),
+  );
+  assert.match(
+    r.stderr,
+    new RegExp(
+      `catalog-rebuild: no worker of task queue ${lonely} appeared within 3 s: start one with \`npm run worker\``,
+    ),
+  );
+  assert.ok(r.ms >= 3_000 && r.ms < 15_000, `exit after ${r.ms} ms`);
+  assert.equal(await rebuildExists(tc.client, 'nobody'), false, 'no workflow was started');
+
+  // A worker that appears during the wait lets the start go on.
+  const later = uniqueQueue('later');
+  const le = testEnv({ address: temporal.address, configFile, taskQueue: later });
+  catalogs.push('later');
+  const pending = timedCli(['start', '--catalog', 'later', '--source', 'r18', '--page-size', '600', '--wait'], le);
+  await sleep(1_500);
+  workers.push(await spawnWorker(le));
+  const ok = await pending;
+  assert.equal(ok.code, 0, `${ok.stdout}\n${ok.stderr}`);
+  assert.match(
+    ok.stderr,
+    new RegExp(`no worker of task queue ${later} has recorded its sources yet; waiting up to 60 s`),
+  );
+  assert.match(ok.stdout, /pages: 2 \(600 jobs per page, fixed by --page-size\)/);
+  assert.match(ok.stdout, /version \d+ published; 2 pages/);
+});
