@@ -182,6 +182,9 @@ test('start attaches to a running rebuild; different flags exit 1; usage errors 
   assert.equal(runCliProcess(['start', '--catalog', 'x', '--source', 'director', '--page-size', '0'], env).code, 2);
   assert.equal(runCliProcess([], env).code, 2, 'no arguments prints help, exit 2');
   const unknown = runCliProcess(['start', '--catalog', 'y', '--source', 'nosuch', '--wait'], env);
-  assert.equal(unknown.code, 1);
-  assert.match(unknown.stderr, /source "nosuch" is not defined in the worker configuration/);
+  assert.equal(unknown.code, 2, 'start refuses a source no worker of the task queue serves');
+  assert.match(
+    unknown.stderr,
+    new RegExp(`unknown source "nosuch"; the workers of task queue ${env.CATALOG_REBUILD_TASK_QUEUE} serve: director`),
+  );
 });
