@@ -25,7 +25,6 @@ import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { Command, InvalidArgumentError } from 'commander';
 import type { WorkflowHandle } from '@temporalio/client';
 import { Connection, WorkflowFailedError } from '@temporalio/client';
 import type { Pool } from 'pg';
@@ -38,13 +37,12 @@ import { directorWallClock, generateBareosSource } from '../bareos-generator';
 import { createPool } from '../../lib/db';
 import { redactUrl } from '../../lib/config';
 import { dataDir, projectRoot } from '../../lib/paths';
-import { LIMITS } from '../../workflows/definitions';
 import { REQUIRED_SEARCH_ATTRIBUTES } from '../../workflows/search-attributes';
 import { sleep } from '../harness/wait';
 import { ProgressView } from './progress-view';
 import type { HandoverOptions } from './handover';
 import { handoverEnv, handoverLines, runHandoverCheck, shadowingVariables } from './handover';
-import { DEMO } from './settings';
+import { DEMO, parseOptions } from './settings';
 import { checkAndSummarize } from './summary';
 import {
   killStaleWorkers,
@@ -62,16 +60,6 @@ const t0 = Date.now();
 const step = (s: string): void => console.log(`==> ${s}`);
 const info = (s: string): void => console.log(`    ${s}`);
 const seconds = (ms: number): string => `${(ms / 1000).toFixed(1)} s`;
-
-function intAtLeast(min: number, max: number) {
-  return (value: string): number => {
-    const n = Number(value);
-    if (!/^\d+$/.test(value.trim()) || !Number.isSafeInteger(n) || n < min || n > max) {
-      throw new InvalidArgumentError(`must be an integer from ${min} to ${max}.`);
-    }
-    return n;
-  };
-}
 
 /** The environment of the demo's client and workers: the local dev server, no remote credentials. */
 function demoEnv(configFile: string): NodeJS.ProcessEnv {
@@ -201,22 +189,6 @@ async function followRebuild(
     view.stop();
   }
   return { outcome: outcome!, killedAtPage };
-}
-
-/** The demo's options from the command line (exits 2 with help on a usage error). */
-function parseOptions(): { jobs: number; pageSize: number } {
-  const program = new Command('demo')
-    .description('Rebuild a 200,000-job Bareos catalog on a local Temporal dev server, killing a worker on the way.')
-    .option('--jobs <n>', 'jobs in the generated source', intAtLeast(1, 10_000_000), 200_000)
-    .option(
-      '--page-size <n>',
-      'jobs per page',
-      intAtLeast(LIMITS.pageSize.min, LIMITS.pageSize.max),
-      LIMITS.pageSize.default,
-    )
-    .showHelpAfterError();
-  program.parse(process.argv);
-  return program.opts<{ jobs: number; pageSize: number }>();
 }
 
 /**

@@ -1,4 +1,8 @@
-/** Fixed names and settings of `npm run demo`. */
+/** Fixed names and settings of `npm run demo`, and its command-line options. */
+import { Command, InvalidArgumentError } from 'commander';
+import { LIMITS } from '../../workflows/definitions';
+
+/** Fixed names and settings of the demo. */
 export const DEMO = {
   grpcPort: 7233,
   uiPort: 8233,
@@ -15,3 +19,30 @@ export const DEMO = {
   killAt: 0.3,
   pollMs: 500,
 } as const;
+
+/** Commander parser for an integer option value from `min` to `max`. */
+function intAtLeast(min: number, max: number) {
+  return (value: string): number => {
+    const n = Number(value);
+    if (!/^\d+$/.test(value.trim()) || !Number.isSafeInteger(n) || n < min || n > max) {
+      throw new InvalidArgumentError(`must be an integer from ${min} to ${max}.`);
+    }
+    return n;
+  };
+}
+
+/** The demo's options from the command line (exits 2 with help on a usage error). */
+export function parseOptions(): { jobs: number; pageSize: number } {
+  const program = new Command('demo')
+    .description('Rebuild a 200,000-job Bareos catalog on a local Temporal dev server, killing a worker on the way.')
+    .option('--jobs <n>', 'jobs in the generated source', intAtLeast(1, 10_000_000), 200_000)
+    .option(
+      '--page-size <n>',
+      'jobs per page',
+      intAtLeast(LIMITS.pageSize.min, LIMITS.pageSize.max),
+      LIMITS.pageSize.default,
+    )
+    .showHelpAfterError();
+  program.parse(process.argv);
+  return program.opts<{ jobs: number; pageSize: number }>();
+}
