@@ -31,7 +31,7 @@ function intAtLeast(min: number, max: number) {
   };
 }
 
-/** The demo's options from the command line (exits 2 with help on a usage error). */
+/** The demo's options from the command line (prints the error and help, and exits 1, on a usage error). */
 export function parseOptions(): { jobs: number; pageSize: number } {
   const program = new Command('demo')
     .description('Rebuild a 200,000-job Bareos catalog on a local Temporal dev server, killing a worker on the way.')
