@@ -18,6 +18,10 @@ import { projectRoot } from '../lib/paths';
  *   counted backwards from the end date and then emitted forwards identically.
  * - "Now" is an evening instant on the end date: jobs created after it do not exist, jobs
  *   running at it have status R and NULL endtime/realendtime, queued ones status C.
+ * - With `endTime` instead (a recent history, as the demo wants it), the last evening's backups
+ *   all succeed and "now" is shortly after them, so the newest job of every client is a `T`
+ *   backup; every time is then shifted by whole hours so that "now" falls within the hour before
+ *   `endTime` (see {@link GenerateBareosOptions.endTime}).
  * - The oldest plan is cut so that exactly `jobs` rows exist; its cut jobs still consumed
  *   job ids (as if pruned), so early copy/migration rows may have dangling priorjobid.
  */
@@ -30,8 +34,18 @@ export interface GenerateBareosOptions {
   jobs: number;
   /** PRNG seed (safe integer); same seed and options give byte-identical rows. */
   seed: number;
-  /** Last day of the history, `'YYYY-MM-DD'` (director local date); default `'2026-11-01'`. */
+  /** Last day of the history, `'YYYY-MM-DD'` (director local date); default `'2026-11-01'`. Not with `endTime`. */
   endDate?: string;
+  /**
+   * End of a recent history, `'YYYY-MM-DD HH:MM:SS'` (director wall clock; see {@link directorWallClock}).
+   * No job is scheduled, starts or ends after it, and the newest job of every client that has
+   * jobs is a backup (type `B`) with status `T` that started within the 24 hours before it (with
+   * 40 clients within about 8 hours); failures and warnings stay in the older history, and no job
+   * runs at the end.
+   * The day's schedule is shifted by whole hours to end there, so wall-clock times of day differ
+   * from the schedule's. Same seed, options and `endTime` give byte-identical rows. Not with `endDate`.
+   */
+  endTime?: string;
   /** Number of rows in `client` (director's own `bareos-fd` included); integer 1..10000, default 40. */
   clients?: number;
 }
@@ -57,6 +71,8 @@ const DEFAULT_END_DATE = '2026-11-01';
 const DEFAULT_CLIENTS = 40;
 const MAX_JOBS = 100_000_000;
 const QUEUE_SLOTS = 10;
+/** Longest run of a backup of the last evening of a recent history (s). */
+const FINAL_MAX_RUN = 30 * 60;
 const TWO_POW_53 = 9_007_199_254_740_992n;
 
 // Fixed ids of the pool and fileset rows.
@@ -194,6 +210,8 @@ interface Ctx {
   linuxV2At: number;
   /** Jobs created before this have a NULL comment (catalog upgraded from an old Bacula). */
   commentEra: number;
+  /** Recent history: the plan whose evening backups (and night dumps) all succeed, quickly; else null. */
+  finalDay: number | null;
 }
 
 const ROLES: readonly (readonly [string, number])[] = [
@@ -423,6 +441,7 @@ function buildPlan(ctx: Ctx, d: number): PlanJob[] {
   const base = d * DAY;
   const wd = (((d + 4) % 7) + 7) % 7; // 1970-01-01 was a Thursday; 0 = Sunday
   const dom = dayOfMonth(d);
+  const final = d === ctx.finalDay;
   const jobs: PlanJob[] = [];
   let ord = 0;
   const add = (j: PlanJob): PlanJob => {
@@ -506,7 +525,8 @@ function buildPlan(ctx: Ctx, d: number): PlanJob[] {
   const mains: { c: ClientProfile; j: PlanJob; dur: number; files: number; bytes: JobValue; status: string }[] = [];
   for (const c of ctx.evening) {
     const sched = base + c.schedSec;
-    const level = wd === c.cycleDay ? (dom <= 7 ? 'F' : 'D') : 'I';
+    // the last evening of a recent history runs the HSM archive's incremental (its full takes a day)
+    const level = final && c.hsm ? 'I' : wd === c.cycleDay ? (dom <= 7 ? 'F' : 'D') : 'I';
     const g = growthAt(c);
     let files: number;
     let bytes: JobValue;
@@ -532,9 +552,10 @@ function buildPlan(ctx: Ctx, d: number): PlanJob[] {
       bytes = Math.floor(fb * f);
       files = f === 0 ? 0 : Math.max(1, Math.floor(ff * f * (0.5 + rng())));
       dur = bytes / c.throughput + int(rng, 3, 90);
-      dur = Math.min(dur, 20 * HOUR);
+      dur = Math.min(dur, final ? FINAL_MAX_RUN : 20 * HOUR);
     }
-    const status = backupStatus(rng);
+    const drawn = backupStatus(rng);
+    const status = final ? 'T' : drawn;
     const j = newJob(
       {
         name: c.jobName,
@@ -627,7 +648,7 @@ function buildPlan(ctx: Ctx, d: number): PlanJob[] {
     const bytes = Math.floor(
       logUniform(rng, 5e7, 8e7) * Math.max(0.1, 1 + (d - ctx.endDay) / 2000) * ctx.clients.length,
     );
-    const status = rng() < 0.99 ? 'T' : 'W';
+    const status = rng() < 0.99 || final ? 'T' : 'W';
     settle(
       j,
       rng,
@@ -663,15 +684,11 @@ function buildPlan(ctx: Ctx, d: number): PlanJob[] {
         ord++,
       ),
     );
-    settle(
-      j,
-      rng,
-      backupStatus(rng),
-      sched + int(rng, 1, 30),
-      bytes / 6e7 + int(rng, 10, 120),
-      c.dump.files,
-      bytes,
-      (b) => (typeof b === 'bigint' ? b : readBytesFor(c, b, rng)),
+    const drawn = backupStatus(rng); // draws in the order of the arguments below
+    const start = sched + int(rng, 1, 30);
+    const dur = bytes / 6e7 + int(rng, 10, 120);
+    settle(j, rng, final ? 'T' : drawn, start, final ? Math.min(dur, FINAL_MAX_RUN) : dur, c.dump.files, bytes, (b) =>
+      typeof b === 'bigint' ? b : readBytesFor(c, b, rng),
     );
   }
 
@@ -841,9 +858,17 @@ function buildPlan(ctx: Ctx, d: number): PlanJob[] {
   return jobs;
 }
 
-/** Epoch seconds (director wall clock as UTC) of day `day` + `sec`, as 'YYYY-MM-DD HH:MM:SS'. */
+/** Plan times (director wall clock as UTC seconds), shifted by `shift`, as timestamp and job-name text. */
 class TimeFormat {
   private readonly days = new Map<number, string>();
+
+  /** @param shift seconds added to every time before it is formatted (and to epoch values, see `epoch`). */
+  constructor(readonly shift = 0) {}
+
+  /** Epoch seconds of plan time `t`, shifted. */
+  epoch(t: number): number {
+    return t + this.shift;
+  }
 
   private date(day: number): string {
     let s = this.days.get(day);
@@ -855,7 +880,8 @@ class TimeFormat {
     return s;
   }
 
-  private parts(t: number, dateTimeSep: string, timeSep: string): string {
+  private parts(plan: number, dateTimeSep: string, timeSep: string): string {
+    const t = plan + this.shift;
     const day = Math.floor(t / DAY);
     const r = t - day * DAY;
     const h = Math.floor(r / HOUR);
@@ -926,7 +952,24 @@ interface EmitState {
   emitted: number;
 }
 
-function validate(opts: GenerateBareosOptions): { endDay: number; clients: number } {
+/** `'YYYY-MM-DD'` or `'YYYY-MM-DD HH:MM:SS'` as seconds since 1970 (wall clock read as UTC); NaN when invalid. */
+function wallSeconds(text: string, withTime: boolean): number {
+  const m = (withTime ? /^(\d{4})-(\d{2})-(\d{2}) (\d{2}):(\d{2}):(\d{2})$/ : /^(\d{4})-(\d{2})-(\d{2})$/).exec(text);
+  if (!m) return NaN;
+  const [y, mo, d, h, mi, se] = m.slice(1).map(Number);
+  const ms = Date.UTC(y, mo - 1, d, h || 0, mi || 0, se || 0);
+  const back = new Date(ms);
+  const same =
+    back.getUTCFullYear() === y &&
+    back.getUTCMonth() + 1 === mo &&
+    back.getUTCDate() === d &&
+    back.getUTCHours() === (h || 0) &&
+    back.getUTCMinutes() === (mi || 0) &&
+    back.getUTCSeconds() === (se || 0);
+  return same ? ms / 1000 : NaN;
+}
+
+function validate(opts: GenerateBareosOptions): { endDay: number; endTime: number | null; clients: number } {
   if (!opts || typeof opts.databaseUrl !== 'string' || opts.databaseUrl === '') {
     throw new TypeError('generateBareosSource: databaseUrl is required');
   }
@@ -940,24 +983,53 @@ function validate(opts: GenerateBareosOptions): { endDay: number; clients: numbe
   if (!Number.isSafeInteger(clients) || clients < 1 || clients > 10_000) {
     throw new RangeError(`generateBareosSource: clients must be an integer from 1 to 10000, got ${clients}`);
   }
+  if (opts.endTime !== undefined) {
+    if (opts.endDate !== undefined) throw new RangeError('generateBareosSource: give endDate or endTime, not both');
+    const endTime = wallSeconds(opts.endTime, true);
+    if (Number.isNaN(endTime)) {
+      throw new RangeError(
+        `generateBareosSource: endTime must be a valid 'YYYY-MM-DD HH:MM:SS' time, got '${opts.endTime}'`,
+      );
+    }
+    const endDay = Math.floor(endTime / DAY);
+    if (endDay < 366 || endDay > 24_800) {
+      throw new RangeError(
+        `generateBareosSource: endTime must be between 1971-01-02 and 2037-11-26, got '${opts.endTime}'`,
+      );
+    }
+    return { endDay, endTime, clients };
+  }
   const endDate = opts.endDate ?? DEFAULT_END_DATE;
-  const m = /^(\d{4})-(\d{2})-(\d{2})$/.exec(endDate);
-  const ms = m ? Date.UTC(Number(m[1]), Number(m[2]) - 1, Number(m[3])) : NaN;
-  const back = Number.isNaN(ms) ? null : new Date(ms);
-  if (
-    !m ||
-    !back ||
-    back.getUTCFullYear() !== Number(m[1]) ||
-    back.getUTCMonth() + 1 !== Number(m[2]) ||
-    back.getUTCDate() !== Number(m[3])
-  ) {
+  const seconds = wallSeconds(endDate, false);
+  if (Number.isNaN(seconds)) {
     throw new RangeError(`generateBareosSource: endDate must be a valid 'YYYY-MM-DD' date, got '${endDate}'`);
   }
-  const endDay = ms / (DAY * 1000);
+  const endDay = seconds / DAY;
   if (endDay < 365 || endDay > 24_800) {
     throw new RangeError(`generateBareosSource: endDate must be between 1971-01-01 and 2037-11-26, got '${endDate}'`);
   }
-  return { endDay, clients };
+  return { endDay, endTime: null, clients };
+}
+
+/**
+ * The wall clock of time zone `timeZone` at `instant`, as `'YYYY-MM-DD HH:MM:SS'`: what a director
+ * whose catalog is read in that zone (a source's `timezone`) writes for that instant. Use it to
+ * turn "now" into {@link GenerateBareosOptions.endTime}.
+ * @throws RangeError for a zone this Node.js does not know.
+ */
+export function directorWallClock(instant: Date, timeZone: string): string {
+  const parts = new Intl.DateTimeFormat('en-US', {
+    timeZone,
+    hourCycle: 'h23',
+    year: 'numeric',
+    month: '2-digit',
+    day: '2-digit',
+    hour: '2-digit',
+    minute: '2-digit',
+    second: '2-digit',
+  }).formatToParts(instant);
+  const p = (type: Intl.DateTimeFormatPartTypes): string => parts.find((x) => x.type === type)?.value ?? '';
+  return `${p('year').padStart(4, '0')}-${p('month')}-${p('day')} ${p('hour')}:${p('minute')}:${p('second')}`;
 }
 
 function pickClients(clients: ClientProfile[], roles: string[], fallback: number[], max: number): ClientProfile[] {
@@ -969,11 +1041,71 @@ function pickClients(clients: ClientProfile[], roles: string[], fallback: number
     .slice(0, max);
 }
 
+/** The plans' context for a history whose last plan is day `endDay`. */
+function makeCtx(seed: number, profiles: ClientProfile[], endDay: number, finalDay: number | null): Ctx {
+  return {
+    seed,
+    endDay,
+    clients: profiles,
+    evening: [...profiles].sort((a, b) => a.schedSec - b.schedSec || a.id - b.id),
+    verifyClients: pickClients(profiles, ['ldap', 'vpn'], [2, 3], 2),
+    migrateClients: pickClients(profiles, ['file', 'nas'], [2], 8),
+    linuxV2At: (endDay - 45) * DAY + 14 * HOUR + 202,
+    commentEra: (endDay - 2000) * DAY + 10 * HOUR + 1234,
+    finalDay,
+  };
+}
+
+/** How a history ends: its context, last plan, "now" (plan time, s) and the shift of every emitted time (s). */
+interface HistoryEnd {
+  ctx: Ctx;
+  lastPlan: PlanJob[];
+  now: number;
+  shift: number;
+}
+
+/** `endDate` histories: "now" is an evening instant on the end date at which at least one job is running. */
+function eveningEnd(seed: number, profiles: ClientProfile[], endDay: number): HistoryEnd {
+  const ctx = makeCtx(seed, profiles, endDay, null);
+  const lastPlan = buildPlan(ctx, endDay);
+  const now0 = endDay * DAY + 22 * HOUR + 900 + Math.floor(mulberry32(mix(seed, 0x6e6f77))() * 1800);
+  let now = now0;
+  if (!lastPlan.some((j) => j.runStart !== null && j.runEnd !== null && j.runStart <= now0 && j.runEnd > now0)) {
+    let latest = -Infinity;
+    for (const j of lastPlan) if (j.runStart !== null && j.runStart <= now0) latest = Math.max(latest, j.runStart);
+    if (latest > -Infinity) now = latest + 1;
+  }
+  return { ctx, lastPlan, now, shift: 0 };
+}
+
+/**
+ * `endTime` histories: the last plan's backups all succeed, quickly (see `finalDay`), its night
+ * copies, migrations and admin jobs are left out, and "now" is a few minutes after the last of its
+ * jobs ended. Of the plans of the day of `endTime` and the day before, the one needing the smaller
+ * shift is taken; every emitted time is shifted by the whole hours that put "now" within the hour
+ * before `endTime`.
+ */
+function recentEnd(seed: number, profiles: ClientProfile[], endTime: number): HistoryEnd {
+  let best: HistoryEnd | null = null;
+  for (const day of [Math.floor(endTime / DAY) - 1, Math.floor(endTime / DAY)]) {
+    const ctx = makeCtx(seed, profiles, day, day);
+    const copiesAt = (day + 1) * DAY + 3 * HOUR + 900;
+    const lastPlan = buildPlan(ctx, day).filter((j) => j.sched < copiesAt);
+    let last = day * DAY;
+    for (const j of lastPlan) last = Math.max(last, j.sched, j.runEnd ?? j.sched);
+    const now = last + 60 + (mix(seed, day, 4) % 840);
+    const shift = Math.floor((endTime - now) / HOUR) * HOUR;
+    if (!best || Math.abs(shift) < Math.abs(best.shift)) best = { ctx, lastPlan, now, shift };
+  }
+  return best!;
+}
+
 /**
  * Creates (if missing) the Bareos catalog tables of `dev/bareos-schema.sql` in the
  * target database, empties `job`, `client`, `pool` and `fileset` (TRUNCATE ... RESTART
  * IDENTITY) and fills them with a deterministic, realistic director history of exactly
- * `opts.jobs` jobs ending on `opts.endDate` (see the module comment for the model).
+ * `opts.jobs` jobs ending on `opts.endDate`, or at `opts.endTime` (see the module comment for
+ * the model).
  *
  * Everything after the schema runs in one transaction, so a failure leaves the previous
  * contents. Rows are inserted in batches with `INSERT ... SELECT * FROM unnest(...)`; int8
@@ -983,33 +1115,17 @@ function pickClients(clients: ClientProfile[], roles: string[], fallback: number
  * @param opts target database and history shape.
  * @returns counts and the first/last job start time, read back from the database.
  * @throws TypeError when `databaseUrl` is missing; RangeError when `jobs`, `seed`,
- *   `clients` or `endDate` are invalid, or when the history would begin before 1970;
- *   the `pg` error (e.g. code `3D000` for a missing database) on any database failure.
+ *   `clients`, `endDate` or `endTime` are invalid (or both are given), or when the history
+ *   would begin before 1970; the `pg` error (e.g. code `3D000` for a missing database) on any database failure.
  */
 export async function generateBareosSource(opts: GenerateBareosOptions): Promise<GenerateBareosResult> {
-  const { endDay, clients: clientCount } = validate(opts);
+  const v = validate(opts);
+  const clientCount = v.clients;
   const seed = opts.seed;
   const profiles = buildClients(seed, clientCount);
-  const ctx: Ctx = {
-    seed,
-    endDay,
-    clients: profiles,
-    evening: [...profiles].sort((a, b) => a.schedSec - b.schedSec || a.id - b.id),
-    verifyClients: pickClients(profiles, ['ldap', 'vpn'], [2, 3], 2),
-    migrateClients: pickClients(profiles, ['file', 'nas'], [2], 8),
-    linuxV2At: (endDay - 45) * DAY + 14 * HOUR + 202,
-    commentEra: (endDay - 2000) * DAY + 10 * HOUR + 1234,
-  };
-
-  // "now": an evening instant on the end date at which at least one job is running
-  const lastPlan = buildPlan(ctx, endDay);
-  const now0 = endDay * DAY + 22 * HOUR + 900 + Math.floor(mulberry32(mix(seed, 0x6e6f77))() * 1800);
-  let now = now0;
-  if (!lastPlan.some((j) => j.runStart !== null && j.runEnd !== null && j.runStart <= now0 && j.runEnd > now0)) {
-    let latest = -Infinity;
-    for (const j of lastPlan) if (j.runStart !== null && j.runStart <= now0) latest = Math.max(latest, j.runStart);
-    if (latest > -Infinity) now = latest + 1;
-  }
+  const { ctx, lastPlan, now, shift } =
+    v.endTime === null ? eveningEnd(seed, profiles, v.endDay) : recentEnd(seed, profiles, v.endTime);
+  const endDay = ctx.endDay;
   const existing = (plan: PlanJob[]): number => {
     let n = 0;
     for (const j of plan) if (j.sched <= now) n++;
@@ -1038,7 +1154,7 @@ export async function generateBareosSource(opts: GenerateBareosOptions): Promise
   }
 
   const schema = fs.readFileSync(path.join(projectRoot(), 'dev/bareos-schema.sql'), 'utf8');
-  const fmt = new TimeFormat();
+  const fmt = new TimeFormat(shift);
   const client = new Client({ connectionString: opts.databaseUrl, application_name: 'catalog-rebuild-gen' });
   await client.connect();
   try {
@@ -1146,7 +1262,7 @@ function appendRow(
   let errors = j.errors;
   let missing = j.missing;
   let vsId = sessId;
-  let vsTime = sessId ? sessTime : 0;
+  let vsTime = sessId ? fmt.epoch(sessTime) : 0;
   let purged = 0;
   const runStart = j.runStart;
   if (runStart !== null && j.runEnd !== null && j.runEnd > now) {
@@ -1180,7 +1296,7 @@ function appendRow(
   b[8].push(fmt.ts(start));
   b[9].push(fmt.ts(end));
   b[10].push(fmt.ts(realEnd));
-  b[11].push(String(tdate));
+  b[11].push(String(fmt.epoch(tdate)));
   b[12].push(vsId);
   b[13].push(vsTime);
   b[14].push(files);

@@ -3,7 +3,7 @@
  * catalog (client, pool, fileset, job), for tests, demos and benches.
  *
  *   node dist/dev/gen-bareos.js --jobs 200000 [--seed 1] [--database URL]
- *        [--end-date YYYY-MM-DD] [--clients 40]
+ *        [--end-date YYYY-MM-DD | --end-time 'YYYY-MM-DD HH:MM:SS'] [--clients 40]
  *
  * The database defaults to $DATABASE_URL and is created (via the `postgres` database of the
  * same server) when it does not exist. Prints a one-line summary; exits 1 on any error.
@@ -25,6 +25,12 @@ function integerAtLeast(min: number): (value: string) => number {
 
 function parseDate(value: string): string {
   if (!/^\d{4}-\d{2}-\d{2}$/.test(value)) throw new InvalidArgumentError('expected YYYY-MM-DD.');
+  return value;
+}
+
+function parseTime(value: string): string {
+  if (!/^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$/.test(value))
+    throw new InvalidArgumentError("expected 'YYYY-MM-DD HH:MM:SS'.");
   return value;
 }
 
@@ -65,10 +71,22 @@ async function main(): Promise<void> {
     .option('--seed <n>', 'PRNG seed (integer >= 0)', integerAtLeast(0), 1)
     .option('--database <url>', 'PostgreSQL URL of the target database (default: $DATABASE_URL)')
     .option('--end-date <YYYY-MM-DD>', 'last day of the history (default 2026-11-01)', parseDate)
+    .option(
+      '--end-time <YYYY-MM-DD HH:MM:SS>',
+      'end of a recent history instead (director wall clock): every client backed up successfully in the 24 h before it',
+      parseTime,
+    )
     .option('--clients <n>', 'number of clients (default 40)', integerAtLeast(1))
     .showHelpAfterError();
   program.parse(process.argv);
-  const opts = program.opts<{ jobs: number; seed: number; database?: string; endDate?: string; clients?: number }>();
+  const opts = program.opts<{
+    jobs: number;
+    seed: number;
+    database?: string;
+    endDate?: string;
+    endTime?: string;
+    clients?: number;
+  }>();
 
   const databaseUrl = opts.database ?? process.env.DATABASE_URL;
   if (!databaseUrl) {
@@ -81,6 +99,7 @@ async function main(): Promise<void> {
     jobs: opts.jobs,
     seed: opts.seed,
     endDate: opts.endDate,
+    endTime: opts.endTime,
     clients: opts.clients,
   });
   const seconds = Number(process.hrtime.bigint() - t0) / 1e9;

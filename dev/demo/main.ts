@@ -10,15 +10,21 @@
  * run) and `catalog_rebuild_demo` (the catalog, kept so a second run replaces the previous version),
  * a generated Bareos source, `.data/demo-config.json`, a worker, the rebuild of catalog `demo` from
  * source `director`, a SIGKILL of the worker's process group at 30 % of the pages and a second
- * worker, then a summary with a field-by-field `catalog = source` check.
+ * worker, then a summary with a field-by-field `catalog = source` check, the backup check
+ * (`catalog-rebuild check`, run from another folder with the hand-over's environment) and the
+ * hand-over: `export` lines and commands that reach the demo's catalog from any directory.
  *
- * Exits 0 when the rebuild was published and the catalog equals the source, 1 otherwise. The dev
- * server keeps running (its pid is in .data/temporal-dev.pid); the demo's workers are stopped.
+ * The generated history ends at the demo's start: every client's newest job is a successful backup
+ * (T) of the last 24 hours, in the source zone the configuration names (UTC).
+ *
+ * Exits 0 when the rebuild was published, the catalog equals the source and the backup check is
+ * OK, 1 otherwise. The dev server keeps running (its pid is in .data/temporal-dev.pid); the demo's
+ * workers are stopped.
  */
 import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
+import * as os from 'node:os';
 import * as path from 'node:path';
-import { Command, InvalidArgumentError } from 'commander';
 import type { WorkflowHandle } from '@temporalio/client';
 import { Connection, WorkflowFailedError } from '@temporalio/client';
 import type { Pool } from 'pg';
@@ -27,15 +33,17 @@ import { connectTemporal, getProgress, rebuildHandle, startRebuild, waitForResul
 import { ensureTemporalCli } from '../env/temporal-cli';
 import { portOpen, startDevServer, waitForTemporal } from '../env/dev-server';
 import { createDatabase, resolveAdminUrl } from '../env/postgres';
-import { compareCatalogToSource } from '../verify';
-import { generateBareosSource } from '../bareos-generator';
+import { directorWallClock, generateBareosSource } from '../bareos-generator';
 import { createPool } from '../../lib/db';
 import { redactUrl } from '../../lib/config';
 import { dataDir, projectRoot } from '../../lib/paths';
-import { LIMITS } from '../../workflows/definitions';
 import { REQUIRED_SEARCH_ATTRIBUTES } from '../../workflows/search-attributes';
 import { sleep } from '../harness/wait';
 import { ProgressView } from './progress-view';
+import type { HandoverOptions } from './handover';
+import { handoverEnv, handoverLines, runHandoverCheck, shadowingVariables } from './handover';
+import { DEMO, parseOptions } from './settings';
+import { checkAndSummarize } from './summary';
 import {
   killStaleWorkers,
   processMatches,
@@ -47,37 +55,11 @@ import {
   workers,
 } from './workers';
 
-/** Fixed names of the demo. */
-const DEMO = {
-  grpcPort: 7233,
-  uiPort: 8233,
-  catalog: 'demo',
-  source: 'director',
-  sourceDatabase: 'catalog_rebuild_demo_source',
-  catalogDatabase: 'catalog_rebuild_demo',
-  /** A queue of its own, so only the demo's workers run the demo's rebuild. */
-  taskQueue: 'catalog-rebuild-demo',
-  seed: 1,
-  /** Share of the pages after which the first worker is killed. */
-  killAt: 0.3,
-  pollMs: 500,
-} as const;
-
 const address = `127.0.0.1:${DEMO.grpcPort}`;
 const t0 = Date.now();
 const step = (s: string): void => console.log(`==> ${s}`);
 const info = (s: string): void => console.log(`    ${s}`);
 const seconds = (ms: number): string => `${(ms / 1000).toFixed(1)} s`;
-
-function intAtLeast(min: number, max: number) {
-  return (value: string): number => {
-    const n = Number(value);
-    if (!/^\d+$/.test(value.trim()) || !Number.isSafeInteger(n) || n < min || n > max) {
-      throw new InvalidArgumentError(`must be an integer from ${min} to ${max}.`);
-    }
-    return n;
-  };
-}
 
 /** The environment of the demo's client and workers: the local dev server, no remote credentials. */
 function demoEnv(configFile: string): NodeJS.ProcessEnv {
@@ -210,87 +192,61 @@ async function followRebuild(
 }
 
 /**
- * Checks catalog = source (md5 of every field of every job, in SQL) and prints the summary of a
- * finished rebuild; returns whether it was published, is the active version and equals the source.
+ * Creates the demo's databases, generates the source (a history ending at the demo's start) and
+ * writes the configuration file; returns the databases' URLs and the number of jobs generated.
  */
-async function checkAndSummarize(
-  catalogPool: Pool,
-  sourcePool: Pool,
-  r: RebuildCatalogResult,
-  o: { pageSize: number; killedAtPage: number | null; rebuildMs: number; webUi: string; devServerLine: string },
-): Promise<boolean> {
-  const { killedAtPage, rebuildMs, webUi, devServerLine } = o;
-  step('checking catalog = source (md5 of every field of every job, in SQL)');
-  const v = await catalogPool.query<{
-    version_id: string;
-    status: string;
-    source_timezone: string;
-    source_rows: string;
-  }>(
-    `SELECT version_id::text, status, source_timezone, source_rows::text FROM version WHERE catalog_name = $1 ORDER BY version_id`,
-    [DEMO.catalog],
-  );
-  const mine = v.rows.find((x) => x.version_id === r.versionId);
-  const active = await catalogPool.query<{ version_id: string }>(
-    `SELECT version_id::text FROM active WHERE catalog_name = $1`,
-    [DEMO.catalog],
-  );
-  const cmp = await compareCatalogToSource(catalogPool, sourcePool, DEMO.catalog, mine?.source_timezone ?? 'UTC');
-  const retries = await catalogPool.query<{ created_at: Date; message: string }>(
-    `SELECT created_at, message FROM event WHERE catalog_name = $1 AND version_id = $2 AND kind = 'page_retry' ORDER BY event_id`,
-    [DEMO.catalog, r.versionId],
-  );
-  const isActive = active.rows[0]?.version_id === r.versionId;
-  const equal = r.published && isActive && cmp.equal;
+async function prepareSource(
+  adminUrl: string,
+  jobCount: number,
+  configFile: string,
+): Promise<{ sourceUrl: string; catalogUrl: string; jobs: number }> {
+  step(`creating databases ${DEMO.sourceDatabase} (fresh) and ${DEMO.catalogDatabase} (catalog, kept across runs)`);
+  const sourceUrl = await createDatabase(adminUrl, DEMO.sourceDatabase, { dropFirst: true });
+  const catalogUrl = await createDatabase(adminUrl, DEMO.catalogDatabase);
 
+  const endTime = directorWallClock(new Date(t0), DEMO.timezone);
+  step(
+    `generating a Bareos director catalog of ${jobCount.toLocaleString('en-US')} jobs (seed ${DEMO.seed}) ending now, ${endTime} ${DEMO.timezone}`,
+  );
+  const tGen = Date.now();
+  const gen = await generateBareosSource({ databaseUrl: sourceUrl, jobs: jobCount, seed: DEMO.seed, endTime });
+  info(
+    `${gen.jobs} jobs, ${gen.clients} clients, job ids 1..${gen.maxJobId}, starts ${gen.firstStart ?? '-'} .. ${gen.lastStart ?? '-'} (${seconds(Date.now() - tGen)})`,
+  );
+
+  step(`writing ${path.relative(projectRoot(), configFile)} (catalog database and source "${DEMO.source}")`);
+  fs.writeFileSync(
+    configFile,
+    JSON.stringify(
+      {
+        catalogDatabaseUrl: catalogUrl,
+        sources: { [DEMO.source]: { kind: 'bareos', databaseUrl: sourceUrl, timezone: DEMO.timezone } },
+      },
+      null,
+      2,
+    ) + '\n',
+    { mode: 0o600 },
+  );
+
+  return { sourceUrl, catalogUrl, jobs: gen.jobs };
+}
+
+/**
+ * Runs the backup check as a user would after pasting the hand-over (from the temporary folder)
+ * and prints its line and the hand-over; returns whether the check said OK.
+ */
+function handOver(handover: HandoverOptions): boolean {
+  step(`running the backup check as you would, from ${os.tmpdir()}: catalog-rebuild check --catalog ${DEMO.catalog}`);
+  const check = runHandoverCheck(handover);
+  info(check.line);
+  if (check.code !== 0) info(`the backup check exited ${check.code ?? 'on a timeout'}, not 0 (OK)`);
+  for (const line of handoverLines(handover)) console.log(line);
   console.log('');
-  console.log('Summary');
-  console.log(
-    `  catalog         ${DEMO.catalog} (database ${DEMO.catalogDatabase}), source ${DEMO.source} (database ${DEMO.sourceDatabase})`,
-  );
-  console.log(`  pages           ${r.pagesTotal} of ${o.pageSize} jobs`);
-  console.log(`  rows            ${r.rowsUpserted} upserted, ${r.rejects} rejects`);
-  console.log(
-    `  worker kill     ${killedAtPage === null ? 'did not happen (the rebuild ended first)' : `worker 1 SIGKILLed at page ${killedAtPage}/${r.pagesTotal}; worker 2 finished the rebuild`}`,
-  );
-  console.log(`  retries         ${r.retries}`);
-  console.log(
-    `  duration        rebuild ${seconds(r.durationMs)} (workflow time), ${seconds(rebuildMs)} seen by the demo; ${r.runs} run(s)`,
-  );
-  console.log(
-    `  versions        ${v.rows.map((x) => `version ${x.version_id} ${x.status}${x.version_id === r.versionId ? ' (this run)' : ''}`).join(', ')}` +
-      (r.previousVersionId ? `; version ${r.versionId} replaced version ${r.previousVersionId}` : ''),
-  );
-  if (r.reconciliation) {
-    const x = r.reconciliation;
-    console.log(
-      `  reconciliation  ${x.ok ? 'ok' : 'MISMATCH'}: ${x.buckets} buckets, source ${x.sourceRows} = catalog ${x.catalogRows}${x.rejects ? ` + ${x.rejects} quarantined` : ''}, ${x.sampled} records sampled, ${x.sampleMismatches} differ`,
-    );
-  }
-  console.log(
-    `  catalog = source ${equal ? 'yes' : 'NO'}: ${cmp.catalogRows} rows md5 ${cmp.catalog} vs source ${cmp.sourceRows} rows md5 ${cmp.source}${isActive ? '' : ` (active version is ${active.rows[0]?.version_id ?? 'none'}, not ${r.versionId})`}`,
-  );
-  console.log(`  page retries    ${retries.rowCount} event(s) of type page_retry:`);
-  for (const e of retries.rows) console.log(`    ${e.created_at.toISOString()}  ${e.message}`);
-  console.log(`  Web UI          ${webUi}`);
-  console.log(`                  (all rebuilds of the catalog: search CatalogName='${DEMO.catalog}')`);
-  console.log(`  dev server      ${devServerLine}`);
-  return equal;
+  return check.code === 0;
 }
 
 async function main(): Promise<void> {
-  const program = new Command('demo')
-    .description('Rebuild a 200,000-job Bareos catalog on a local Temporal dev server, killing a worker on the way.')
-    .option('--jobs <n>', 'jobs in the generated source', intAtLeast(1, 10_000_000), 200_000)
-    .option(
-      '--page-size <n>',
-      'jobs per page',
-      intAtLeast(LIMITS.pageSize.min, LIMITS.pageSize.max),
-      LIMITS.pageSize.default,
-    )
-    .showHelpAfterError();
-  program.parse(process.argv);
-  const opts = program.opts<{ jobs: number; pageSize: number }>();
+  const opts = parseOptions();
   fs.mkdirSync(dataDir(), { recursive: true });
 
   const onSignal = (signal: NodeJS.Signals) => {
@@ -316,32 +272,20 @@ async function main(): Promise<void> {
     info(redactUrl(adminUrl));
 
     killStaleWorkers(info);
-    const configFile = path.join(dataDir(), 'demo-config.json');
+    const configFile = path.resolve(dataDir(), 'demo-config.json');
     const env = demoEnv(configFile);
+    const handover: HandoverOptions = {
+      configFile,
+      taskQueue: DEMO.taskQueue,
+      temporalAddress: address,
+      projectRoot: path.resolve(projectRoot()),
+      catalog: DEMO.catalog,
+    };
+    handover.shadowing = shadowingVariables(process.env, handoverEnv(handover));
     session = await connectTemporal(env);
     await terminateStaleRebuild(session);
 
-    step(`creating databases ${DEMO.sourceDatabase} (fresh) and ${DEMO.catalogDatabase} (catalog, kept across runs)`);
-    const sourceUrl = await createDatabase(adminUrl, DEMO.sourceDatabase, { dropFirst: true });
-    const catalogUrl = await createDatabase(adminUrl, DEMO.catalogDatabase);
-
-    step(`generating a Bareos director catalog of ${opts.jobs.toLocaleString('en-US')} jobs (seed ${DEMO.seed})`);
-    const tGen = Date.now();
-    const gen = await generateBareosSource({ databaseUrl: sourceUrl, jobs: opts.jobs, seed: DEMO.seed });
-    info(
-      `${gen.jobs} jobs, ${gen.clients} clients, job ids 1..${gen.maxJobId}, starts ${gen.firstStart ?? '-'} .. ${gen.lastStart ?? '-'} (${seconds(Date.now() - tGen)})`,
-    );
-
-    step(`writing ${path.relative(projectRoot(), configFile)} (catalog database and source "${DEMO.source}")`);
-    fs.writeFileSync(
-      configFile,
-      JSON.stringify(
-        { catalogDatabaseUrl: catalogUrl, sources: { [DEMO.source]: { kind: 'bareos', databaseUrl: sourceUrl } } },
-        null,
-        2,
-      ) + '\n',
-      { mode: 0o600 },
-    );
+    const { sourceUrl, catalogUrl } = await prepareSource(adminUrl, opts.jobs, configFile);
 
     step(`starting worker 1 on task queue ${DEMO.taskQueue} (log .data/demo-worker-1.log)`);
     const w1 = await spawnDemoWorker(1, env);
@@ -362,10 +306,12 @@ async function main(): Promise<void> {
       `SELECT count(*)::int AS n FROM active_jobs WHERE catalog_name = $1`,
       [DEMO.catalog],
     );
-    const allowShrink = activeRows.rows[0].n > gen.jobs;
+    // The source is regenerated on every run and ends at its start: its days differ from those of
+    // the published demo catalog, which the shrink guard would take for lost jobs.
+    const allowShrink = activeRows.rows[0].n > 0;
     if (allowShrink)
       info(
-        `the source is smaller than the published demo catalog (${activeRows.rows[0].n} jobs): starting with --allow-shrink`,
+        `the demo catalog has a published version (${activeRows.rows[0].n} jobs) and the source was regenerated up to now: starting with --allow-shrink`,
       );
 
     step(
@@ -396,6 +342,7 @@ async function main(): Promise<void> {
       console.log(`  Web UI          ${webUi}`);
       console.log(`  worker logs     .data/demo-worker-1.log, .data/demo-worker-2.log`);
       console.log(`  dev server      ${devServerLine}`);
+      for (const line of handoverLines(handover)) console.log(line);
       throw new Error('the rebuild failed');
     }
     const r = outcome.result;
@@ -410,8 +357,10 @@ async function main(): Promise<void> {
 
     step('stopping the demo worker (SIGTERM to its process group)');
     for (const w of workers) await stopWorker(w);
-    console.log(`demo ${equal ? 'done' : 'FAILED'} in ${seconds(Date.now() - t0)} end to end`);
-    if (!equal) process.exitCode = 1;
+
+    const ok = handOver(handover) && equal;
+    console.log(`demo ${ok ? 'done' : 'FAILED'} in ${seconds(Date.now() - t0)} end to end`);
+    if (!ok) process.exitCode = 1;
   } finally {
     for (const w of workers) {
       if (w.child.exitCode === null && w.child.signalCode === null) await stopWorker(w, 10_000);

@@ -1,0 +1,48 @@
+/** Fixed names and settings of `npm run demo`, and its command-line options. */
+import { Command, InvalidArgumentError } from 'commander';
+import { LIMITS } from '../../workflows/definitions';
+
+/** Fixed names and settings of the demo. */
+export const DEMO = {
+  grpcPort: 7233,
+  uiPort: 8233,
+  catalog: 'demo',
+  source: 'director',
+  sourceDatabase: 'catalog_rebuild_demo_source',
+  catalogDatabase: 'catalog_rebuild_demo',
+  /** A queue of its own, so only the demo's workers run the demo's rebuild. */
+  taskQueue: 'catalog-rebuild-demo',
+  /** Zone of the generated director's wall clock, written into the demo's configuration as the source's `timezone`. */
+  timezone: 'UTC',
+  seed: 1,
+  /** Share of the pages after which the first worker is killed. */
+  killAt: 0.3,
+  pollMs: 500,
+} as const;
+
+/** Commander parser for an integer option value from `min` to `max`. */
+function intAtLeast(min: number, max: number) {
+  return (value: string): number => {
+    const n = Number(value);
+    if (!/^\d+$/.test(value.trim()) || !Number.isSafeInteger(n) || n < min || n > max) {
+      throw new InvalidArgumentError(`must be an integer from ${min} to ${max}.`);
+    }
+    return n;
+  };
+}
+
+/** The demo's options from the command line (prints the error and help, and exits 1, on a usage error). */
+export function parseOptions(): { jobs: number; pageSize: number } {
+  const program = new Command('demo')
+    .description('Rebuild a 200,000-job Bareos catalog on a local Temporal dev server, killing a worker on the way.')
+    .option('--jobs <n>', 'jobs in the generated source', intAtLeast(1, 10_000_000), 200_000)
+    .option(
+      '--page-size <n>',
+      'jobs per page',
+      intAtLeast(LIMITS.pageSize.min, LIMITS.pageSize.max),
+      LIMITS.pageSize.default,
+    )
+    .showHelpAfterError();
+  program.parse(process.argv);
+  return program.opts<{ jobs: number; pageSize: number }>();
+}
