@@ -77,14 +77,17 @@ function message(err: unknown): string {
  * Gathers the facts about the latest rebuild of `catalog`. Never throws: what Temporal cannot
  * answer is `temporalError` (the check is UNKNOWN), what the catalog database cannot answer is
  * `databaseError`. `pool` is null when the catalog database is not configured (`poolError` says why).
+ * The `progress` query (`queryTimeoutMs`, default {@link PROGRESS_QUERY_TIMEOUT_MS}) is skipped when
+ * no worker polled the task queue within `noPollerSeconds` (default 75 s).
  */
 export async function gatherRebuildFacts(
   session: TemporalSession,
   pool: Pool | null,
   catalog: string,
-  opts: { poolError?: string | null; queryTimeoutMs?: number } = {},
+  opts: { poolError?: string | null; queryTimeoutMs?: number; noPollerSeconds?: number } = {},
 ): Promise<RebuildFacts> {
   const workflowId = rebuildWorkflowId(catalog);
+  const liveWindowMs = (opts.noPollerSeconds ?? DEFAULT_REBUILD_THRESHOLDS.noPollerSeconds) * 1000;
   const facts: RebuildFacts = {
     catalog,
     workflowId,
@@ -109,11 +112,19 @@ export async function gatherRebuildFacts(
   facts.pollers.taskQueue = desc.taskQueue;
   const running = run.status === 'RUNNING' || run.status === 'PAUSED';
   const firstRunId = desc.raw.workflowExecutionInfo?.firstRunId || desc.runId;
+  const polled = newestPoll(session, desc.taskQueue).then(
+    (at) => (facts.pollers.lastPollAtMs = at),
+    (err) => {
+      facts.pollers.error = message(err);
+      return null;
+    },
+  );
+  // Only a worker that polls can answer the query: without one, the history tells the pause state at once.
+  const workerAlive = polled.then(
+    (at) => facts.pollers.error !== null || (at !== null && Date.now() - at <= liveWindowMs),
+  );
   await Promise.all([
-    newestPoll(session, desc.taskQueue).then(
-      (at) => (facts.pollers.lastPollAtMs = at),
-      (err) => (facts.pollers.error = message(err)),
-    ),
+    polled,
     pool
       ? databaseFact(pool, workflowId, firstRunId).then(
           (d) => (facts.database = d),
@@ -122,7 +133,11 @@ export async function gatherRebuildFacts(
       : null,
     closedOutcome(session.client, desc, run),
     running ? pendingActivities(session.client, desc).then((a) => (facts.activities = a)) : null,
-    running ? pauseState(session, desc, facts, opts.queryTimeoutMs ?? PROGRESS_QUERY_TIMEOUT_MS) : null,
+    running
+      ? workerAlive.then((alive) =>
+          pauseState(session, desc, facts, alive ? (opts.queryTimeoutMs ?? PROGRESS_QUERY_TIMEOUT_MS) : 0),
+        )
+      : null,
   ]);
   return facts;
 }
@@ -286,8 +301,8 @@ function pageNumber(a: temporal.api.workflow.v1.IPendingActivityInfo): number | 
 }
 
 /**
- * Fills `progress` from the `progress` query (when a worker answers within `timeoutMs`), else
- * `signalPaused` from the run's history.
+ * Fills `progress` from the `progress` query (when a worker answers within `timeoutMs`; 0: do not
+ * ask), else `signalPaused` from the run's history.
  */
 async function pauseState(
   session: TemporalSession,
@@ -296,6 +311,7 @@ async function pauseState(
   timeoutMs: number,
 ): Promise<void> {
   try {
+    if (timeoutMs <= 0) throw new Error('no worker polls: not queried');
     const p = await getProgress(session.client.workflow.getHandle(desc.workflowId, desc.runId), timeoutMs);
     facts.progress = {
       phase: p.phase,

@@ -13,7 +13,7 @@
  * - OK: running and progressing, paused (by the `pause` signal, Temporal's workflow pause or an
  *   operator's activity pause: said in the text), or published, whatever retries it had.
  * Perfdata: `pages_done`, `pages_total`, `rows_per_second`, `retries`, `seconds_since_commit`
- * (`U` when unknown).
+ * (`U` when unknown); the worker exports the same figures as gauges (worker/metrics.ts).
  */
 import type { NagiosCode } from './check';
 import { NagiosState } from './check';
@@ -207,7 +207,11 @@ const secondsSince = (nowMs: number, atMs: number): number => Math.max(0, Math.r
 
 const RUNNING = new Set(['RUNNING', 'PAUSED']);
 
-/** The perfdata figures: the workflow's own (query, result) first, the catalog database's otherwise. */
+/**
+ * The perfdata figures: the workflow's own (query, result) first, the catalog database's otherwise.
+ * Seconds since commit count from the plan before the first commit; a closed rebuild has rows per
+ * second and seconds since commit 0 (as the worker's gauges once its version left `building`).
+ */
 function perfdataOf(f: RebuildFacts, nowMs: number): RebuildPerfdata {
   const p = f.progress;
   const d = f.database;
@@ -218,7 +222,7 @@ function perfdataOf(f: RebuildFacts, nowMs: number): RebuildPerfdata {
     pages_total: p?.pagesTotal ?? d?.pagesTotal ?? r?.pagesTotal ?? null,
     rows_per_second: running ? (p?.rowsPerSecond ?? d?.rowsPerSecond ?? null) : 0,
     retries: p?.retries ?? r?.retries ?? d?.retries ?? null,
-    seconds_since_commit: d?.lastCommitAtMs != null ? secondsSince(nowMs, d.lastCommitAtMs) : null,
+    seconds_since_commit: !running ? 0 : d ? secondsSince(nowMs, d.lastCommitAtMs ?? d.createdAtMs) : null,
   };
 }
 

@@ -8,6 +8,7 @@ import assert from 'node:assert/strict';
 import type { PendingActivityFact, RebuildFacts, RunFact } from '../client/rebuild-health';
 import { DEFAULT_REBUILD_THRESHOLDS, evaluateRebuildHealth, formatPerfdata } from '../client/rebuild-health';
 import { deepestMessage, rebuildThresholds } from '../client/rebuild-check';
+import { runCli } from '../client/cli';
 
 const NOW = Date.parse('2026-11-01T20:00:00Z');
 const S = 1000;
@@ -103,7 +104,7 @@ test('CRITICAL (2) when the latest rebuild failed, naming the reason (Temporal, 
   assert.equal(
     v.line,
     'REBUILD CRITICAL - rebuild of main failed: reconciliation found 2 mismatched buckets: 2026-10-01, none | ' +
-      'pages_done=3 pages_total=10 rows_per_second=0 retries=1 seconds_since_commit=4',
+      'pages_done=3 pages_total=10 rows_per_second=0 retries=1 seconds_since_commit=0',
   );
   const fromDb = facts({ run: run({ status: 'FAILED' }) });
   fromDb.database!.failureReason = 'reject threshold exceeded';
@@ -130,7 +131,7 @@ test('WARNING (1) when the latest rebuild was cancelled; OK (0) when it publishe
   assert.equal(
     cancelled.line,
     'REBUILD WARNING - rebuild of main was cancelled: version 7 abandoned, the active version is unchanged | ' +
-      'pages_done=3 pages_total=10 rows_per_second=0 retries=4 seconds_since_commit=4',
+      'pages_done=3 pages_total=10 rows_per_second=0 retries=4 seconds_since_commit=0',
   );
   assert.equal(verdict(facts({ run: run({ status: 'CANCELLED' }) })).state, 'WARNING');
 
@@ -143,14 +144,14 @@ test('WARNING (1) when the latest rebuild was cancelled; OK (0) when it publishe
   assert.equal(
     ok.line,
     'REBUILD OK - rebuild of main published version 7: 10 pages, 1000 rows, 4 retries | ' +
-      'pages_done=10 pages_total=10 rows_per_second=0 retries=4 seconds_since_commit=300',
+      'pages_done=10 pages_total=10 rows_per_second=0 retries=4 seconds_since_commit=0',
   );
   // Without the catalog database the result still gives the figures it has.
   const bare = verdict({ ...published, database: null, databaseError: 'ECONNREFUSED' });
   assert.equal(bare.state, 'OK');
   assert.equal(
     formatPerfdata(bare.perfdata),
-    'pages_done=10 pages_total=10 rows_per_second=0 retries=4 seconds_since_commit=U',
+    'pages_done=10 pages_total=10 rows_per_second=0 retries=4 seconds_since_commit=0',
   );
   assert.equal(
     verdict(facts({ run: run({ status: 'COMPLETED', result: null }) })).state,
@@ -233,6 +234,7 @@ test('WARNING when copying, not paused, and no page committed for max(2 min, 10 
   const none = facts();
   none.database = { ...none.database!, pagesDone: 0, lastCommitAtMs: null, createdAtMs: ago(130), p99PageMs: null };
   assert.match(verdict(none).text, /^no page committed in the 130 s since the plan \(limit 120 s\); /);
+  assert.equal(verdict(none).perfdata.seconds_since_commit, 130, 'counted from the plan before the first commit');
   // Not in the copy phase, or no longer building: no stall.
   assert.equal(verdict({ ...stalled, run: run({ phase: 'reconciling' }) }).state, 'OK');
   assert.equal(verdict({ ...stalled, database: { ...stalled.database, status: 'verifying' } }).state, 'OK');
@@ -415,4 +417,15 @@ test('thresholds from the environment (for tests) and the failure chain reason',
   });
   assert.equal(deepestMessage(chain), 'database error 3D000: database "x" does not exist');
   assert.equal(deepestMessage('plain'), 'plain');
+});
+
+test('check --rebuild: its own usage errors are UNKNOWN (3) with a REBUILD status line', async () => {
+  const out: string[] = [];
+  const code = await runCli(
+    ['check', '--rebuild'],
+    (l) => out.push(l),
+    () => undefined,
+  );
+  assert.equal(code, 3);
+  assert.deepEqual(out, ["REBUILD UNKNOWN - usage: required option '--catalog <name>' not specified"]);
 });

@@ -107,8 +107,12 @@ async function rebuildCheckCommand(ctx: CommandContext, o: CheckCommandOptions):
     } catch (e) {
       poolError = (e as Error).message;
     }
-    const facts = await gatherRebuildFacts(held.session!, held.pool, o.catalog, { poolError });
-    const r = evaluateRebuildHealth(facts, Date.now(), rebuildThresholds());
+    const thresholds = rebuildThresholds();
+    const facts = await gatherRebuildFacts(held.session!, held.pool, o.catalog, {
+      poolError,
+      noPollerSeconds: thresholds.noPollerSeconds,
+    });
+    const r = evaluateRebuildHealth(facts, Date.now(), thresholds);
     return { code: r.code, line: r.line };
   };
   let timer: NodeJS.Timeout | undefined;
