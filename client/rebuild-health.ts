@@ -1,19 +1,14 @@
 /**
- * The rebuild health check's verdict (`catalog-rebuild check --catalog C --rebuild`): a pure
- * function from the facts gathered about the latest `RebuildCatalog` run of a catalog (Temporal,
- * its pollers and the catalog database; `client/rebuild-check.ts`) to one Nagios status line.
- *
- * Precedence CRITICAL > WARNING > OK; UNKNOWN when no rebuild ever ran or Temporal cannot be reached.
- * - CRITICAL: the latest rebuild failed (also terminated or timed out); or it runs and no worker
- *   polled its task queue (workflow or activity tasks) for {@link DEFAULT_REBUILD_THRESHOLDS}.noPollerSeconds.
- * - WARNING: copying, not paused, and no page committed for max(2 min, 10 × the p99 page time); in
- *   the other phases, a pending activity has not heartbeated for 2 × its heartbeat timeout; three or
- *   more pages whose latest attempt failed with the same error other than a timeout; the latest
- *   rebuild was cancelled; the catalog database cannot be read while the rebuild runs.
- * - OK: running and progressing, paused (by the `pause` signal, Temporal's workflow pause or an
- *   operator's activity pause: said in the text), or published, whatever retries it had.
- * Perfdata: `pages_done`, `pages_total`, `rows_per_second`, `retries`, `seconds_since_commit`
- * (`U` when unknown); the worker exports the same figures as gauges (worker/metrics.ts).
+ * The rebuild health check's verdict (`catalog-rebuild check --catalog C --rebuild`): a pure function
+ * from the facts gathered about the latest `RebuildCatalog` run of a catalog (`client/rebuild-check.ts`)
+ * to one Nagios status line. Precedence CRITICAL > WARNING > OK; UNKNOWN when no rebuild ever ran or
+ * Temporal cannot be reached. CRITICAL: the rebuild failed (or was terminated, timed out), or it runs
+ * and no worker polled its task queue for 75 s. WARNING: copying, not paused, no commit for
+ * max(2 min, 10 × p99 page time); in other phases an activity not heartbeating for 2 × its heartbeat
+ * timeout; three or more pages failing with the same non-timeout error; cancelled; the catalog
+ * database unreadable while running. OK: progressing, paused (said in the text), or published.
+ * Perfdata `pages_done`, `pages_total`, `rows_per_second`, `retries`, `seconds_since_commit` (`U`
+ * when unknown); the worker exports the same figures as gauges (worker/metrics.ts).
  */
 import type { NagiosCode } from './check';
 import { NagiosState } from './check';
@@ -172,25 +167,14 @@ export interface RebuildHealth {
   line: string;
 }
 
-const PERF_KEYS: (keyof RebuildPerfdata)[] = [
-  'pages_done',
-  'pages_total',
-  'rows_per_second',
-  'retries',
-  'seconds_since_commit',
-];
-
-/** Formats perfdata as `pages_done=3 pages_total=10 … seconds_since_commit=U`. */
+/** Formats perfdata as `pages_done=3 pages_total=10 … seconds_since_commit=U` (in the interface's order). */
 export function formatPerfdata(p: RebuildPerfdata): string {
-  return PERF_KEYS.map((k) => `${k}=${p[k] === null ? 'U' : p[k]}`).join(' ');
+  const keys = ['pages_done', 'pages_total', 'rows_per_second', 'retries', 'seconds_since_commit'] as const;
+  return keys.map((k) => `${k}=${p[k] === null ? 'U' : p[k]}`).join(' ');
 }
 
-function clean(text: string): string {
-  return text
-    .replace(/[\r\n|]+/g, ' ')
-    .replace(/\s{2,}/g, ' ')
-    .trim();
-}
+/** One line: no newline, no `|` (the perfdata separator), single spaces. */
+const clean = (text: string): string => text.replace(/[\r\n|\s]+/g, ' ').trim();
 
 /** Status line of an UNKNOWN verdict (no perfdata): `REBUILD UNKNOWN - <message>`. */
 export function rebuildUnknownLine(message: string): string {

@@ -15,6 +15,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { cancel, pause, resume, startRebuild } from '../client';
+import { runCli } from '../client/cli';
 import { freePort, startDevServer } from '../dev/env/dev-server';
 import type { DevServer } from '../dev/env/dev-server';
 import { ensureTemporalCli } from '../dev/env/temporal-cli';
@@ -264,4 +265,15 @@ test('CRITICAL when the worker is killed during the copy and no worker polls the
       `^REBUILD CRITICAL - no worker has polled task queue ${fx.taskQueue} for \\d+ s; rebuild of ${fx.catalog} is copying at page 1/4, \\d+ rows/s \\| pages_done=1 pages_total=4 `,
     ),
   );
+});
+
+test('check --rebuild: its own usage errors are UNKNOWN (3) with a REBUILD status line', async () => {
+  const out: string[] = [];
+  const code = await runCli(
+    ['check', '--rebuild'],
+    (l) => out.push(l),
+    () => undefined,
+  );
+  assert.equal(code, 3);
+  assert.deepEqual(out, ["REBUILD UNKNOWN - usage: required option '--catalog <name>' not specified"]);
 });
