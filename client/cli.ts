@@ -21,6 +21,7 @@ import { ExitCode, processContext } from './commands/context';
 import { startCommand } from './commands/start';
 import { statusCommand } from './commands/status';
 import { checkCommand } from './commands/check';
+import { rebuildUnknownLine } from './rebuild-health';
 import { waitCommand } from './commands/wait';
 import type { SignalName } from './commands/signals';
 import { signalCommand } from './commands/signals';
@@ -145,14 +146,15 @@ function addStatus(program: Command, ctx: CommandContext): void {
     .action(run((o) => statusCommand(ctx, o)));
 }
 
-/** `check`: the Nagios/Icinga backup check. */
+/** `check`: the Nagios/Icinga backup check; with `--rebuild`, the health check of the latest rebuild. */
 function addCheck(program: Command, ctx: CommandContext): void {
   program
     .command('check')
     .description(
-      'Nagios/Icinga backup check on the active catalog version: exit 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN',
+      'Nagios/Icinga backup check on the active catalog version (--rebuild: on the latest rebuild): exit 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN',
     )
     .requiredOption('--catalog <name>', 'catalog', catalogName)
+    .option('--rebuild', "check the latest rebuild's health instead of the active version", false)
     .addOption(
       new Option('--max-age <duration>', 'newest good backup of each client at most this old (s, m, h, d)')
         .argParser(durationOption())
@@ -275,6 +277,7 @@ export async function runCli(argv: string[], out?: (s: string) => void, err?: (s
   }
   // `check` is a Nagios plugin: its own usage and internal errors are UNKNOWN (3), never 2.
   const isCheck = argv[0] === 'check';
+  const checkUnknown = isCheck && argv.includes('--rebuild') ? rebuildUnknownLine : unknownLine;
   try {
     await program.parseAsync(argv, { from: 'user' });
     return 0;
@@ -282,7 +285,7 @@ export async function runCli(argv: string[], out?: (s: string) => void, err?: (s
     if (x instanceof CommanderError) {
       if (x.code === 'commander.helpDisplayed' || x.code === 'commander.version' || x.exitCode === 0) return 0;
       if (isCheck) {
-        o(unknownLine(`usage: ${x.message.replace(/^error: /, '')}`));
+        o(checkUnknown(`usage: ${x.message.replace(/^error: /, '')}`));
         return NagiosState.UNKNOWN;
       }
       return 2;
@@ -293,7 +296,7 @@ export async function runCli(argv: string[], out?: (s: string) => void, err?: (s
     }
     e(`catalog-rebuild: ${(x as Error).message ?? String(x)}`);
     if (isCheck) {
-      o(unknownLine(`internal error: ${(x as Error).message ?? String(x)}`));
+      o(checkUnknown(`internal error: ${(x as Error).message ?? String(x)}`));
       return NagiosState.UNKNOWN;
     }
     return 1;

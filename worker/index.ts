@@ -18,7 +18,7 @@ import { SourceRegistry } from '../lib/sources';
 import { startHealthServer } from './health';
 import { loadWorkflowBundle } from './bundle';
 import { REQUIRED_SEARCH_ATTRIBUTES } from '../workflows/search-attributes';
-import { installMetricsRuntime, runtimePageMetrics } from './metrics';
+import { installMetricsRuntime, runtimePageMetrics, runtimeRebuildGauges } from './metrics';
 import { SourceRecorder, sourceRecordIntervalMs } from './source-records';
 
 /** Build id of this worker (package version, or CATALOG_REBUILD_BUILD_ID), recorded on events. */
@@ -85,7 +85,9 @@ export async function createWorker(
     max: 16,
   });
   const sources = new SourceRegistry((name) => getSource(config, name), pool);
+  const stopGauges = metricsAddress ? runtimeRebuildGauges(pool, env) : () => undefined;
   const cleanup = async () => {
+    stopGauges();
     await sources.close().catch(() => undefined);
     await pool.end().catch(() => undefined);
   };

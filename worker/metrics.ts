@@ -13,11 +13,23 @@
  *   `catalog_rebuild_page_retries` (attempts before the committing one),
  *   `catalog_rebuild_rejects` (quarantined source records).
  *   A page found already committed by an earlier attempt is not counted again.
+ * - Gauges of every rebuild in progress in the worker's catalog database (versions `building`), the
+ *   figures of `catalog-rebuild check --rebuild`, read from the ledger every 15 s
+ *   (`CATALOG_REBUILD_METRICS_REFRESH_MS`), tagged with `catalog`; every worker on the catalog
+ *   database exports the same values (aggregate with `max by (catalog)`):
+ *   `catalog_rebuild_pages_done`, `catalog_rebuild_pages_total`,
+ *   `catalog_rebuild_rows_per_second` (rows committed in the last minute / 60),
+ *   `catalog_rebuild_retries` (page attempts beyond the first),
+ *   `catalog_rebuild_seconds_since_commit` (since the newest page commit; since the plan before the
+ *   first). When the version leaves `building`, its gauges are set a last time, with rows per
+ *   second and seconds since commit 0.
  */
 import { activityInfo } from '@temporalio/activity';
 import type { MetricMeter } from '@temporalio/common';
 import { Runtime } from '@temporalio/worker';
 import type { CopyPageResult } from '../workflows/definitions';
+import type { Queryable } from '../lib/db';
+import { countPageRetries, listBuildingVersions, readLedgerProgress } from '../lib/catalog';
 import { ConfigError } from '../lib/errors';
 
 /** Environment variable naming the Prometheus bind address. */
@@ -138,4 +150,110 @@ export function pageMetrics(meter: MetricMeter): (r: CopyPageResult) => void {
 /** The hook over the process's SDK runtime meter (call after the runtime exists). */
 export function runtimePageMetrics(): (r: CopyPageResult) => void {
   return pageMetrics(Runtime.instance().metricMeter);
+}
+
+/** Names of the rebuild gauges (also the Prometheus metric names). */
+export const REBUILD_GAUGE_NAMES = {
+  pagesDone: 'catalog_rebuild_pages_done',
+  pagesTotal: 'catalog_rebuild_pages_total',
+  rowsPerSecond: 'catalog_rebuild_rows_per_second',
+  retries: 'catalog_rebuild_retries',
+  secondsSinceCommit: 'catalog_rebuild_seconds_since_commit',
+} as const;
+
+/** Environment variable of the gauges' refresh period (ms); default {@link DEFAULT_GAUGE_REFRESH_MS}. */
+export const GAUGE_REFRESH_ENV = 'CATALOG_REBUILD_METRICS_REFRESH_MS';
+/** Default refresh period of the rebuild gauges (ms). */
+export const DEFAULT_GAUGE_REFRESH_MS = 15_000;
+/** The rate window of `catalog_rebuild_rows_per_second` (s). */
+const RATE_WINDOW_SECONDS = 60;
+
+/** One refresh's figures of a rebuild. */
+interface RebuildFigures {
+  pagesDone: number;
+  pagesTotal: number;
+  rowsPerSecond: number;
+  retries: number;
+  secondsSinceCommit: number;
+}
+
+/**
+ * Starts refreshing the rebuild gauges every `everyMs` from the catalog database: the figures of each
+ * version being built, and a last time those of a version that left `building` since the previous
+ * refresh. A failed refresh is skipped (the next one tries again); refreshes never overlap.
+ * @param meter the SDK runtime's metric meter.
+ * @param db pool on the catalog database.
+ * @returns a function that stops the refreshes.
+ */
+export function startRebuildGauges(meter: MetricMeter, db: Queryable, everyMs = DEFAULT_GAUGE_REFRESH_MS): () => void {
+  const gauge = (name: string, unit: string, description: string) => meter.createGauge(name, 'int', unit, description);
+  const gauges: Record<keyof RebuildFigures, ReturnType<typeof gauge>> = {
+    pagesDone: gauge(REBUILD_GAUGE_NAMES.pagesDone, 'pages', 'Pages committed of the rebuild in progress'),
+    pagesTotal: gauge(REBUILD_GAUGE_NAMES.pagesTotal, 'pages', 'Pages in the plan of the rebuild in progress'),
+    rowsPerSecond: gauge(REBUILD_GAUGE_NAMES.rowsPerSecond, 'rows/s', 'Rows committed in the last minute / 60'),
+    retries: gauge(REBUILD_GAUGE_NAMES.retries, 'attempts', 'Page attempts beyond the first of each page'),
+    secondsSinceCommit: gauge(
+      REBUILD_GAUGE_NAMES.secondsSinceCommit,
+      's',
+      'Seconds since the newest page commit (since the plan before the first)',
+    ),
+  };
+  const set = (catalog: string, f: RebuildFigures) => {
+    for (const k of Object.keys(gauges) as (keyof RebuildFigures)[]) gauges[k].set(Math.round(f[k]), { catalog });
+  };
+  /** Versions reported by the previous refresh, by catalog. */
+  let reported = new Map<string, { versionId: string; pagesTotal: number }>();
+  let busy = false;
+  const refresh = async () => {
+    if (busy) return;
+    busy = true;
+    try {
+      const now = new Map<string, { versionId: string; pagesTotal: number }>();
+      for (const v of await listBuildingVersions(db)) {
+        const l = await readLedgerProgress(db, v.versionId, RATE_WINDOW_SECONDS);
+        set(v.catalog, {
+          pagesDone: l.pagesCommitted,
+          pagesTotal: v.pagesTotal,
+          rowsPerSecond: l.rowsInWindow / RATE_WINDOW_SECONDS,
+          retries: await countPageRetries(db, v.versionId),
+          secondsSinceCommit: l.secondsSinceLastCommit ?? v.secondsSinceCreated,
+        });
+        now.set(v.catalog, { versionId: v.versionId, pagesTotal: v.pagesTotal });
+      }
+      for (const [catalog, v] of reported) {
+        if (now.has(catalog)) continue;
+        const l = await readLedgerProgress(db, v.versionId, RATE_WINDOW_SECONDS);
+        set(catalog, {
+          pagesDone: l.pagesCommitted,
+          pagesTotal: v.pagesTotal,
+          rowsPerSecond: 0,
+          retries: await countPageRetries(db, v.versionId),
+          secondsSinceCommit: 0,
+        });
+      }
+      reported = now;
+    } catch {
+      /* metrics are best effort: the next refresh tries again */
+    } finally {
+      busy = false;
+    }
+  };
+  void refresh();
+  const timer = setInterval(() => void refresh(), everyMs);
+  timer.unref();
+  return () => clearInterval(timer);
+}
+
+/**
+ * Starts the rebuild gauges on the process's SDK runtime meter (call after `installMetricsRuntime`
+ * returned an address), refreshed every `CATALOG_REBUILD_METRICS_REFRESH_MS` (default 15,000 ms).
+ * @returns a function that stops them.
+ */
+export function runtimeRebuildGauges(db: Queryable, env: NodeJS.ProcessEnv = process.env): () => void {
+  const everyMs = Number(env[GAUGE_REFRESH_ENV]);
+  return startRebuildGauges(
+    Runtime.instance().metricMeter,
+    db,
+    Number.isFinite(everyMs) && everyMs >= 100 ? everyMs : DEFAULT_GAUGE_REFRESH_MS,
+  );
 }

@@ -1,8 +1,13 @@
 /**
- * `catalog-rebuild check`: the Nagios/Icinga backup check on the active catalog version. Its own
- * failures are UNKNOWN (3) with a status line on stdout, never a usage exit code.
+ * `catalog-rebuild check`: the Nagios/Icinga backup check on the active catalog version, or with
+ * `--rebuild` the health check of the catalog's latest rebuild. Its own failures are UNKNOWN (3)
+ * with a status line on stdout, never a usage exit code.
  */
+import type { Pool } from 'pg';
 import { checkCatalog, NagiosState, unknownLine } from '../check';
+import type { TemporalSession } from '../index';
+import { gatherRebuildFacts, rebuildThresholds } from '../rebuild-check';
+import { evaluateRebuildHealth, rebuildUnknownLine } from '../rebuild-health';
 import type { CommandContext } from './context';
 
 /** Options of `check` (durations already in seconds). */
@@ -18,6 +23,8 @@ export interface CheckCommandOptions {
   timeout: number;
   /** Reference time (ISO 8601) instead of the database's now(). */
   now?: string;
+  /** Check the latest rebuild's health instead of the active version (`--rebuild`). */
+  rebuild?: boolean;
 }
 
 /**
@@ -26,6 +33,7 @@ export interface CheckCommandOptions {
  *   version, database unreachable or silent for `timeout` seconds).
  */
 export async function checkCommand(ctx: CommandContext, o: CheckCommandOptions): Promise<number> {
+  if (o.rebuild) return rebuildCheckCommand(ctx, o);
   let pool;
   try {
     pool = ctx.catalogPool({ purpose: 'check', max: 1, statementTimeoutMs: o.timeout * 1000 });
@@ -60,5 +68,70 @@ export async function checkCommand(ctx: CommandContext, o: CheckCommandOptions):
   } finally {
     clearTimeout(timer);
     await pool.end().catch(() => undefined);
+  }
+}
+
+/**
+ * `check --rebuild`: gathers the facts about the catalog's latest rebuild (Temporal, its pollers,
+ * the catalog database; `client/rebuild-check.ts`) and prints the verdict of `evaluateRebuildHealth`.
+ * @returns the Nagios code: 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN (no rebuild ever ran, Temporal
+ *   unreachable, or no answer within `timeout` seconds).
+ */
+async function rebuildCheckCommand(ctx: CommandContext, o: CheckCommandOptions): Promise<number> {
+  const held: { session: TemporalSession | null; pool: Pool | null; released: boolean } = {
+    session: null,
+    pool: null,
+    released: false,
+  };
+  const release = async () => {
+    held.released = true;
+    await held.pool?.end().catch(() => undefined);
+    await held.session?.close().catch(() => undefined);
+    held.pool = null;
+    held.session = null;
+  };
+  const check = async (): Promise<{ code: number; line: string }> => {
+    try {
+      held.session = await ctx.connectTemporal();
+    } catch (e) {
+      return { code: NagiosState.UNKNOWN, line: rebuildUnknownLine((e as Error).message) };
+    }
+    // The deadline passed while connecting: the caller has answered; close what came late.
+    if (held.released) {
+      await release();
+      return { code: NagiosState.UNKNOWN, line: '' };
+    }
+    let poolError: string | null = null;
+    try {
+      held.pool = ctx.catalogPool({ purpose: 'check', max: 2, statementTimeoutMs: o.timeout * 1000 });
+    } catch (e) {
+      poolError = (e as Error).message;
+    }
+    const thresholds = rebuildThresholds();
+    const facts = await gatherRebuildFacts(held.session!, held.pool, o.catalog, {
+      poolError,
+      noPollerSeconds: thresholds.noPollerSeconds,
+    });
+    const r = evaluateRebuildHealth(facts, Date.now(), thresholds);
+    return { code: r.code, line: r.line };
+  };
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<{ code: number; line: string }>((resolve) => {
+    timer = setTimeout(
+      () =>
+        resolve({
+          code: NagiosState.UNKNOWN,
+          line: rebuildUnknownLine(`no answer from Temporal and the catalog database within ${o.timeout} s`),
+        }),
+      o.timeout * 1000,
+    );
+  });
+  try {
+    const r = await Promise.race([check(), deadline]);
+    ctx.out(r.line);
+    return r.code;
+  } finally {
+    clearTimeout(timer);
+    await release();
   }
 }

@@ -14,6 +14,7 @@ export * from './job-rows';
 export * from './ledger';
 export * from './partitions';
 export * from './publish';
+export * from './rebuild-health';
 export * from './reconcile';
 export * from './rejects';
 export * from './rollback';
