@@ -15,6 +15,7 @@ export * from './ledger';
 export * from './partitions';
 export * from './publish';
 export * from './reconcile';
+export * from './reject-reads';
 export * from './rejects';
 export * from './rollback';
 export * from './status';
