@@ -27,6 +27,7 @@ import type { SignalName } from './commands/signals';
 import { signalCommand } from './commands/signals';
 import { throttleCommand } from './commands/throttle';
 import { eventsCommand } from './commands/events';
+import { rejectsCommand } from './commands/rejects';
 import { rollbackCommand } from './commands/rollback';
 import { migrateCommand } from './commands/migrate';
 
@@ -228,6 +229,18 @@ function addCatalogCommands(program: Command, ctx: CommandContext): void {
     .option('--limit <n>', 'newest N events', intOption('--limit', 1, 100000), 50)
     .option('--json', 'JSON lines', false)
     .action(run((o) => eventsCommand(ctx, o)));
+
+  program
+    .command('rejects')
+    .description("list a version's quarantined records with their reasons (default: the active version)")
+    .requiredOption('--catalog <name>', 'catalog', catalogName)
+    .option('--version <n>', 'version id (default: the active one, else the newest with rejects)', (v: string) => {
+      if (!/^[1-9]\d{0,18}$/.test(v))
+        throw new InvalidArgumentError('--version must be a version id (a positive integer)');
+      return v;
+    })
+    .option('--json', 'one JSON array', false)
+    .action(run((o) => rejectsCommand(ctx, o)));
 
   program
     .command('rollback')

@@ -8,9 +8,10 @@ import { MultiBar, Presets } from 'cli-progress';
 import type { Pool } from 'pg';
 import { temporal } from '@temporalio/proto';
 import type { TemporalSession } from './index';
-import type { RebuildProgress } from '../workflows/definitions';
+import type { RebuildProgress, ReconcileSummary } from '../workflows/definitions';
 import { activeVersionId as readActiveVersionId } from '../lib/catalog/publish';
-import { readLatestVersionProgress } from '../lib/catalog/status';
+import type { RebuildRunKey, StoredReconciliation } from '../lib/catalog/status';
+import { readLatestReconciliation, readLatestVersionProgress } from '../lib/catalog/status';
 import { readLastEventMessage } from '../lib/catalog/event-reads';
 
 /** One-line human summary of a progress answer. */
@@ -33,24 +34,59 @@ export interface DatabaseStatus {
     status: string;
     pagesTotal: number;
     pagesCommitted: number;
+    /** Highest n such that pages 1..n are committed. */
+    checkpoint: number;
     rows: number;
+    /** Quarantined records of the version. */
+    rejects: number;
+    /** Page attempts beyond the first of each page. */
+    retries: number;
+    /** Why the version failed or was abandoned; null otherwise. */
+    failureReason: string | null;
     lastCommitAt: string | null;
     /** Seconds since the last committed page; null when no page has committed. */
     secondsSinceProgress: number | null;
     /** Seconds since the version was planned. */
     secondsSinceCreated: number;
   };
+  /** The latest reconciliation round of that version; null when it was never reconciled. */
+  reconciliation: ReconcileSummary | null;
   lastEvent: string | null;
 }
 
+/** The summary fields of a stored reconciliation report (missing numbers read as 0). */
+function reconcileSummaryOf(r: StoredReconciliation): ReconcileSummary {
+  const x = r.report;
+  const n = (k: string) => (typeof x[k] === 'number' ? (x[k] as number) : 0);
+  return {
+    round: r.round,
+    ok: r.ok,
+    buckets: n('buckets'),
+    sourceRows: n('sourceRows'),
+    catalogRows: n('catalogRows'),
+    rejects: n('rejects'),
+    mismatched: Array.isArray(x.mismatched) ? (x.mismatched as string[]) : [],
+    delta: n('delta'),
+    duplicateJobNames: n('duplicateJobNames'),
+    sampleMismatches: n('sampleMismatches'),
+    sampled: n('sampled'),
+  };
+}
+
 /**
- * The catalog database's view of a catalog: its active version, latest version with ledger counts
- * (`lib/catalog/status.ts`) and newest event message (`lib/catalog/event-reads.ts`), read one after
- * the other (not one snapshot). Ages are rounded to whole seconds.
+ * The catalog database's view of a catalog: its active version, its latest version (with `run`:
+ * the version that rebuild planned) with ledger counts and latest reconciliation
+ * (`lib/catalog/status.ts`), and the newest event message (`lib/catalog/event-reads.ts`), read one
+ * after the other (not one snapshot). Ages are rounded to whole seconds.
  */
-export async function catalogStatusFromDatabase(pool: Pool, catalog: string): Promise<DatabaseStatus> {
+export async function catalogStatusFromDatabase(
+  pool: Pool,
+  catalog: string,
+  run?: RebuildRunKey,
+): Promise<DatabaseStatus> {
   const activeVersionId = await readActiveVersionId(pool, catalog);
-  const l = await readLatestVersionProgress(pool, catalog);
+  const l = await readLatestVersionProgress(pool, catalog, run);
+  const reconciliation = l ? await readLatestReconciliation(pool, l.versionId) : null;
   const lastEvent = await readLastEventMessage(pool, catalog);
   return {
     catalog,
@@ -61,12 +97,17 @@ export async function catalogStatusFromDatabase(pool: Pool, catalog: string): Pr
           status: l.status,
           pagesTotal: l.pagesTotal,
           pagesCommitted: l.pagesCommitted,
+          checkpoint: l.checkpoint,
           rows: l.rows,
+          rejects: l.rejects,
+          retries: l.retries,
+          failureReason: l.failureReason,
           lastCommitAt: l.lastCommitAt ? l.lastCommitAt.toISOString() : null,
           secondsSinceProgress: l.secondsSinceLastCommit === null ? null : Math.round(l.secondsSinceLastCommit),
           secondsSinceCreated: Math.round(l.secondsSinceCreated),
         }
       : null,
+    reconciliation: reconciliation ? reconcileSummaryOf(reconciliation) : null,
     lastEvent,
   };
 }

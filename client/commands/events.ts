@@ -1,8 +1,9 @@
 /** `catalog-rebuild events`: prints a catalog's event log from the catalog database. */
 import type { EventRow } from '../../lib/catalog/event-reads';
-import { listEvents } from '../../lib/catalog/event-reads';
+import { listEvents, renumberedJobsOf } from '../../lib/catalog/event-reads';
 import type { CommandContext } from './context';
 import { withCatalogPool } from './context';
+import { renumberedSentence } from './outcome';
 
 /** Options of `events`. */
 export interface EventsOptions {
@@ -24,13 +25,26 @@ export function formatEvent(r: EventRow, json: boolean): string {
 }
 
 /**
+ * The lines `events` prints for one event: {@link formatEvent}'s line; in text, a `published` event
+ * whose details record renumbered job ids is followed by a second line with the same prefix and
+ * `N jobs renumbered: …` ({@link renumberedSentence}). JSON lines print the row as is (its
+ * `details.renumberedJobs` carry the same facts).
+ */
+export function eventLines(r: EventRow, json: boolean): string[] {
+  const lines = [formatEvent(r, json)];
+  const renumbered = !json && r.kind === 'published' ? renumberedJobsOf(r.details) : null;
+  if (renumbered) lines.push(formatEvent({ ...r, message: renumberedSentence(renumbered) }, false));
+  return lines;
+}
+
+/**
  * Prints the newest `limit` events of the catalog, oldest first.
  * @returns 0.
  * @throws the configuration or database error.
  */
 export async function eventsCommand(ctx: CommandContext, o: EventsOptions): Promise<number> {
   return withCatalogPool(ctx, async (pool) => {
-    for (const r of await listEvents(pool, o.catalog, o.limit)) ctx.out(formatEvent(r, o.json));
+    for (const r of await listEvents(pool, o.catalog, o.limit)) for (const l of eventLines(r, o.json)) ctx.out(l);
     return 0;
   });
 }

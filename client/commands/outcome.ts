@@ -1,11 +1,21 @@
 /**
- * The end of a rebuild as the CLI reports it (`start --wait`, `wait`, `status --follow`): the
- * result lines, and exit code 0 when published, 1 otherwise.
+ * The end of a rebuild as the CLI reports it (`start --wait`, `wait`, `status`, `status --follow`):
+ * the result lines, the renumbered job ids the publish recorded, and exit code 0 when published,
+ * 1 otherwise.
  */
+import type { Pool } from 'pg';
 import { WorkflowFailedError, WorkflowNotFoundError } from '@temporalio/client';
-import type { RebuildCatalogResult, TemporalSession } from '../index';
+import type { RebuildCatalogResult, ReconcileSummary, TemporalSession } from '../index';
 import { rebuildHandle, waitForResult } from '../index';
-import { ExitCode } from './context';
+import type { RenumberedJobsReport } from '../../lib/catalog/event-reads';
+import { readRenumberedJobs } from '../../lib/catalog/event-reads';
+import type { CommandContext } from './context';
+import { ExitCode, processContext } from './context';
+
+/** The reconciliation line: `reconciliation: ok|MISMATCH: <buckets>, source = catalog (+ quarantined); …`. */
+export function formatReconciliation(x: ReconcileSummary): string {
+  return `reconciliation: ${x.ok ? 'ok' : 'MISMATCH'}: ${x.buckets} buckets, source ${x.sourceRows} = catalog ${x.catalogRows}${x.rejects ? ` + ${x.rejects} quarantined` : ''}; delta after watermark ${x.delta}; duplicate job names ${x.duplicateJobNames}; sample ${x.sampled} checked, ${x.sampleMismatches} differ`;
+}
 
 /**
  * The lines describing a closed rebuild: the version's fate and counts (duration rounded to whole
@@ -16,13 +26,42 @@ export function formatRebuildResult(r: RebuildCatalogResult): string[] {
     `catalog ${r.catalog}: version ${r.versionId} ${r.published ? 'published' : r.cancelled ? 'cancelled (abandoned)' : 'NOT published'}; ` +
       `${r.pagesTotal} pages, ${r.rowsUpserted} rows, ${r.rejects} rejects, ${r.retries} retries, ${Math.round(r.durationMs / 1000)} s, ${r.runs} run(s)`,
   ];
-  if (r.reconciliation) {
-    const x = r.reconciliation;
-    lines.push(
-      `reconciliation: ${x.ok ? 'ok' : 'MISMATCH'}: ${x.buckets} buckets, source ${x.sourceRows} = catalog ${x.catalogRows}${x.rejects ? ` + ${x.rejects} quarantined` : ''}; delta after watermark ${x.delta}; duplicate job names ${x.duplicateJobNames}; sample ${x.sampled} checked, ${x.sampleMismatches} differ`,
-    );
-  }
+  if (r.reconciliation) lines.push(formatReconciliation(r.reconciliation));
   return lines;
+}
+
+/**
+ * The report of job ids renumbered at a publish:
+ * `N jobs renumbered: the same unique job names now have other job ids (e.g. <job>: 17 → 5000017)`,
+ * with the first job name (by name) as the example. The publish records at most 100 names; when it
+ * found more, N is written `100+`.
+ */
+export function renumberedSentence(r: RenumberedJobsReport): string {
+  const e = r.jobs[0];
+  return (
+    `${r.jobs.length}${r.truncated ? '+' : ''} job${r.jobs.length === 1 && !r.truncated ? '' : 's'} renumbered: ` +
+    `the same unique job names now have other job ids (e.g. ${e.job}: ${e.previousJobId} → ${e.jobId})`
+  );
+}
+
+/**
+ * The renumbered job ids recorded when `versionId` was published, read with a pool of one
+ * connection from `pools`. A report only: any error (no configuration, database unreachable) gives null.
+ */
+export async function renumberedJobsOfVersion(
+  pools: Pick<CommandContext, 'catalogPool'>,
+  catalog: string,
+  versionId: string,
+): Promise<RenumberedJobsReport | null> {
+  let pool: Pool | undefined;
+  try {
+    pool = pools.catalogPool({ purpose: 'cli', max: 1 });
+    return await readRenumberedJobs(pool, catalog, versionId);
+  } catch {
+    return null;
+  } finally {
+    await pool?.end().catch(() => undefined);
+  }
 }
 
 /** How a rebuild ended: exit code, lines to print, and the failure message when it failed. */
@@ -30,24 +69,40 @@ export interface RebuildOutcome {
   /** 0 when published, 1 otherwise (failed, cancelled, terminated, not published). */
   code: number;
   lines: string[];
-  /** Set when the workflow failed: the innermost cause, for stderr. */
+  /** Set when the workflow failed: `rebuild of C failed, not published: <reason>`, for stderr. */
   failure?: string;
+  /** Set when the workflow failed: the innermost cause's message. */
+  reason?: string;
+  /** The workflow's result, when it completed. */
+  result?: RebuildCatalogResult;
+  /** Job ids renumbered by the publish, when published and `pools` could read them. */
+  renumbered?: RenumberedJobsReport | null;
 }
 
 /**
- * Waits for the catalog's rebuild to close (following continue-as-new) and describes the outcome.
+ * Waits for the catalog's rebuild to close (following continue-as-new) and describes the outcome
+ * (for a closed rebuild it answers at once). With `pools`, a published rebuild's lines end with the
+ * {@link renumberedSentence} when the publish recorded renumbered job ids.
  * @throws ExitCode 1 when no rebuild of the catalog exists; other Temporal errors as they are.
  */
-export async function rebuildOutcome(session: TemporalSession, catalog: string): Promise<RebuildOutcome> {
+export async function rebuildOutcome(
+  session: TemporalSession,
+  catalog: string,
+  pools?: Pick<CommandContext, 'catalogPool'>,
+): Promise<RebuildOutcome> {
   try {
     const r = await waitForResult(rebuildHandle(session.client, catalog));
-    return { code: r.published ? 0 : 1, lines: formatRebuildResult(r) };
+    const lines = formatRebuildResult(r);
+    const renumbered = r.published && pools ? await renumberedJobsOfVersion(pools, catalog, r.versionId) : null;
+    if (renumbered) lines.push(renumberedSentence(renumbered));
+    return { code: r.published ? 0 : 1, lines, result: r, renumbered };
   } catch (err) {
     if (err instanceof WorkflowFailedError) {
       let e: unknown = err;
       while (e instanceof Error && e.cause instanceof Error) e = e.cause;
-      const failure = `rebuild of ${catalog} failed, not published: ${(e as Error).message}`;
-      return { code: 1, lines: [failure], failure };
+      const reason = (e as Error).message;
+      const failure = `rebuild of ${catalog} failed, not published: ${reason}`;
+      return { code: 1, lines: [failure], failure, reason };
     }
     if (err instanceof WorkflowNotFoundError) {
       throw new ExitCode(
@@ -60,7 +115,8 @@ export async function rebuildOutcome(session: TemporalSession, catalog: string):
 }
 
 /**
- * Waits for the rebuild and prints its result lines.
+ * Waits for the rebuild and prints its result lines (with the renumbered job ids the publish
+ * recorded, read through `pools`: by default this process's catalog database configuration).
  * @returns 0 when published, 1 otherwise.
  * @throws ExitCode 1 with the failure when the rebuild failed (printed on stderr instead).
  */
@@ -68,8 +124,9 @@ export async function waitAndReport(
   session: TemporalSession,
   catalog: string,
   out: (line: string) => void,
+  pools: Pick<CommandContext, 'catalogPool'> = processContext(out),
 ): Promise<number> {
-  const r = await rebuildOutcome(session, catalog);
+  const r = await rebuildOutcome(session, catalog, pools);
   if (r.failure) throw new ExitCode(r.code, r.failure);
   for (const l of r.lines) out(l);
   return r.code;

@@ -1,6 +1,7 @@
 /**
- * Reads of a catalog's event log (`event` table) for the CLI: the newest entries and the last
- * message. Events are written by the worker (`recordEvent`); nothing here writes.
+ * Reads of a catalog's event log (`event` table) for the CLI: the newest entries, the last
+ * message and the renumbered job names a publish recorded. Events are written by the worker
+ * (`recordEvent`); nothing here writes.
  */
 import type { Queryable } from '../db';
 
@@ -50,4 +51,53 @@ export async function readLastEventMessage(db: Queryable, catalog: string): Prom
     [catalog],
   );
   return rows[0]?.message ?? null;
+}
+
+/** Job names whose job id changed at a publish, as recorded in the `published` event's details. */
+export interface RenumberedJobsReport {
+  /** Job names reported, sorted by name (at most 100): `job` is the Bareos unique job name. */
+  jobs: { job: string; previousJobId: string; jobId: string }[];
+  /** More job names were renumbered than `jobs` lists. */
+  truncated: boolean;
+}
+
+/**
+ * The renumbered job names recorded in a `published` event's details (`renumberedJobs`,
+ * `renumberedJobsTruncated`, written by the publish); entries of another shape are skipped.
+ * @returns the report, or null when the details record none.
+ */
+export function renumberedJobsOf(details: Record<string, unknown> | null | undefined): RenumberedJobsReport | null {
+  const list = details?.renumberedJobs;
+  if (!Array.isArray(list)) return null;
+  const jobs = list
+    .filter(
+      (j): j is { job: string; previousJobId: string; jobId: string } =>
+        typeof j === 'object' &&
+        j !== null &&
+        typeof (j as Record<string, unknown>).job === 'string' &&
+        typeof (j as Record<string, unknown>).previousJobId === 'string' &&
+        typeof (j as Record<string, unknown>).jobId === 'string',
+    )
+    .map((j) => ({ job: j.job, previousJobId: j.previousJobId, jobId: j.jobId }));
+  if (!jobs.length) return null;
+  return { jobs, truncated: details?.renumberedJobsTruncated === true };
+}
+
+/**
+ * Reads the renumbered job names recorded when `versionId` of `catalog` was published (the newest
+ * `published` event of that version).
+ * @param db pool or client on the catalog database.
+ * @returns the report, or null when the version was never published or no job was renumbered.
+ */
+export async function readRenumberedJobs(
+  db: Queryable,
+  catalog: string,
+  versionId: string,
+): Promise<RenumberedJobsReport | null> {
+  const { rows } = await db.query<{ details: Record<string, unknown> }>(
+    `SELECT details FROM event WHERE catalog_name = $1 AND version_id = $2 AND kind = 'published'
+     ORDER BY event_id DESC LIMIT 1`,
+    [catalog, versionId],
+  );
+  return renumberedJobsOf(rows[0]?.details);
 }

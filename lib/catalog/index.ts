@@ -16,6 +16,7 @@ export * from './partitions';
 export * from './publish';
 export * from './rebuild-health';
 export * from './reconcile';
+export * from './reject-reads';
 export * from './rejects';
 export * from './rollback';
 export * from './status';

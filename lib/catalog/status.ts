@@ -1,11 +1,11 @@
 /**
- * Catalog reads behind `catalog-rebuild status` when no worker answers the `progress` query: the
- * latest version with its ledger totals. Values are parameters; nothing is
- * written.
+ * Catalog reads behind `catalog-rebuild status`: a version with its ledger totals (the latest one of
+ * a catalog, or the one a given rebuild planned) and its latest reconciliation report. Values are
+ * parameters; nothing is written.
  */
 import type { Queryable } from '../db';
 
-/** The latest version of a catalog with its ledger totals, as {@link readLatestVersionProgress} returns it. */
+/** A version of a catalog with its ledger totals, as {@link readLatestVersionProgress} returns it. */
 export interface LatestVersionProgress {
   /** Version id (decimal text). */
   versionId: string;
@@ -15,8 +15,16 @@ export interface LatestVersionProgress {
   pagesTotal: number;
   /** Ledger rows with a commit time: pages committed. */
   pagesCommitted: number;
+  /** Highest n such that pages 1..n are all committed (from the plan and the ledger). */
+  checkpoint: number;
   /** Rows written by the committed pages (sum of the ledger's `rows`). */
   rows: number;
+  /** Quarantined records of the version (rows of `reject`). */
+  rejects: number;
+  /** Page attempts beyond the first of each page (from `page_attempt`). */
+  retries: number;
+  /** Why the version failed or was abandoned (`version.failure_reason`); null otherwise. */
+  failureReason: string | null;
   /** Commit time of the newest committed page; null when none has committed. */
   lastCommitAt: Date | null;
   /** Seconds (fractional) from the newest page commit to the database's `now()`; null when none has committed. */
@@ -25,31 +33,58 @@ export interface LatestVersionProgress {
   secondsSinceCreated: number;
 }
 
+/** The rebuild that planned a version: its workflow id and the run id of its first run. */
+export interface RebuildRunKey {
+  workflowId: string;
+  firstRunId: string;
+}
+
 /**
  * Reads a catalog's newest version (highest version id) joined with its ledger (`page`): pages
- * committed, rows written and the time of the last commit. Ages are measured by the database clock.
+ * committed, the checkpoint, rows written, quarantined records, retries and the time of the last
+ * commit. With `run`, only the version planned by that rebuild (workflow id and first run id) is
+ * considered. Ages are measured by the database clock. Cost: one pass over the version's plan,
+ * ledger, attempts and rejects (indexed by version).
  * @param db pool or client on the catalog database.
  * @param catalog catalog name.
- * @returns the newest version, or null when the catalog has no version.
+ * @param run the rebuild whose version is wanted; default any rebuild.
+ * @returns the version, or null when there is none.
  */
-export async function readLatestVersionProgress(db: Queryable, catalog: string): Promise<LatestVersionProgress | null> {
+export async function readLatestVersionProgress(
+  db: Queryable,
+  catalog: string,
+  run?: RebuildRunKey,
+): Promise<LatestVersionProgress | null> {
   const { rows } = await db.query<{
     version_id: string;
     status: string;
     pages_total: number;
+    failure_reason: string | null;
     committed: number;
     rows: string;
     last: Date | null;
     age: number | null;
     created_age: number;
+    checkpoint: number;
+    rejects: number;
+    retries: number;
   }>(
-    `SELECT v.version_id::text, v.status, v.pages_total,
-            count(p.committed_at)::int AS committed, coalesce(sum(p.rows), 0)::text AS rows,
-            max(p.committed_at) AS last, extract(epoch FROM now() - max(p.committed_at))::float8 AS age,
-            extract(epoch FROM now() - v.created_at)::float8 AS created_age
-     FROM version v LEFT JOIN page p ON p.version_id = v.version_id
-     WHERE v.catalog_name = $1 GROUP BY v.version_id ORDER BY v.version_id DESC LIMIT 1`,
-    [catalog],
+    `SELECT l.*,
+            (SELECT coalesce(min(pp.page_no), l.pages_total + 1) - 1 FROM plan_page pp
+             WHERE pp.version_id = l.version_id::bigint
+               AND NOT EXISTS (SELECT 1 FROM page p WHERE p.version_id = pp.version_id AND p.page_no = pp.page_no
+                                 AND p.committed_at IS NOT NULL))::int AS checkpoint,
+            (SELECT count(*) FROM reject r WHERE r.version_id = l.version_id::bigint)::int AS rejects,
+            (SELECT count(*) - count(DISTINCT a.page_no) FROM page_attempt a
+             WHERE a.version_id = l.version_id::bigint)::int AS retries
+     FROM (SELECT v.version_id::text, v.status, v.pages_total, v.failure_reason,
+                  count(p.committed_at)::int AS committed, coalesce(sum(p.rows), 0)::text AS rows,
+                  max(p.committed_at) AS last, extract(epoch FROM now() - max(p.committed_at))::float8 AS age,
+                  extract(epoch FROM now() - v.created_at)::float8 AS created_age
+           FROM version v LEFT JOIN page p ON p.version_id = v.version_id
+           WHERE v.catalog_name = $1 AND ($2::text IS NULL OR (v.workflow_id = $2 AND v.first_run_id = $3))
+           GROUP BY v.version_id ORDER BY v.version_id DESC LIMIT 1) l`,
+    [catalog, run?.workflowId ?? null, run?.firstRunId ?? null],
   );
   const l = rows[0];
   if (!l) return null;
@@ -58,9 +93,43 @@ export async function readLatestVersionProgress(db: Queryable, catalog: string):
     status: l.status,
     pagesTotal: l.pages_total,
     pagesCommitted: l.committed,
+    checkpoint: l.checkpoint,
     rows: Number(l.rows),
+    rejects: l.rejects,
+    retries: Math.max(0, l.retries),
+    failureReason: l.failure_reason,
     lastCommitAt: l.last,
     secondsSinceLastCommit: l.age,
     secondsSinceCreated: l.created_age,
   };
+}
+
+/** A version's latest reconciliation round, as {@link readLatestReconciliation} returns it. */
+export interface StoredReconciliation {
+  round: number;
+  /** Whether the round passed (counts, fingerprints, sample, reject threshold). */
+  ok: boolean;
+  /**
+   * The stored report (`reconciliation.report`): the round's summary fields (`buckets`,
+   * `sourceRows`, `catalogRows`, `rejects`, `mismatched`, `delta`, `duplicateJobNames`,
+   * `sampleMismatches`, `sampled`) and more details.
+   */
+  report: Record<string, unknown>;
+  /** When the round was stored. */
+  createdAt: Date;
+}
+
+/**
+ * Reads the report of a version's latest (highest) reconciliation round.
+ * @param db pool or client on the catalog database.
+ * @param versionId version id (decimal text).
+ * @returns the round, or null when the version was never reconciled.
+ */
+export async function readLatestReconciliation(db: Queryable, versionId: string): Promise<StoredReconciliation | null> {
+  const { rows } = await db.query<{ round: number; ok: boolean; report: Record<string, unknown>; created_at: Date }>(
+    `SELECT round, ok, report, created_at FROM reconciliation WHERE version_id = $1 ORDER BY round DESC LIMIT 1`,
+    [versionId],
+  );
+  const r = rows[0];
+  return r ? { round: r.round, ok: r.ok, report: r.report, createdAt: r.created_at } : null;
 }
