@@ -6,7 +6,8 @@
 // - product folders (workflows/, activities/, worker/, client/, lib/) import neither dev/, test/ nor
 //   scripts/, and use only `dependencies` of package.json; dev/, test/, scripts/ and configuration
 //   files may also use `devDependencies`;
-// - no import cycles, type-only imports written as `import type`, no promise left floating.
+// - no import cycles, type-only imports written as `import type`, no promise left floating;
+// - product files stay small enough to read: at most 400 lines a file, about 100 a function.
 // Formatting is Prettier's (`.prettierrc.json`); eslint-config-prettier turns off every rule that
 // could disagree with it. `npm run lint` runs both, `npm run lint:fix` applies both.
 import { defineConfig } from 'eslint/config';
@@ -144,10 +145,12 @@ export default defineConfig(
     },
   },
 
-  // Product folders: only `dependencies`, nothing from development folders.
+  // Product folders: only `dependencies`, nothing from development folders; short files and functions.
   {
     files: productFiles,
     rules: {
+      'max-lines': ['error', { max: 400 }],
+      'max-lines-per-function': ['error', { max: 100, skipBlankLines: true, skipComments: true, IIFEs: true }],
       'import-x/no-extraneous-dependencies': [
         'error',
         { devDependencies: false, optionalDependencies: false, peerDependencies: false },

@@ -12,13 +12,8 @@ import type { WorkflowExecutionDescription } from '@temporalio/client';
 import { WorkflowNotFoundError } from '@temporalio/client';
 import type { RebuildProgress, TemporalSession } from '../index';
 import { getProgress, rebuildHandle } from '../index';
-import {
-  catalogStatusFromDatabase,
-  followStatus,
-  formatProgress,
-  livePollers,
-  LIVE_POLLER_WINDOW_SECONDS,
-} from '../status';
+import { catalogStatusFromDatabase, formatProgress, livePollers, LIVE_POLLER_WINDOW_SECONDS } from '../status';
+import { followStatus } from '../follow-status';
 import type { CommandContext } from './context';
 import { ExitCode, withTemporal } from './context';
 import { rebuildOutcome } from './outcome';
