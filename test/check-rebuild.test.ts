@@ -28,21 +28,12 @@ let server: DevServer;
 let cli: string;
 let dir: string;
 
-/**
- * A private dev server with `frontend.WorkflowPauseEnabled` (off by default on server 1.32): the
- * harness's dev server through a wrapper of the Temporal CLI that adds the dynamic config value.
- */
+/** A private dev server (the harness's dev servers allow Temporal's own workflow pause). */
 before(async () => {
   cli = ensureTemporalCli();
   dir = fs.mkdtempSync(path.join(os.tmpdir(), 'catalog-rebuild-check-rebuild-'));
-  const wrapper = path.join(dir, 'temporal');
-  fs.writeFileSync(
-    wrapper,
-    `#!/bin/sh\nexec ${JSON.stringify(cli)} "$@" --dynamic-config-value frontend.WorkflowPauseEnabled=true\n`,
-    { mode: 0o755 },
-  );
   server = await startDevServer({
-    cli: wrapper,
+    cli,
     port: await freePort(),
     uiPort: 0,
     dbFile: path.join(dir, 'temporal.db'),

@@ -43,7 +43,7 @@ let client: Awaited<ReturnType<typeof temporalClient>>;
 /** The record quarantined in every rebuild of catalog `a` (its jobid before the renumbering). */
 let badJobId: number;
 
-/** A dev server like the harness's, with `frontend.WorkflowPauseEnabled` (off by default). */
+/** A dev server with the harness's settings (Temporal's own workflow pause enabled), started as its own process group. */
 async function devServerWithWorkflowPause(): Promise<typeof server> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'catalog-rebuild-status-'));
   const port = await freePort();

@@ -86,7 +86,8 @@ export async function waitForTemporal(address: string, timeoutMs = 60_000): Prom
 
 /**
  * Starts `temporal server start-dev` on 127.0.0.1 with CatalogName and RebuildPhase keyword search
- * attributes (unless `searchAttributes: false`) and waits until it answers.
+ * attributes (unless `searchAttributes: false`) and Temporal's own workflow pause enabled
+ * (`frontend.WorkflowPauseEnabled`, off by default on server 1.32), and waits until it answers.
  * @throws Error with the server log's tail when it does not come up.
  */
 export async function startDevServer(o: DevServerOptions): Promise<DevServer> {
@@ -103,6 +104,8 @@ export async function startDevServer(o: DevServerOptions): Promise<DevServer> {
     o.dbFile,
     '--log-level',
     'warn',
+    '--dynamic-config-value',
+    'frontend.WorkflowPauseEnabled=true',
   ];
   if (o.searchAttributes ?? true)
     args.push('--search-attribute', 'CatalogName=Keyword', '--search-attribute', 'RebuildPhase=Keyword');
