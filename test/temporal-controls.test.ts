@@ -118,7 +118,7 @@ async function assertComplete(ctx: RebuildFixture, versionId: string, jobs: numb
 }
 
 test('temporal activity pause on a page activity stops the window until unpause; progress names the page; catalog = source', async (t) => {
-  const JOBS = 4_000;
+  const JOBS = 3_000;
   const ctx = await setup(t, 'apause', JOBS);
   const w = await ctx.spawn({ CATALOG_REBUILD_FAULTS: JSON.stringify({ slowPage: { pageNo: 3, ms: 25_000 } }) });
   const handle = await ctx.start({
@@ -217,10 +217,10 @@ test('temporal activity reset on a page activity: its attempt numbers restart, c
 });
 
 test('temporal workflow reset to the last continue-as-new and to the first workflow task after the plan: same version, catalog = source', async (t) => {
-  const JOBS = 3_000;
+  const JOBS = 2_000;
   const ctx = await setup(t, 'wreset', JOBS);
   await ctx.spawn();
-  const handle = await ctx.start({ pageSize: 100, concurrency: 2, maxPagesPerRun: 5, pauseBetweenPagesMs: 100 });
+  const handle = await ctx.start({ pageSize: 100, concurrency: 2, maxPagesPerRun: 4, pauseBetweenPagesMs: 100 });
   const p = await waitFor('the third run', async () => {
     const q = await ctx.progress(handle);
     return q.run >= 3 && q;
@@ -244,9 +244,9 @@ test('temporal workflow reset to the last continue-as-new and to the first workf
 
   // Second rebuild: reset to the workflow task completed right after planRebuild returned.
   const h2 = await ctx.start({ pageSize: 100, concurrency: 2, maxPagesPerRun: 1_000, pauseBetweenPagesMs: 100 });
-  const p2 = await waitFor('8 pages done', async () => {
+  const p2 = await waitFor('6 pages done', async () => {
     const q = await ctx.progress(h2);
-    return q.pagesDone >= 8 && q;
+    return q.pagesDone >= 6 && q;
   });
   const history = await latest(ctx, h2).fetchHistory();
   const evs = history.events ?? [];
@@ -269,6 +269,8 @@ test('temporal workflow reset to the last continue-as-new and to the first workf
     'test: reset to after the plan',
   ]);
   await waitFor('a new run after the reset', async () => (await latest(ctx, h2).describe()).runId !== run2);
+  const info = (await latest(ctx, h2).describe()).raw.workflowExecutionInfo;
+  assert.equal(info?.firstRunId, run2, 'a reset keeps the first run id (the plan key)');
   const r2 = (await latest(ctx, h2).result()) as { versionId: string; published: boolean };
   assert.equal(r2.published, true);
   assert.equal(r2.versionId, p2.versionId, 'the reset run kept the planned version');
@@ -281,7 +283,7 @@ test('temporal workflow reset to the last continue-as-new and to the first workf
 });
 
 test('a batch temporal workflow signal by query pauses and resumes one catalog’s rebuild; catalog = source', async (t) => {
-  const JOBS = 3_000;
+  const JOBS = 2_000;
   const ctx = await setup(t, 'batch', JOBS);
   await ctx.spawn();
   const handle = await ctx.start({ pageSize: 100, concurrency: 2, pauseBetweenPagesMs: 100 });
