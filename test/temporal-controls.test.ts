@@ -193,8 +193,8 @@ test('temporal activity reset on a page activity: its attempt numbers restart, c
   const r = await ctx.result(handle);
   assert.equal(r.published, true);
   await assertComplete(ctx, r.versionId, JOBS);
-  const claims = await ctx.dbs.catalogPool.query<{ attempt: number; worker_identity: string; claim_id: string | null }>(
-    `SELECT attempt, worker_identity, claim_id::text FROM page_attempt WHERE version_id = $1 AND page_no = 3 ORDER BY started_at`,
+  const claims = await ctx.dbs.catalogPool.query<{ attempt: number; worker_identity: string }>(
+    `SELECT attempt, worker_identity FROM page_attempt WHERE version_id = $1 AND page_no = 3 ORDER BY started_at`,
     [versionId],
   );
   t.diagnostic(`claims of page 3: ${JSON.stringify(claims.rows)}`);
@@ -206,7 +206,11 @@ test('temporal activity reset on a page activity: its attempt numbers restart, c
     ],
     'attempt 1 of page 3 ran twice on the same worker: one claim row each',
   );
-  assert.equal(new Set(claims.rows.map((c) => c.claim_id)).size, 2, 'claim ids differ');
+  const ids = await ctx.dbs.catalogPool.query<{ n: number }>(
+    `SELECT count(DISTINCT claim_id)::int AS n FROM page_attempt WHERE version_id = $1 AND page_no = 3`,
+    [versionId],
+  );
+  assert.equal(ids.rows[0].n, 2, 'each claim row has its own claim id');
   const page3 = (await ledger(ctx.dbs.catalogPool, r.versionId))[2];
   assert.equal(page3.attempt, 1, 'the reset attempt 1 committed page 3');
   const retry = (await events(ctx.dbs.catalogPool, r.versionId, 'page_retry')).filter((e) => e.details.pageNo === 3);
