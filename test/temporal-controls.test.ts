@@ -12,11 +12,11 @@
  */
 import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
-import * as path from 'node:path';
 import type { TestContext } from 'node:test';
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { WorkflowHandle } from '@temporalio/client';
+import type { PoolClient } from 'pg';
 import { getProgress, rebuildWorkflowId, setThrottle, startRebuild } from '../client';
 import { createActivities } from '../activities';
 import { SourceRegistry } from '../lib/sources';
@@ -26,10 +26,10 @@ import { runActivity } from '../dev/harness/activity-env';
 import { compareCatalogToSource, privateTemporal } from '../dev/harness/harness';
 import { events, ledger } from '../dev/harness/faults';
 import { sleep, waitFor } from '../dev/harness/wait';
+import { publishWorkflowId } from '../workflows/names';
 
 /** `PendingActivityInfo.state` of an activity an operator paused whose attempt ended. */
 const PENDING_ACTIVITY_STATE_PAUSED = 4;
-import { publishWorkflowId } from '../workflows/names';
 
 let temporal: Awaited<ReturnType<typeof privateTemporal>>;
 
@@ -52,12 +52,21 @@ function temporalCli(args: string[]): string {
   return r.stdout;
 }
 
-async function setup(t: TestContext, tag: string, jobs: number, workerEnv?: Record<string, string>) {
-  const ctx = await rebuildFixture(t, { address: temporal.address, tag, jobs, seed: 15, workerEnv });
-  t.after(() => {
-    if (process.env.DEBUG_OUTPUTS) console.log(ctx.fleet.outputs());
-  });
-  return ctx;
+/** Fresh databases with a generated source (seed 15), a worker fleet and a client, released by the test's cleanup. */
+const setup = (t: TestContext, tag: string, jobs: number) =>
+  rebuildFixture(t, { address: temporal.address, tag, jobs, seed: 15 });
+
+/** `temporal activity <command>` on a page activity of a rebuild. */
+const pageActivity = (command: string, pageNo: number, workflowId: string) =>
+  temporalCli(['activity', command, '--activity-id', `page-${pageNo}`, '--workflow-id', workflowId]);
+
+/** `temporal workflow reset` of a rebuild to the point `to` names; resolves with the run id it replaced. */
+async function resetRebuild(ctx: RebuildFixture, workflowId: string, to: string[]): Promise<string> {
+  const handle = ctx.client.workflow.getHandle(workflowId);
+  const before = (await handle.describe()).runId;
+  temporalCli(['workflow', 'reset', '--workflow-id', workflowId, ...to, '--reason', 'test']);
+  await waitFor('a new run after the reset', async () => (await handle.describe()).runId !== before);
+  return before;
 }
 
 /** The latest run of the rebuild (after a reset or continue-as-new). */
@@ -97,13 +106,9 @@ async function assertComplete(ctx: RebuildFixture, versionId: string, jobs: numb
   );
   assert.equal(v.rows[0].status, 'active');
   assert.deepEqual(
-    rows.map((r) => r.pageNo),
-    Array.from({ length: v.rows[0].pages_total }, (_, i) => i + 1),
-    'one ledger row per planned page',
-  );
-  assert.ok(
-    rows.every((r) => r.committedAt !== null),
-    'every page committed',
+    rows.map((r) => [r.pageNo, r.committedAt !== null]),
+    Array.from({ length: v.rows[0].pages_total }, (_, i) => [i + 1, true]),
+    'one committed ledger row per planned page',
   );
   assert.equal(
     rows.reduce((n, r) => n + r.rows, 0),
@@ -128,7 +133,7 @@ test('temporal activity pause on a page activity stops the window until unpause;
     pauseBetweenPagesMs: 200,
   });
   await waitFor('page 3 to sleep in its transaction', () => slowPageSleeping(ctx, w.pid), { intervalMs: 25 });
-  temporalCli(['activity', 'pause', '--activity-id', 'page-3', '--workflow-id', handle.workflowId, '--reason', 'test']);
+  pageActivity('pause', 3, handle.workflowId);
 
   const paused = await waitFor(
     'progress to name page 3 as paused by an operator, with no other page in flight',
@@ -148,7 +153,7 @@ test('temporal activity pause on a page activity stops the window until unpause;
   assert.equal((await ledger(ctx.dbs.catalogPool, paused.versionId!)).length, committed, 'no page committed');
   assert.deepEqual((await ctx.progress(handle)).operatorPausedPages, [3]);
 
-  temporalCli(['activity', 'unpause', '--activity-id', 'page-3', '--workflow-id', handle.workflowId]);
+  pageActivity('unpause', 3, handle.workflowId);
   await waitFor('the window to run again', async () => (await ctx.progress(handle)).operatorPausedPages.length === 0, {
     timeoutMs: 20_000,
     intervalMs: 100,
@@ -181,7 +186,7 @@ test('temporal activity reset on a page activity: its attempt numbers restart, c
   });
   await waitFor('page 3 to sleep in its transaction', () => slowPageSleeping(ctx, w.pid), { intervalMs: 25 });
   const { versionId } = await ctx.progress(handle);
-  temporalCli(['activity', 'pause', '--activity-id', 'page-3', '--workflow-id', handle.workflowId]);
+  pageActivity('pause', 3, handle.workflowId);
   await waitFor(
     'page 3 paused with its attempt ended',
     async () =>
@@ -189,7 +194,7 @@ test('temporal activity reset on a page activity: its attempt numbers restart, c
       PENDING_ACTIVITY_STATE_PAUSED,
     { timeoutMs: 20_000, intervalMs: 100 },
   );
-  temporalCli(['activity', 'reset', '--activity-id', 'page-3', '--workflow-id', handle.workflowId]);
+  pageActivity('reset', 3, handle.workflowId);
   const r = await ctx.result(handle);
   assert.equal(r.published, true);
   await assertComplete(ctx, r.versionId, JOBS);
@@ -224,66 +229,38 @@ test('temporal workflow reset to the last continue-as-new and to the first workf
   const JOBS = 2_000;
   const ctx = await setup(t, 'wreset', JOBS);
   await ctx.spawn();
-  const handle = await ctx.start({ pageSize: 100, concurrency: 2, maxPagesPerRun: 4, pauseBetweenPagesMs: 100 });
+  const handle = await ctx.start({ pageSize: 200, concurrency: 2, maxPagesPerRun: 2, pauseBetweenPagesMs: 100 });
   const p = await waitFor('the third run', async () => {
     const q = await ctx.progress(handle);
     return q.run >= 3 && q;
   });
-  const runBefore = (await latest(ctx, handle).describe()).runId;
-  temporalCli([
-    'workflow',
-    'reset',
-    '--workflow-id',
-    handle.workflowId,
-    '--type',
-    'LastContinuedAsNew',
-    '--reason',
-    'test: reset to the last continue-as-new',
-  ]);
-  await waitFor('a new run after the reset', async () => (await latest(ctx, handle).describe()).runId !== runBefore);
+  await resetRebuild(ctx, handle.workflowId, ['--type', 'LastContinuedAsNew']);
+  await setThrottle(latest(ctx, handle), { pauseBetweenPagesMs: 0 });
   const r1 = (await latest(ctx, handle).result()) as { versionId: string; published: boolean; runs: number };
   assert.equal(r1.published, true);
   assert.equal(r1.versionId, p.versionId, 'the reset run completed the same version');
   await assertComplete(ctx, r1.versionId, JOBS);
 
   // Second rebuild: reset to the workflow task completed right after planRebuild returned.
-  const h2 = await ctx.start({ pageSize: 100, concurrency: 2, maxPagesPerRun: 1_000, pauseBetweenPagesMs: 100 });
-  const p2 = await waitFor('6 pages done', async () => {
+  const h2 = await ctx.start({ pageSize: 200, concurrency: 2, maxPagesPerRun: 1_000, pauseBetweenPagesMs: 100 });
+  const p2 = await waitFor('3 pages done', async () => {
     const q = await ctx.progress(h2);
-    return q.pagesDone >= 6 && q;
+    return q.pagesDone >= 3 && q;
   });
-  const history = await latest(ctx, h2).fetchHistory();
-  const evs = history.events ?? [];
-  const planScheduled = evs.find((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'planRebuild')!;
-  const planDone = evs.find(
-    (e) => e.activityTaskCompletedEventAttributes?.scheduledEventId?.toString() === planScheduled.eventId!.toString(),
-  )!;
-  const resetTo = evs.find(
-    (e) => Number(e.eventId) > Number(planDone.eventId) && e.workflowTaskCompletedEventAttributes,
-  )!;
-  const run2 = (await latest(ctx, h2).describe()).runId;
-  temporalCli([
-    'workflow',
-    'reset',
-    '--workflow-id',
-    h2.workflowId,
-    '--event-id',
-    String(resetTo.eventId),
-    '--reason',
-    'test: reset to after the plan',
-  ]);
-  await waitFor('a new run after the reset', async () => (await latest(ctx, h2).describe()).runId !== run2);
+  // The first activity to complete is planRebuild: reset to the workflow task that took its result.
+  const evs = (await latest(ctx, h2).fetchHistory()).events ?? [];
+  const planDone = evs.findIndex((e) => e.activityTaskCompletedEventAttributes);
+  const resetTo = evs.slice(planDone).find((e) => e.workflowTaskCompletedEventAttributes)!;
+  const run2 = await resetRebuild(ctx, h2.workflowId, ['--event-id', String(resetTo.eventId)]);
+  await setThrottle(latest(ctx, h2), { pauseBetweenPagesMs: 0 });
   const info = (await latest(ctx, h2).describe()).raw.workflowExecutionInfo;
   assert.equal(info?.firstRunId, run2, 'a reset keeps the first run id (the plan key)');
   const r2 = (await latest(ctx, h2).result()) as { versionId: string; published: boolean };
   assert.equal(r2.published, true);
   assert.equal(r2.versionId, p2.versionId, 'the reset run kept the planned version');
   await assertComplete(ctx, r2.versionId, JOBS);
-  const versions = await ctx.dbs.catalogPool.query<{ n: number }>(
-    `SELECT count(*)::int AS n FROM version WHERE catalog_name = $1`,
-    [ctx.catalog],
-  );
-  assert.equal(versions.rows[0].n, 2, 'no version planned by a reset');
+  const versions = await ctx.dbs.catalogPool.query(`SELECT 1 FROM version WHERE catalog_name = $1`, [ctx.catalog]);
+  assert.equal(versions.rowCount, 2, 'no version planned by a reset');
 });
 
 test('a batch temporal workflow signal by query pauses and resumes one catalog’s rebuild; catalog = source', async (t) => {
@@ -379,45 +356,35 @@ test('page_retry names a worker SIGKILLed before its page attempt wrote anything
   const victim = await ctx.spawn();
   // Hold every attempt's claim row back (a lock on page_attempt), so the victim's attempt of page 1
   // is in flight, has heartbeated, and has written nothing when it dies.
-  const lock = await pool.connect();
-  let locked = true;
+  const app = `catalog-rebuild:worker:${victim.pid}`;
+  let lock: PoolClient | null = await pool.connect();
   const unlock = async () => {
-    if (!locked) return;
-    locked = false;
-    await lock.query('ROLLBACK').catch(() => undefined);
-    lock.release();
+    const c = lock;
+    lock = null;
+    await c?.query('ROLLBACK').catch(() => undefined);
+    c?.release();
   };
   t.after(unlock);
-  await lock.query('BEGIN');
-  await lock.query('LOCK TABLE page_attempt IN SHARE MODE');
+  await lock.query('BEGIN; LOCK TABLE page_attempt IN SHARE MODE');
   const handle = await ctx.start({ pageSize: 250, concurrency: 1, heartbeatTimeoutMs: 2_000 });
-  await waitFor(
-    'the victim’s attempt of page 1 to wait for its claim',
-    async () =>
-      (
-        await pool.query(
-          `SELECT query FROM pg_stat_activity WHERE application_name = $1 AND wait_event_type = 'Lock' AND query LIKE 'INSERT INTO page_attempt%'`,
-          [`catalog-rebuild:worker:${victim.pid}`],
-        )
-      ).rows[0],
-    { intervalMs: 25 },
-  );
+  const waiting = `SELECT 1 FROM pg_stat_activity WHERE application_name = $1 AND wait_event_type = 'Lock' AND query LIKE 'INSERT INTO page_attempt%'`;
+  await waitFor('the victim’s attempt of page 1 to wait for its claim', async () => {
+    return !!(await pool.query(waiting, [app])).rowCount;
+  });
   ctx.fleet.kill(victim);
   await victim.exited;
-  await pool.query(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1`, [
-    `catalog-rebuild:worker:${victim.pid}`,
-  ]);
+  await pool.query(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1`, [app]);
   await unlock();
   await ctx.spawn();
-  const { versionId } = await ctx.progress(handle);
   const r = await ctx.result(handle);
   assert.equal(r.published, true);
+  const versionId = r.versionId;
   const claims = await pool.query(`SELECT 1 FROM page_attempt WHERE version_id = $1 AND worker_identity = $2`, [
     versionId,
     victim.identity,
   ]);
   assert.equal(claims.rowCount, 0, 'the killed attempt wrote no claim row');
-  const retries = await events(pool, versionId!, 'page_retry');
+  const retries = await events(pool, versionId, 'page_retry');
   t.diagnostic(retries.map((e) => e.message).join(' | '));
   const retry = retries.find((e) => e.details.pageNo === 1);
   assert.ok(retry, 'page 1 was retried');
