@@ -310,15 +310,16 @@ async function describePreviousAttempt(
 
 /**
  * The heartbeat details Temporal kept from the execution before this attempt, when they are this
- * product's and belong to the previous attempt (attempt - 1; after `temporal activity reset` the
- * first attempt sees the last execution's), else null.
+ * product's and come from it, else null. They come from it when they name attempt - 1, or an
+ * attempt number not below this one's (numbers restart after `temporal activity reset`); an older
+ * attempt's details mean the previous one died before its first heartbeat reached Temporal.
  */
 function previousHeartbeat(details: unknown, attempt: number): PageHeartbeat | null {
   if (!details || typeof details !== 'object') return null;
   const d = details as Partial<PageHeartbeat>;
   if (typeof d.workerIdentity !== 'string' || typeof d.claimId !== 'string' || typeof d.attempt !== 'number')
     return null;
-  if (attempt > 1 && d.attempt !== attempt - 1) return null; // that attempt died before its first heartbeat
+  if (d.attempt < attempt - 1) return null;
   return d as PageHeartbeat;
 }
 

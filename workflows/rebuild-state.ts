@@ -239,7 +239,8 @@ export class RebuildState {
     bits.push(`${p.retries} retries`);
     if (this.carried.paused) bits.push('paused');
     const opPaused = this.operatorPausedPages();
-    if (opPaused.length) bits.push(`page ${opPaused.join(', ')} paused by an operator`);
+    if (opPaused.length)
+      bits.push(`${opPaused.length > 1 ? 'pages' : 'page'} ${opPaused.join(', ')} paused by an operator`);
     setCurrentDetails(`${bits.join(' · ')}\n\nlast event: ${this.carried.lastEvent}`);
   }
 
