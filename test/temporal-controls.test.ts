@@ -72,6 +72,10 @@ async function resetRebuild(ctx: RebuildFixture, workflowId: string, to: string[
 /** The latest run of the rebuild (after a reset or continue-as-new). */
 const latest = (ctx: RebuildFixture, handle: WorkflowHandle) => ctx.client.workflow.getHandle(handle.workflowId);
 
+/** Drops the pause between pages of the rebuild's latest run (again when that run just continued as new). */
+const speedUp = (ctx: RebuildFixture, handle: WorkflowHandle) =>
+  waitFor('the throttle set', () => setThrottle(latest(ctx, handle), { pauseBetweenPagesMs: 0 }).then(() => true));
+
 /** Activity ids of the `copyPage` activities the latest run scheduled, in order. */
 async function scheduledPages(ctx: RebuildFixture, handle: WorkflowHandle): Promise<string[]> {
   const h = await latest(ctx, handle).fetchHistory();
@@ -83,12 +87,8 @@ async function scheduledPages(ctx: RebuildFixture, handle: WorkflowHandle): Prom
 
 /** Whether a worker's page transaction sleeps in the slow-page fault's pg_sleep. */
 async function slowPageSleeping(ctx: RebuildFixture, pid: number): Promise<boolean> {
-  const { rowCount } = await ctx.dbs.catalogPool.query(
-    `SELECT 1 FROM pg_stat_activity
-     WHERE datname = current_database() AND application_name = $1 AND state = 'active' AND query LIKE 'SELECT pg_sleep%'`,
-    [`catalog-rebuild:worker:${pid}`],
-  );
-  return !!rowCount;
+  const sql = `SELECT 1 FROM pg_stat_activity WHERE application_name = $1 AND state = 'active' AND query LIKE 'SELECT pg_sleep%'`;
+  return !!(await ctx.dbs.catalogPool.query(sql, [`catalog-rebuild:worker:${pid}`])).rowCount;
 }
 
 /**
@@ -235,7 +235,7 @@ test('temporal workflow reset to the last continue-as-new and to the first workf
     return q.run >= 3 && q;
   });
   await resetRebuild(ctx, handle.workflowId, ['--type', 'LastContinuedAsNew']);
-  await setThrottle(latest(ctx, handle), { pauseBetweenPagesMs: 0 });
+  await speedUp(ctx, handle);
   const r1 = (await latest(ctx, handle).result()) as { versionId: string; published: boolean; runs: number };
   assert.equal(r1.published, true);
   assert.equal(r1.versionId, p.versionId, 'the reset run completed the same version');
@@ -252,7 +252,7 @@ test('temporal workflow reset to the last continue-as-new and to the first workf
   const planDone = evs.findIndex((e) => e.activityTaskCompletedEventAttributes);
   const resetTo = evs.slice(planDone).find((e) => e.workflowTaskCompletedEventAttributes)!;
   const run2 = await resetRebuild(ctx, h2.workflowId, ['--event-id', String(resetTo.eventId)]);
-  await setThrottle(latest(ctx, h2), { pauseBetweenPagesMs: 0 });
+  await speedUp(ctx, h2);
   const info = (await latest(ctx, h2).describe()).raw.workflowExecutionInfo;
   assert.equal(info?.firstRunId, run2, 'a reset keeps the first run id (the plan key)');
   const r2 = (await latest(ctx, h2).result()) as { versionId: string; published: boolean };
