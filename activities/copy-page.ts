@@ -2,9 +2,10 @@
  * The `copyPage` activity: one page of the plan, read from the source and written in ONE catalog
  * transaction (design.md, "Page transaction").
  */
+import { randomUUID } from 'node:crypto';
 import { activityInfo, ApplicationFailure, Context, log } from '@temporalio/activity';
 import type { PoolClient } from 'pg';
-import type { PlannedPage } from '../lib/catalog';
+import type { AttemptClaim, PlannedPage } from '../lib/catalog';
 import {
   attemptWorker,
   claimPage,
@@ -12,10 +13,13 @@ import {
   completePage,
   copyOrUpsertRows,
   lockVersion,
+  markAttemptPaused,
+  markPausesResumed,
   rangeChecksum,
   readPlanPage,
   recordedPage,
   requireVersionStatus,
+  unresumedPauses,
   upsertRows,
   writeRejects,
 } from '../lib/catalog';
@@ -23,16 +27,33 @@ import { cancelOnAbort, withTransaction } from '../lib/db';
 import { FailureType, NotPublishableError } from '../lib/errors';
 import type { ValidatedRows } from '../lib/validate';
 import { validateRows } from '../lib/validate';
-import type { CopyPageInput, CopyPageResult } from '../workflows/definitions';
+import type { CopyPageInput, CopyPageResult, PageActivityReport } from '../workflows/definitions';
+import { pageActivityPausedSignal, pageActivityResumedSignal } from '../workflows/definitions';
 import type { ActivityContext, PageAttempt } from './context';
 import { guard } from './failures';
-import { withHeartbeat } from './heartbeat';
+import type { OperatorPauseWatch } from './heartbeat';
+import { cancelReason, onOperatorPause, withHeartbeat } from './heartbeat';
 import { pageDuplicatesMessage, pageRejectsMessage, pageRetryMessage } from './messages';
 
-/** What the heartbeat reports of an attempt in progress (a hint for humans only). */
+/** How far an attempt got (a hint for humans only: a retried page starts again at its first key). */
 interface AttemptProgress {
   stage: string;
   rowsRead: number;
+}
+
+/**
+ * Heartbeat details of a page attempt, sent at its start and then from a timer. Temporal keeps the
+ * last ones for the next attempt (`activityInfo().heartbeatDetails`), which reads from them the
+ * worker of an attempt that died before it wrote anything; stage and rows read are hints only.
+ */
+export interface PageHeartbeat extends AttemptProgress {
+  pageNo: number;
+  /** Temporal attempt number of the attempt that sent them. */
+  attempt: number;
+  /** Identity (`<pid>@<host>`) of its worker. */
+  workerIdentity: string;
+  /** Its claim id (`page_attempt.claim_id`). */
+  claimId: string;
 }
 
 /**
@@ -46,20 +67,43 @@ interface AttemptProgress {
  *   (retryable) when the activity was cancelled before or while writing.
  */
 export async function copyPage(ctx: ActivityContext, input: CopyPageInput): Promise<CopyPageResult> {
+  const info = activityInfo();
+  const claim: AttemptClaim = {
+    versionId: input.versionId,
+    pageNo: input.pageNo,
+    attempt: info.attempt,
+    claimId: randomUUID(),
+  };
+  const previous = previousHeartbeat(info.heartbeatDetails, info.attempt);
   const progress: AttemptProgress = { stage: 'starting', rowsRead: 0 };
-  return withHeartbeat(
-    () => ({ pageNo: input.pageNo, stage: progress.stage, rowsRead: progress.rowsRead }),
-    () => guard(() => copyPageAttempt(ctx, input, progress)),
-  );
+  const pause = watchOperatorPause(ctx, input, claim);
+  try {
+    return await withHeartbeat(
+      (): PageHeartbeat => ({
+        pageNo: input.pageNo,
+        attempt: claim.attempt,
+        workerIdentity: ctx.identity,
+        claimId: claim.claimId,
+        stage: progress.stage,
+        rowsRead: progress.rowsRead,
+      }),
+      () => guard(() => copyPageAttempt(ctx, input, claim, previous, progress)),
+    );
+  } finally {
+    // The rebuild hears of an operator pause before the attempt ends (and before the next one starts).
+    await pause.settled();
+  }
 }
 
 async function copyPageAttempt(
   ctx: ActivityContext,
   input: CopyPageInput,
+  claim: AttemptClaim,
+  previous: PageHeartbeat | null,
   progress: AttemptProgress,
 ): Promise<CopyPageResult> {
   const started = Date.now();
-  const attempt = activityInfo().attempt;
+  const attempt = claim.attempt;
   const page: PageAttempt = { pageNo: input.pageNo, attempt };
   const plan = await readPlanPage(ctx.pool, input.versionId, input.pageNo);
   if (!plan) throw new NotPublishableError(`page ${input.pageNo} of version ${input.versionId} is not in the plan`);
@@ -80,8 +124,10 @@ async function copyPageAttempt(
       previousFailure: null,
     };
   };
-  await claimPageAttempt(ctx.pool, { versionId: input.versionId, pageNo: input.pageNo, attempt }, ctx.identity);
-  const previousFailure = attempt > 1 ? await describePreviousAttempt(ctx, input, attempt) : null;
+  await claimPageAttempt(ctx.pool, claim, ctx.identity);
+  await reportResumed(ctx, input, claim);
+  // A retry, or the first attempt after `temporal activity reset` (the details of the one before).
+  const previousFailure = attempt > 1 || previous ? await describePreviousAttempt(ctx, input, claim, previous) : null;
   // A page found committed (an in-flight page of a dead worker that did commit) is skipped.
   const done = await recorded();
   if (done) return { ...done, previousFailure };
@@ -99,9 +145,10 @@ async function copyPageAttempt(
   // the statement in flight is cancelled, the transaction rolls back, another attempt retries.
   const signal = Context.current().cancellationSignal;
   if (signal.aborted) {
-    log.warn('page given up before writing: activity cancelled', { pageNo: input.pageNo, attempt });
+    const reason = cancelReason();
+    log.warn('page given up before writing: activity cancelled', { pageNo: input.pageNo, attempt, reason });
     throw ApplicationFailure.retryable(
-      `page ${input.pageNo} given up before writing: activity cancelled`,
+      `page ${input.pageNo} given up before writing: activity cancelled (${reason})`,
       FailureType.PAGE_CANCELLED,
     );
   }
@@ -113,7 +160,7 @@ async function copyPageAttempt(
     } catch (err) {
       if (signal.aborted) {
         throw ApplicationFailure.retryable(
-          `page ${input.pageNo} given up while writing: activity cancelled (${(err as Error).message})`,
+          `page ${input.pageNo} given up while writing: activity cancelled (${cancelReason()}: ${(err as Error).message})`,
           FailureType.PAGE_CANCELLED,
         );
       }
@@ -210,15 +257,25 @@ async function writePage(
 }
 
 /**
- * Names the previous attempt of a retried page: its worker (from its `page_attempt` claim row, or
- * the workflow's pending activity when it has none) and its failure (from the pending activity;
- * "did not complete" when the worker died), and records a `page_retry` event.
+ * Names the previous attempt of a retried page (or, after `temporal activity reset`, the execution
+ * before it): its worker, from the heartbeat details it sent when it started (so even an attempt
+ * that died before writing anything is named), else from its `page_attempt` claim row, else from the
+ * workflow's pending activity; and its failure (from the pending activity; "did not complete" when
+ * the worker died). Records a `page_retry` event.
  * @returns `<failure> (worker <identity>)`.
  */
-async function describePreviousAttempt(ctx: ActivityContext, input: CopyPageInput, attempt: number): Promise<string> {
+async function describePreviousAttempt(
+  ctx: ActivityContext,
+  input: CopyPageInput,
+  claim: AttemptClaim,
+  previous: PageHeartbeat | null,
+): Promise<string> {
   const info = activityInfo();
+  const attempt = claim.attempt;
   let failure = 'previous attempt did not complete';
-  let worker = await attemptWorker(ctx.pool, input.versionId, input.pageNo, attempt - 1);
+  let worker =
+    previous?.workerIdentity ??
+    (attempt > 1 ? await attemptWorker(ctx.pool, { ...claim, attempt: attempt - 1 }, claim.claimId) : null);
   const execution = info.workflowExecution;
   if (ctx.client && execution) {
     try {
@@ -226,7 +283,7 @@ async function describePreviousAttempt(ctx: ActivityContext, input: CopyPageInpu
       const pending = desc.raw.pendingActivities?.find((a) => a.activityId === info.activityId);
       if (pending?.lastFailure?.message) failure = pending.lastFailure.message;
       // lastWorkerIdentity is the worker of the attempt now running (this one) once it started:
-      // the attempt's own claim row names the previous holder; describe only fills a gap.
+      // the previous attempt's heartbeat or claim row names it; describe only fills a gap.
       if (!worker && pending?.lastWorkerIdentity && pending.lastWorkerIdentity !== ctx.identity)
         worker = pending.lastWorkerIdentity;
     } catch (err) {
@@ -244,8 +301,83 @@ async function describePreviousAttempt(ctx: ActivityContext, input: CopyPageInpu
       lastFailure: failure,
       lastWorkerIdentity: worker,
       retriedBy: ctx.identity,
+      ...(previous ? { previousAttempt: previous.attempt, previousClaimId: previous.claimId } : {}),
     },
   });
   log.warn('page retried', { pageNo: input.pageNo, attempt, lastFailure: failure, lastWorkerIdentity: worker });
   return `${failure} (worker ${worker ?? 'unknown'})`;
+}
+
+/**
+ * The heartbeat details Temporal kept from the execution before this attempt, when they are this
+ * product's and come from it, else null. They come from it when they name attempt - 1, or an
+ * attempt number not below this one's (numbers restart after `temporal activity reset`); an older
+ * attempt's details mean the previous one died before its first heartbeat reached Temporal.
+ */
+function previousHeartbeat(details: unknown, attempt: number): PageHeartbeat | null {
+  if (!details || typeof details !== 'object') return null;
+  const d = details as Partial<PageHeartbeat>;
+  if (typeof d.workerIdentity !== 'string' || typeof d.claimId !== 'string' || typeof d.attempt !== 'number')
+    return null;
+  if (d.attempt < attempt - 1) return null;
+  return d as PageHeartbeat;
+}
+
+/** What a page activity says of itself in `pageActivityPaused` / `pageActivityResumed`. */
+function report(ctx: ActivityContext, claim: AttemptClaim): PageActivityReport {
+  return { pageNo: claim.pageNo, attempt: claim.attempt, workerIdentity: ctx.identity };
+}
+
+/**
+ * When Temporal cancels the attempt because an operator paused it (`temporal activity pause`),
+ * marks its claim row paused and sends `pageActivityPaused` to its rebuild run, so the window starts
+ * no new page; the attempt itself gives the page up as for any cancellation. A failed report is
+ * logged, never thrown.
+ */
+function watchOperatorPause(ctx: ActivityContext, input: CopyPageInput, claim: AttemptClaim): OperatorPauseWatch {
+  return onOperatorPause(async () => {
+    try {
+      await markAttemptPaused(ctx.pool, claim, ctx.identity);
+      await signalRebuild(ctx, pageActivityPausedSignal, report(ctx, claim));
+      log.warn('page activity paused by an operator: the rebuild starts no new page until it is unpaused', {
+        pageNo: input.pageNo,
+        attempt: claim.attempt,
+      });
+    } catch (err) {
+      log.warn('could not report the operator pause to the rebuild', { error: (err as Error).message });
+    }
+  });
+}
+
+/**
+ * When an operator paused an earlier execution of this page (its claim row says so) and this is the
+ * first attempt since, tells the rebuild run that the page runs again (`pageActivityResumed`), then
+ * marks those pauses resumed. A failure is logged; the next attempt reports again.
+ */
+async function reportResumed(ctx: ActivityContext, input: CopyPageInput, claim: AttemptClaim): Promise<void> {
+  try {
+    const paused = (await unresumedPauses(ctx.pool, input.versionId, input.pageNo)).filter(
+      (id) => id !== claim.claimId,
+    );
+    if (!paused.length) return;
+    await signalRebuild(ctx, pageActivityResumedSignal, report(ctx, claim));
+    await markPausesResumed(ctx.pool, paused);
+    log.info('page runs again after an operator pause', { pageNo: input.pageNo, attempt: claim.attempt });
+  } catch (err) {
+    log.warn('could not report that the page runs again after an operator pause', { error: (err as Error).message });
+  }
+}
+
+/** Signals the rebuild run this activity belongs to (10 s deadline). */
+async function signalRebuild(
+  ctx: ActivityContext,
+  def: typeof pageActivityPausedSignal,
+  arg: PageActivityReport,
+): Promise<void> {
+  const execution = activityInfo().workflowExecution;
+  if (!ctx.client || !execution) throw new Error('no Temporal client to reach the rebuild');
+  const client = ctx.client;
+  await client.withDeadline(Date.now() + 10_000, () =>
+    client.workflow.getHandle(execution.workflowId, execution.runId).signal(def, arg),
+  );
 }

@@ -8,6 +8,7 @@
  * files are overwritten. After a deliberate workflow change guarded by `patched()`, record the changed
  * scenario under a new name and keep the old files: they are the histories of rebuilds still running.
  */
+import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type { Client, WorkflowHandle } from '@temporalio/client';
@@ -50,6 +51,8 @@ interface Ctx {
   start(input: Omit<RebuildCatalogInput, 'source'>, taskQueue?: string): Promise<WorkflowHandle>;
   /** Writes the history of `workflowId` (a given run, or the latest) as `<name>.json` and indexes it. */
   save(name: string, workflowId: string, runId?: string): Promise<void>;
+  /** Runs the Temporal CLI against the scenario's server; returns its stdout. */
+  temporal(args: string[]): string;
 }
 
 /** One recorded situation: the history files it writes and how to provoke it. */
@@ -219,6 +222,40 @@ const SCENARIOS: Record<string, Scenario> = {
     },
   },
 
+  // Page activities with readable ids (`page-<n>`): while page 3 sleeps in its transaction an
+  // operator pauses it (`temporal activity pause`); the attempt reports the pause, the window drains
+  // and starts nothing; `temporal activity unpause`; the next attempt reports it runs again; publish.
+  'activity-pause': {
+    files: ['rebuild-activity-pause'],
+    async run(ctx) {
+      const queue = uniqueQueue('hist-apause');
+      const slow = await ctx.fleet.spawn({
+        CATALOG_REBUILD_TASK_QUEUE: queue,
+        CATALOG_REBUILD_FAULTS: JSON.stringify({ slowPage: { pageNo: 3, ms: 20_000 } }),
+      });
+      const h = await ctx.start(
+        { catalog: 'apause', pageSize: 500, concurrency: 2, heartbeatTimeoutMs: 2000, pauseBetweenPagesMs: 500 },
+        queue,
+      );
+      await waitFor('page 3 to sleep in its transaction', () => slowPageSleeping(ctx.dbs, slow), {
+        timeoutMs: 120_000,
+        intervalMs: 25,
+      });
+      ctx.temporal(['activity', 'pause', '--activity-id', 'page-3', '--workflow-id', h.workflowId]);
+      await waitFor('the window to hold with only page 3 in flight', async () => {
+        const q = await getProgress(h);
+        return q.operatorPausedPages?.includes(3) && q.inFlight === 1;
+      });
+      await sleep(1_000);
+      ctx.temporal(['activity', 'unpause', '--activity-id', 'page-3', '--workflow-id', h.workflowId]);
+      const r = await waitForResult(h);
+      if (!r.published || r.retries < 1)
+        throw new Error(`expected a published rebuild with a retry, got ${JSON.stringify(r)}`);
+      ctx.fleet.kill(slow);
+      await ctx.save('rebuild-activity-pause', h.workflowId);
+    },
+  },
+
   // A second rebuild of a catalog after most jobs of one day were deleted from the source: reconcile
   // passes, the PublishCatalog child's shrink guard refuses, the rebuild fails NOT_PUBLISHABLE.
   'shrink-refused': {
@@ -287,6 +324,14 @@ async function main(): Promise<void> {
         const sorted = Object.fromEntries(Object.entries(index).sort(([a], [b]) => a.localeCompare(b)));
         fs.writeFileSync(INDEX, JSON.stringify(sorted, null, 2) + '\n');
         console.log(`recorded ${name}: ${history.events?.length} events`);
+      },
+      temporal(args) {
+        const r = spawnSync(temporal.cli, [...args, '--address', temporal.address, '--namespace', 'default'], {
+          encoding: 'utf8',
+          timeout: 30_000,
+        });
+        if (r.status !== 0) throw new Error(`temporal ${args.join(' ')} exited ${r.status}: ${r.stderr}${r.stdout}`);
+        return r.stdout;
       },
     };
     for (const name of names) {

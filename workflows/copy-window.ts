@@ -1,14 +1,24 @@
 /**
  * The copy phase of `RebuildCatalog`: a sliding window of `copyPage` activities over the planned
  * pages, from the checkpoint on. Progress advances only from committed results (Temporal history is
- * the checkpoint); `pause` stops scheduling, `setThrottle` resizes the window; a run that scheduled
- * its share of pages continues as new once the window drained. Deterministic: workflow code.
+ * the checkpoint); `pause` stops scheduling, and so does a page activity an operator paused with
+ * `temporal activity pause` until it runs again; `setThrottle` resizes the window; a run that
+ * scheduled its share of pages continues as new once the window drained. Page activities have the
+ * ids `page-<n>` (rebuilds started before patch `page-activity-ids` keep Temporal's default ids).
+ * Deterministic: workflow code.
  */
-import type { WorkflowInfo } from '@temporalio/workflow';
+import type { ActivityFunctionWithOptions, WorkflowInfo } from '@temporalio/workflow';
 import { allHandlersFinished, condition, continueAsNew, patched, workflowInfo } from '@temporalio/workflow';
-import type { CopyPageResult, RebuildCatalogInput, RebuildCatalogResult } from './definitions';
+import type { Activities } from '../activities';
+import type { CopyPageInput, CopyPageResult, RebuildCatalogInput, RebuildCatalogResult } from './definitions';
 import { pageActivities, short } from './activity-options';
 import type { RebuildState } from './rebuild-state';
+
+/** Patch of the readable page activity ids (`page-<n>`); histories without its marker keep the default ids. */
+export const PAGE_ACTIVITY_IDS_PATCH = 'page-activity-ids';
+
+/** Activity id of page `pageNo`'s `copyPage` activity, as `temporal activity pause|unpause|reset` take it. */
+export const pageActivityId = (pageNo: number): string => `page-${pageNo}`;
 
 /** Settings of the copy window. */
 export interface CopyWindowOptions {
@@ -77,7 +87,8 @@ class CopyWindow {
         this.scheduledThisRun >= opts.maxPagesPerRun ||
         opts.startInfo.continueAsNewSuggested ||
         workflowInfo().continueAsNewSuggested;
-      if (!st.paused && !runFull && this.nextPage <= st.pagesTotal && state.inFlight.size < st.concurrency) {
+      const held = st.paused || state.operatorPaused();
+      if (!held && !runFull && this.nextPage <= st.pagesTotal && state.inFlight.size < st.concurrency) {
         if (st.pauseBetweenPagesMs > 0 && this.lastStartMs > 0) {
           const waitMs = this.lastStartMs + st.pauseBetweenPagesMs - Date.now();
           if (waitMs > 0) {
@@ -112,16 +123,28 @@ class CopyWindow {
     this.scheduledThisRun++;
     this.lastStartMs = Date.now();
     const acts = pageActivities(opts.heartbeatTimeoutMs, st.pageDurationsMs, `page ${pageNo} of ${st.pagesTotal}`);
-    acts
-      .copyPage({ catalog: state.input.catalog, source: state.input.source, versionId: st.versionId, pageNo })
+    // Added after histories were recorded: rebuilds without the marker keep Temporal's default ids.
+    const activityId = patched(PAGE_ACTIVITY_IDS_PATCH) ? pageActivityId(pageNo) : undefined;
+    scheduleCopyPage(
+      acts,
+      { catalog: state.input.catalog, source: state.input.source, versionId: st.versionId, pageNo },
+      activityId,
+    )
       .then((r: CopyPageResult) => {
         state.pageCommitted(pageNo, r);
         state.wake++;
       })
       .catch((err: unknown) => {
-        state.inFlight.delete(pageNo);
+        state.pageFailed(pageNo);
         if (!this.failure) this.failure = err;
         state.wake++;
       });
   }
+}
+
+/** Schedules `copyPage` through the page proxy `acts`, with activity id `activityId` when given. */
+function scheduleCopyPage(acts: Activities, input: CopyPageInput, activityId: string | undefined) {
+  if (activityId === undefined) return acts.copyPage(input);
+  const copyPage = acts.copyPage as ActivityFunctionWithOptions<Activities['copyPage']>;
+  return copyPage.executeWithOptions({ activityId }, [input]);
 }

@@ -64,6 +64,12 @@ export interface CarriedState {
   lastEvent: string;
   /** Runs before this one. */
   runs: number;
+  /**
+   * Pages whose activity an operator paused (`temporal activity pause`), as the activity reported it
+   * (`pageActivityPaused`); no new page starts while one of them is in flight. Absent until a page
+   * was paused; empty at continue-as-new, which waits for the window to drain.
+   */
+  operatorPausedPages?: number[];
 }
 
 /** The `progress` query's answer: one flat object (field names are an external interface). */
@@ -97,6 +103,11 @@ export interface RebuildProgress {
   run: number;
   /** Last reconciliation summary, when reconciled. */
   reconciliation: ReconcileSummary | null;
+  /**
+   * Pages whose activity an operator paused with `temporal activity pause` (in page order); while
+   * any is listed no new page starts. Empty when none is paused.
+   */
+  operatorPausedPages: number[];
 }
 
 /** Input of `copyPage`: ids only, never rows. */
@@ -220,6 +231,16 @@ export interface ThrottleSettings {
   pauseBetweenPagesMs?: number;
 }
 
+/** What a page activity reports of itself with `pageActivityPaused` / `pageActivityResumed`. */
+export interface PageActivityReport {
+  /** Page number, from 1. */
+  pageNo: number;
+  /** Temporal attempt number of the reporting activity. */
+  attempt: number;
+  /** Identity (`<pid>@<host>`) of the worker that runs the attempt. */
+  workerIdentity: string;
+}
+
 /** Stop scheduling pages; pages in flight finish. */
 export const pauseSignal = defineSignal('pause');
 /** Continue scheduling pages from the checkpoint. */
@@ -230,6 +251,17 @@ export const cancelSignal = defineSignal<[{ reason?: string }?]>('cancel');
 export const progressQuery = defineQuery<RebuildProgress>('progress');
 /** Change the page window and the pause between pages while running; returns the settings in force. */
 export const setThrottleUpdate = defineUpdate<Required<ThrottleSettings>, [ThrottleSettings]>('setThrottle');
+
+/**
+ * Sent by a page activity when Temporal told it that an operator paused it (`temporal activity
+ * pause`): the rebuild starts no new page until the page runs again. Not for operators.
+ */
+export const pageActivityPausedSignal = defineSignal<[PageActivityReport]>('pageActivityPaused');
+/**
+ * Sent by the first attempt of a page that starts after an operator paused it (`temporal activity
+ * unpause` or `reset`): the rebuild starts pages again once no page is paused. Not for operators.
+ */
+export const pageActivityResumedSignal = defineSignal<[PageActivityReport]>('pageActivityResumed');
 
 /** Limits shared by the CLI and the workflow's validators (defined in `policies.ts`). */
 export { LIMITS } from './policies';

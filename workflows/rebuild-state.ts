@@ -1,26 +1,49 @@
 /**
  * The state of one run of `RebuildCatalog` and what it shows: the `progress` query's answer, the
  * Web UI's current details, the `CatalogName` / `RebuildPhase` search attributes, and the handlers
- * of the `pause`, `resume` and `cancel` signals, the `progress` query and the `setThrottle` update.
+ * of the `pause`, `resume` and `cancel` signals, the page activities' `pageActivityPaused` /
+ * `pageActivityResumed` reports, the `progress` query and the `setThrottle` update.
  * Deterministic: workflow code.
  */
-import { CancellationScope, log, setCurrentDetails, setHandler, upsertSearchAttributes } from '@temporalio/workflow';
+import {
+  CancellationScope,
+  log,
+  patched,
+  setCurrentDetails,
+  setHandler,
+  upsertSearchAttributes,
+} from '@temporalio/workflow';
 import type {
   CarriedState,
   CopyPageResult,
+  PageActivityReport,
   RebuildCatalogInput,
   RebuildCatalogResult,
   RebuildPhase,
   RebuildProgress,
   ReconcileSummary,
 } from './definitions';
-import { cancelSignal, pauseSignal, progressQuery, resumeSignal, setThrottleUpdate } from './definitions';
+import {
+  cancelSignal,
+  pageActivityPausedSignal,
+  pageActivityResumedSignal,
+  pauseSignal,
+  progressQuery,
+  resumeSignal,
+  setThrottleUpdate,
+} from './definitions';
 import { PAGE_ATTEMPTS_REPORTED_ABOVE, PAGE_DURATIONS_KEPT } from './policies';
 import { CatalogNameKey, RebuildPhaseKey } from './search-attributes';
 import { initialThrottle, validateThrottle } from './validation';
 
 /** Rows per second are measured over this window (ms). */
 const RATE_WINDOW_MS = 60_000;
+
+/**
+ * Patch of the operator-pause reports: rebuilds whose history has no marker ignore
+ * `pageActivityPaused` / `pageActivityResumed` on replay, as the code they ran did.
+ */
+export const OPERATOR_PAUSE_PATCH = 'operator-paused-pages';
 
 /**
  * The carried state of a first run: nothing planned yet, the page window from the input.
@@ -101,10 +124,46 @@ export class RebuildState {
     return this.carried.checkpoint + this.doneAbove.size;
   }
 
+  /** Pages whose activity an operator paused (reported by the activity), in page order. */
+  operatorPausedPages(): number[] {
+    return [...(this.carried.operatorPausedPages ?? [])].sort((a, b) => a - b);
+  }
+
+  /** Whether an operator paused the activity of a page in flight: then no new page starts. */
+  operatorPaused(): boolean {
+    return !!this.carried.operatorPausedPages?.some((p) => this.inFlight.has(p));
+  }
+
+  /**
+   * Records that an operator paused the activity of `pageNo` (a page in flight); false when the
+   * report is stale (the page is no longer in flight) or already known.
+   */
+  pageOperatorPaused(pageNo: number): boolean {
+    const st = this.carried;
+    if (!this.inFlight.has(pageNo) || st.operatorPausedPages?.includes(pageNo)) return false;
+    st.operatorPausedPages = [...(st.operatorPausedPages ?? []), pageNo];
+    return true;
+  }
+
+  /** Forgets an operator pause of `pageNo` (it runs again or ended); false when it was not paused. */
+  pageOperatorResumed(pageNo: number): boolean {
+    const st = this.carried;
+    if (!st.operatorPausedPages?.includes(pageNo)) return false;
+    st.operatorPausedPages = st.operatorPausedPages.filter((p) => p !== pageNo);
+    return true;
+  }
+
+  /** A page's activity ended without committing (the copy window fails): it is no longer in flight. */
+  pageFailed(pageNo: number): void {
+    this.inFlight.delete(pageNo);
+    this.pageOperatorResumed(pageNo);
+  }
+
   /** Records the result of a committed page: checkpoint, counts, retries, duration and rate. */
   pageCommitted(pageNo: number, r: CopyPageResult): void {
     const st = this.carried;
     this.inFlight.delete(pageNo);
+    this.pageOperatorResumed(pageNo);
     this.doneAbove.add(pageNo);
     while (this.doneAbove.has(st.checkpoint + 1)) {
       this.doneAbove.delete(st.checkpoint + 1);
@@ -165,6 +224,7 @@ export class RebuildState {
       inFlight: this.inFlight.size,
       run: st.runs + 1,
       reconciliation: this.reconciliation,
+      operatorPausedPages: this.operatorPausedPages(),
     };
   }
 
@@ -178,6 +238,9 @@ export class RebuildState {
     if (this.phase === 'copying') bits.push(`${p.rowsPerSecond.toLocaleString('en-US')} rows/s`);
     bits.push(`${p.retries} retries`);
     if (this.carried.paused) bits.push('paused');
+    const opPaused = this.operatorPausedPages();
+    if (opPaused.length)
+      bits.push(`${opPaused.length > 1 ? 'pages' : 'page'} ${opPaused.join(', ')} paused by an operator`);
     setCurrentDetails(`${bits.join(' · ')}\n\nlast event: ${this.carried.lastEvent}`);
   }
 
@@ -205,7 +268,9 @@ export class RebuildState {
 
 /**
  * Handlers of the rebuild's messages: `pause` stops scheduling pages, `resume` continues from the
- * checkpoint, `cancel` cancels the rebuild's scope, `progress` answers from the state, `setThrottle`
+ * checkpoint, `cancel` cancels the rebuild's scope, `pageActivityPaused` / `pageActivityResumed`
+ * (sent by page activities an operator paused with `temporal activity pause`, and by their next
+ * attempt) hold and release the page window, `progress` answers from the state, `setThrottle`
  * changes the page window (validated by {@link validateThrottle}) and returns the settings in force.
  */
 export function setRebuildHandlers(state: RebuildState): void {
@@ -232,6 +297,21 @@ export function setRebuildHandlers(state: RebuildState): void {
       state.note(`cancel requested${arg?.reason ? `: ${arg.reason}` : ''}`);
       state.root.cancel();
     }
+  });
+  setHandler(pageActivityPausedSignal, (r: PageActivityReport) => {
+    // Guarded: the report changes which pages start, so histories without the marker ignore it.
+    if (!patched(OPERATOR_PAUSE_PATCH) || !state.pageOperatorPaused(r.pageNo)) return;
+    state.note(
+      `page ${r.pageNo} paused by an operator (temporal activity pause; attempt ${r.attempt} on ${r.workerIdentity}): no new page starts until it is unpaused`,
+    );
+    state.details();
+    state.wake++;
+  });
+  setHandler(pageActivityResumedSignal, (r: PageActivityReport) => {
+    if (!patched(OPERATOR_PAUSE_PATCH) || !state.pageOperatorResumed(r.pageNo)) return;
+    state.note(`page ${r.pageNo} runs again (attempt ${r.attempt} on ${r.workerIdentity}) after an operator pause`);
+    state.details();
+    state.wake++;
   });
   setHandler(progressQuery, () => state.progress());
   setHandler(

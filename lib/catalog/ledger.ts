@@ -1,7 +1,8 @@
 /**
  * The page plan and the ledger: `plan_page` (the fixed key range of every page, stored at plan),
  * `page` (one row per committed page: claimed first in the page transaction, completed last) and
- * `page_attempt` (which worker ran each attempt of a page).
+ * `page_attempt` (one claim row per execution of an attempt: which worker ran it, and whether an
+ * operator paused it).
  */
 import type { PoolClient } from 'pg';
 import type { Queryable } from '../db';
@@ -48,30 +49,77 @@ export async function readPlanPage(db: Queryable, versionId: string, pageNo: num
 export interface PageAttemptKey {
   versionId: string;
   pageNo: number;
-  /** Temporal attempt number, from 1. */
+  /** Temporal attempt number, from 1 (it restarts at 1 after `temporal activity reset`). */
   attempt: number;
 }
 
-/** Records that worker `identity` runs this attempt of the page (first claim wins; idempotent). */
-export async function claimPageAttempt(db: Queryable, a: PageAttemptKey, identity: string): Promise<void> {
+/** One execution of an attempt: its claim row's id, unique even when attempt numbers repeat. */
+export interface AttemptClaim extends PageAttemptKey {
+  /** Claim id (a UUID the attempt picks when it starts). */
+  claimId: string;
+}
+
+/**
+ * Records that worker `identity` runs this execution of an attempt of the page (one row per claim
+ * id; claiming again, e.g. after the pause report inserted the row, changes nothing).
+ */
+export async function claimPageAttempt(db: Queryable, a: AttemptClaim, identity: string): Promise<void> {
   await db.query(
-    `INSERT INTO page_attempt (version_id, page_no, attempt, worker_identity) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING`,
-    [a.versionId, a.pageNo, a.attempt, identity],
+    `INSERT INTO page_attempt (version_id, page_no, attempt, worker_identity, claim_id) VALUES ($1, $2, $3, $4, $5)
+               ON CONFLICT (claim_id) DO NOTHING`,
+    [a.versionId, a.pageNo, a.attempt, identity, a.claimId],
   );
 }
 
-/** The worker that claimed attempt `attempt` of a page, or null when none did. */
+/**
+ * The worker of the latest claim of attempt `attempt` of a page other than claim `exceptClaimId`
+ * (attempt numbers repeat after an activity reset: the latest execution is the previous one), or
+ * null when no other execution claimed it.
+ */
 export async function attemptWorker(
   db: Queryable,
-  versionId: string,
-  pageNo: number,
-  attempt: number,
+  a: PageAttemptKey,
+  exceptClaimId: string | null = null,
 ): Promise<string | null> {
   const prev = await db.query<{ worker_identity: string }>(
-    `SELECT worker_identity FROM page_attempt WHERE version_id = $1 AND page_no = $2 AND attempt = $3 LIMIT 1`,
-    [versionId, pageNo, attempt],
+    `SELECT worker_identity FROM page_attempt
+               WHERE version_id = $1 AND page_no = $2 AND attempt = $3 AND claim_id IS DISTINCT FROM $4
+               ORDER BY started_at DESC LIMIT 1`,
+    [a.versionId, a.pageNo, a.attempt, exceptClaimId],
   );
   return prev.rows[0]?.worker_identity ?? null;
+}
+
+/**
+ * Marks an execution of a page as paused by an operator (`temporal activity pause`); inserts its
+ * claim row when the pause came before the attempt claimed.
+ */
+export async function markAttemptPaused(db: Queryable, a: AttemptClaim, identity: string): Promise<void> {
+  await db.query(
+    `INSERT INTO page_attempt (version_id, page_no, attempt, worker_identity, claim_id, paused_at)
+               VALUES ($1, $2, $3, $4, $5, clock_timestamp())
+               ON CONFLICT (claim_id) DO UPDATE SET paused_at = coalesce(page_attempt.paused_at, EXCLUDED.paused_at)`,
+    [a.versionId, a.pageNo, a.attempt, identity, a.claimId],
+  );
+}
+
+/** Claim ids of executions of a page paused by an operator whose resumption was not reported yet. */
+export async function unresumedPauses(db: Queryable, versionId: string, pageNo: number): Promise<string[]> {
+  const r = await db.query<{ claim_id: string }>(
+    `SELECT claim_id::text FROM page_attempt
+               WHERE version_id = $1 AND page_no = $2 AND paused_at IS NOT NULL AND resumed_at IS NULL`,
+    [versionId, pageNo],
+  );
+  return r.rows.map((x) => x.claim_id);
+}
+
+/** Records that the pauses of these claims were reported as resumed to the rebuild. */
+export async function markPausesResumed(db: Queryable, claimIds: string[]): Promise<void> {
+  if (!claimIds.length) return;
+  await db.query(
+    `UPDATE page_attempt SET resumed_at = clock_timestamp() WHERE claim_id = ANY($1::uuid[]) AND resumed_at IS NULL`,
+    [claimIds],
+  );
 }
 
 /**
