@@ -158,7 +158,7 @@ async function openStatus(
       .catch(() => -1),
     progress ? null : databaseView(ctx, o.catalog, runKeyOf(desc)),
   ]);
-  const fromQuery = (progress as { operatorPausedPages?: number[] } | null)?.operatorPausedPages ?? [];
+  const fromQuery = progress?.operatorPausedPages ?? [];
   const pages = [...new Set([...fromQuery, ...activities.flatMap((a) => (a.pageNo === null ? [] : [a.pageNo]))])];
   pages.sort((a, b) => a - b);
   const paused = { operatorPausedPages: pages, pausedActivities: activities };

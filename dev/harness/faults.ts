@@ -237,14 +237,20 @@ export async function pageAttempts(
 }
 
 /**
- * Pages a worker had in flight and lost: it registered an attempt but the ledger row is not its own
- * (another attempt committed it after the worker died).
+ * Pages worker `identity` attempted but did not commit: its claim rows, and pages whose
+ * `page_retry` event names it (an attempt can die after its first heartbeat, which names its worker,
+ * and before its claim row).
  */
 export async function lostPages(catalogPool: Pool, versionId: string, identity: string): Promise<number[]> {
   const { rows } = await catalogPool.query<{ page_no: number }>(
-    `SELECT DISTINCT a.page_no FROM page_attempt a
-     LEFT JOIN page p ON p.version_id = a.version_id AND p.page_no = a.page_no
-     WHERE a.version_id = $1 AND a.worker_identity = $2 AND p.worker_identity IS DISTINCT FROM $2
+    `SELECT DISTINCT x.page_no FROM (
+       SELECT a.page_no FROM page_attempt a WHERE a.version_id = $1 AND a.worker_identity = $2
+       UNION
+       SELECT (e.details->>'pageNo')::int FROM event e
+       WHERE e.version_id = $1 AND e.kind = 'page_retry' AND e.details->>'lastWorkerIdentity' = $2
+     ) x
+     LEFT JOIN page p ON p.version_id = $1 AND p.page_no = x.page_no
+     WHERE p.worker_identity IS DISTINCT FROM $2
      ORDER BY 1`,
     [versionId, identity],
   );
