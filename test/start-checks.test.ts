@@ -188,7 +188,7 @@ test('the receipt: version, pages and their sizing, rows, watermark; or that the
   assert.match(formatReceipt(late, 30_000)[0], /not planned within 30 s; it runs on/);
 });
 
-test('a worker records the names of its sources at start and refreshes them; it stops on shutdown', async () => {
+test('a worker records the names of its sources at start and refreshes them; a clean shutdown removes them', async () => {
   const first = await recordsOf(workers[0]);
   assert.deepEqual(first.names, ['hidden', 'r18'], 'names only, from the configuration');
   const settings = await dbs.catalogPool.query(`SELECT * FROM worker_source WHERE task_queue = $1`, [queue]);
@@ -203,16 +203,18 @@ test('a worker records the names of its sources at start and refreshes them; it 
     intervalMs: 100,
   });
 
-  // A second worker on the queue records too; on SIGTERM it exits (the timer holds nothing) and records no more.
+  // A second worker on the queue records too; on SIGTERM it exits (the timer holds nothing) and its
+  // records go: `start` no longer counts it as serving its sources.
   const second = await spawnWorker({ ...env, CATALOG_REBUILD_SOURCE_RECORD_INTERVAL_MS: '300' });
   workers.push(second);
   assert.deepEqual((await recordsOf(second)).names, ['hidden', 'r18']);
   second.kill('SIGTERM');
   const code = await Promise.race([second.exited, sleep(20_000).then(() => 'still running')]);
   assert.equal(code, 0, `the worker exits after SIGTERM:\n${second.output()}`);
-  const last = (await recordsOf(second)).at;
+  assert.deepEqual((await recordsOf(second)).names, [], 'a cleanly stopped worker removes its records');
   await sleep(1_000); // more than three intervals of the stopped worker
-  assert.equal((await recordsOf(second)).at, last, 'no record after shutdown');
+  assert.deepEqual((await recordsOf(second)).names, [], 'no record after shutdown');
+  assert.deepEqual((await recordsOf(workers[0])).names, ['hidden', 'r18'], 'the other worker keeps its records');
 });
 
 test('start with a source no live worker serves exits 2 within 10 s naming the served sources; no workflow starts', async () => {

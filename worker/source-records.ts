@@ -6,7 +6,7 @@
  */
 import type { Pool } from 'pg';
 import { Runtime } from '@temporalio/worker';
-import { recordWorkerSources } from '../lib/catalog';
+import { forgetWorkerSources, recordWorkerSources } from '../lib/catalog';
 
 /** Environment variable overriding the interval between two records (ms), for tests. */
 export const SOURCE_RECORD_INTERVAL_ENV = 'CATALOG_REBUILD_SOURCE_RECORD_INTERVAL_MS';
@@ -67,21 +67,29 @@ export class SourceRecorder {
     this.timer.unref();
   }
 
-  /** Stops the timer and waits for a write in flight; the pool stays open (the caller ends it). */
+  /**
+   * Stops the timer, waits for a write in flight and removes this worker's records (it no longer
+   * serves its sources; a failure is logged); the pool stays open (the caller ends it).
+   */
   async stop(): Promise<void> {
     this.stopped = true;
     clearInterval(this.timer);
     this.timer = undefined;
     await this.inFlight;
+    await forgetWorkerSources(this.o.pool, this.o.taskQueue, this.o.identity).catch((err: unknown) =>
+      this.warn(err, 'could not remove the source names of this stopping worker; they age out after 5 minutes'),
+    );
   }
 
-  private warn(err: unknown): void {
+  private warn(
+    err: unknown,
+    message = 'could not record the source names of this worker; trying again at the next tick',
+  ): void {
     const meta = {
       taskQueue: this.o.taskQueue,
       identity: this.o.identity,
       error: err instanceof Error ? err.message : String(err),
     };
-    const message = 'could not record the source names of this worker; trying again at the next tick';
     if (this.o.warn) this.o.warn(message, meta);
     else Runtime.instance().logger.warn(message, meta);
   }

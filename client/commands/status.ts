@@ -175,7 +175,7 @@ async function openStatus(
   const dbError = view?.error ?? '';
   const why = pause
     ? `${workflowPauseText(desc.workflowId, pause)}; this is the catalog database's view of the latest version`
-    : `no worker answered the progress query within 5 s (${note}); this is the catalog database's view of the latest version`;
+    : `no worker answered the progress query within 5 s${note && !note.startsWith('no worker answered') ? ` (${note})` : ''}; this is the catalog database's view of the latest version`;
   const state = { workflowStatus: desc.status.name, ...(pause ? { workflowPause: pause } : {}) };
   if (o.json) {
     ctx.out(

@@ -38,6 +38,18 @@ export async function recordWorkerSources(db: Queryable, r: WorkerSourceRecord):
 }
 
 /**
+ * Removes the records of one worker (a clean shutdown), so `start` no longer counts it as serving
+ * its sources; a worker that dies without shutting down ages out instead.
+ * @throws the database error (e.g. 42P01 when the catalog schema predates migration 3).
+ */
+export async function forgetWorkerSources(db: Queryable, taskQueue: string, workerIdentity: string): Promise<void> {
+  await db.query(`DELETE FROM worker_source WHERE task_queue = $1 AND worker_identity = $2`, [
+    taskQueue,
+    workerIdentity,
+  ]);
+}
+
+/**
  * The source names recorded for `taskQueue` by any worker within the last `withinSeconds` seconds
  * (by the database's clock), each once, in no particular order.
  * @throws the database error (42P01 when the catalog schema predates migration 3).
