@@ -26,6 +26,7 @@ import type { TemporalSession } from './index';
 import { getProgress } from './index';
 import type { DatabaseFact, PendingActivityFact, RebuildFacts, RebuildThresholds, RunFact } from './rebuild-health';
 import { DEFAULT_REBUILD_THRESHOLDS } from './rebuild-health';
+import { pendingActivityPage } from './pending-activity';
 
 /** How long the `progress` query may take before the check goes on without it (ms). */
 export const PROGRESS_QUERY_TIMEOUT_MS = 2_000;
@@ -268,7 +269,7 @@ function activityFact(workflowId: string, a: temporal.api.workflow.v1.IPendingAc
     workflowId,
     activityId: a.activityId ?? '',
     activityType: a.activityType?.name ?? '',
-    pageNo: pageNumber(a),
+    pageNo: pendingActivityPage(a),
     attempt: a.attempt ?? 1,
     state: stateName.startsWith(STATE_PREFIX) ? stateName.slice(STATE_PREFIX.length) : stateName,
     paused: !!a.paused,
@@ -284,20 +285,6 @@ function activityFact(workflowId: string, a: temporal.api.workflow.v1.IPendingAc
         }
       : null,
   };
-}
-
-/** A copyPage activity's page: from its id `page-<n>`, else from its heartbeat details `{ pageNo }`. */
-function pageNumber(a: temporal.api.workflow.v1.IPendingActivityInfo): number | null {
-  const m = /^page-(\d+)$/.exec(a.activityId ?? '');
-  if (m) return Number(m[1]);
-  const payload = a.heartbeatDetails?.payloads?.[0];
-  if (!payload) return null;
-  try {
-    const d = defaultPayloadConverter.fromPayload<{ pageNo?: unknown }>(payload);
-    return typeof d?.pageNo === 'number' ? d.pageNo : null;
-  } catch {
-    return null;
-  }
 }
 
 /**

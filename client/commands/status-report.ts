@@ -5,7 +5,6 @@
  * (`temporal workflow pause`), both read from the workflow's description.
  */
 import type { WorkflowExecutionDescription } from '@temporalio/client';
-import { defaultPayloadConverter } from '@temporalio/common';
 import type { temporal } from '@temporalio/proto';
 import type { RebuildCatalogResult, ReconcileSummary } from '../index';
 import type { RebuildRunKey } from '../../lib/catalog/status';
@@ -17,6 +16,7 @@ import type { CommandContext } from './context';
 import { withCatalogPool } from './context';
 import type { RebuildOutcome } from './outcome';
 import { formatReconciliation, renumberedSentence } from './outcome';
+import { pendingActivityPage } from '../pending-activity';
 
 type DescribeResponse = temporal.api.workflowservice.v1.IDescribeWorkflowExecutionResponse;
 type Timestamp = { seconds?: unknown; nanos?: number | null } | null | undefined;
@@ -41,20 +41,6 @@ export interface OperatorPausedActivity {
   since: string | null;
 }
 
-/** The page number an activity works on: its id `page-<n>`, else `pageNo` of its heartbeat details. */
-function pageOf(a: temporal.api.workflow.v1.IPendingActivityInfo): number | null {
-  const m = /^page-(\d+)$/.exec(a.activityId ?? '');
-  if (m) return Number(m[1]);
-  const payload = a.heartbeatDetails?.payloads?.[0];
-  if (!payload) return null;
-  try {
-    const d = defaultPayloadConverter.fromPayload<{ pageNo?: unknown }>(payload);
-    return typeof d?.pageNo === 'number' ? d.pageNo : null;
-  } catch {
-    return null;
-  }
-}
-
 /** The rebuild's pending activities whose `paused` flag is set (`temporal activity pause`), from `describe()`. */
 export function operatorPausedActivities(raw: DescribeResponse): OperatorPausedActivity[] {
   return (raw.pendingActivities ?? [])
@@ -64,7 +50,7 @@ export function operatorPausedActivities(raw: DescribeResponse): OperatorPausedA
       return {
         activityId: a.activityId ?? '',
         activityType: a.activityType?.name ?? '',
-        pageNo: pageOf(a),
+        pageNo: pendingActivityPage(a),
         identity: by?.identity || null,
         reason: by?.reason || null,
         since: isoTime(a.pauseInfo?.pauseTime),
