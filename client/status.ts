@@ -8,7 +8,7 @@ import { temporal } from '@temporalio/proto';
 import type { TemporalSession } from './index';
 import type { RebuildProgress, ReconcileSummary } from '../workflows/definitions';
 import { activeVersionId as readActiveVersionId } from '../lib/catalog/publish';
-import type { RebuildRunKey, StoredReconciliation } from '../lib/catalog/status';
+import type { LatestVersionProgress, RebuildRunKey, StoredReconciliation } from '../lib/catalog/status';
 import { readLatestReconciliation, readLatestVersionProgress } from '../lib/catalog/status';
 import { readLastEventMessage } from '../lib/catalog/event-reads';
 
@@ -27,26 +27,16 @@ export function formatProgress(p: RebuildProgress): string {
 export interface DatabaseStatus {
   catalog: string;
   activeVersionId: string | null;
-  latest: null | {
-    versionId: string;
-    status: string;
-    pagesTotal: number;
-    pagesCommitted: number;
-    /** Highest n such that pages 1..n are committed. */
-    checkpoint: number;
-    rows: number;
-    /** Quarantined records of the version. */
-    rejects: number;
-    /** Page attempts beyond the first of each page. */
-    retries: number;
-    /** Why the version failed or was abandoned; null otherwise. */
-    failureReason: string | null;
-    lastCommitAt: string | null;
-    /** Seconds since the last committed page; null when no page has committed. */
-    secondsSinceProgress: number | null;
-    /** Seconds since the version was planned. */
-    secondsSinceCreated: number;
-  };
+  /**
+   * The latest version with its ledger totals (lib/catalog/status.ts), as status prints it: the last
+   * commit as ISO 8601 text, seconds since it as `secondsSinceProgress`.
+   */
+  latest:
+    | null
+    | (Omit<LatestVersionProgress, 'lastCommitAt' | 'secondsSinceLastCommit'> & {
+        lastCommitAt: string | null;
+        secondsSinceProgress: number | null;
+      });
   /** The latest reconciliation round of that version; null when it was never reconciled. */
   reconciliation: ReconcileSummary | null;
   lastEvent: string | null;
