@@ -26,6 +26,50 @@ const ianaZone = z
 /** Quarantined records a rebuild may have and still publish; default 0. */
 const maxRejects = z.number().int().min(0).optional();
 
+/**
+ * PostgreSQL encoding names accepted for `legacyEncoding`: single-byte encodings a director's
+ * `SQL_ASCII` catalog text is commonly written in. Text that is valid UTF-8 is always kept as is.
+ */
+export const LEGACY_ENCODINGS = [
+  'LATIN1',
+  'LATIN2',
+  'LATIN3',
+  'LATIN4',
+  'LATIN5',
+  'LATIN6',
+  'LATIN7',
+  'LATIN8',
+  'LATIN9',
+  'LATIN10',
+  'WIN1250',
+  'WIN1251',
+  'WIN1252',
+  'WIN1253',
+  'WIN1254',
+  'WIN1255',
+  'WIN1256',
+  'WIN1257',
+  'WIN1258',
+  'WIN866',
+  'WIN874',
+  'KOI8R',
+  'KOI8U',
+  'ISO_8859_5',
+  'ISO_8859_6',
+  'ISO_8859_7',
+  'ISO_8859_8',
+] as const;
+
+/** How text that is not valid UTF-8 is decoded; default LATIN1. */
+const legacyEncoding = z
+  .string()
+  .transform((s) => s.toUpperCase())
+  .pipe(z.enum(LEGACY_ENCODINGS, { message: `must be one of ${LEGACY_ENCODINGS.join(', ')}` }))
+  .optional();
+
+/** Page reads a worker runs against one source at once; default 4. */
+const maxConcurrentReads = z.number().int().min(1).max(64).optional();
+
 /** A Bareos or Bacula director catalog in PostgreSQL. */
 export const databaseSourceSchema = z
   .object({
@@ -38,6 +82,13 @@ export const databaseSourceSchema = z
     statementTimeoutMs: z.number().int().positive().optional(),
     /** Quarantined records allowed in a published rebuild (default 0). */
     maxRejects,
+    /**
+     * Encoding of source text that is not valid UTF-8 (a director's `SQL_ASCII` catalog holding
+     * Latin-1 bytes), default `LATIN1`; valid UTF-8 is kept as it is.
+     */
+    legacyEncoding,
+    /** Page reads (source statements) one worker runs at once against this source, default 4. */
+    maxConcurrentReads,
   })
   .strict();
 
@@ -75,6 +126,8 @@ export const fileSourceSchema = z
     client: z.string().min(1).optional(),
     /** Quarantined records allowed in a published rebuild (default 0). */
     maxRejects,
+    /** Encoding of listing text that is not valid UTF-8, default `LATIN1`; valid UTF-8 is kept as it is. */
+    legacyEncoding,
   })
   .strict()
   .refine((s) => (s.path === undefined) !== (s.command === undefined), {
