@@ -28,6 +28,8 @@ export interface PageHooks {
    * the rows are written; `db` is the transaction's client.
    */
   insideTransaction?(page: PageAttempt, db: PoolClient): Promise<void>;
+  /** A streamed page only: once its first rows were read from the source, before they are written on. */
+  whileStreaming?(page: PageAttempt): Promise<void>;
 }
 
 /** The dependencies of the activities. */

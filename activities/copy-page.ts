@@ -3,29 +3,26 @@
  * transaction (design.md, "Page transaction").
  */
 import { randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { activityInfo, ApplicationFailure, Context, log } from '@temporalio/activity';
-import type { PoolClient } from 'pg';
 import type { AttemptClaim, PlannedPage } from '../lib/catalog';
 import {
   attemptWorker,
-  claimPage,
   claimPageAttempt,
-  completePage,
-  copyOrUpsertRows,
-  lockVersion,
   markAttemptPaused,
   markPausesResumed,
-  rangeChecksum,
+  otherPageBackends,
   readPlanPage,
   recordedPage,
   requireVersionStatus,
+  terminateBackends,
   unresumedPauses,
-  upsertRows,
-  writeRejects,
 } from '../lib/catalog';
 import { cancelOnAbort, withTransaction } from '../lib/db';
 import { FailureType, NotPublishableError } from '../lib/errors';
-import type { ValidatedRows } from '../lib/validate';
+import { pageStatementTimeoutMs } from '../lib/page-cost';
+import type { PageRead } from '../lib/sources/types';
+import { isStreamingSource } from '../lib/sources/types';
 import { validateRows } from '../lib/validate';
 import type { CopyPageInput, CopyPageResult, PageActivityReport } from '../workflows/definitions';
 import { pageActivityPausedSignal, pageActivityResumedSignal } from '../workflows/definitions';
@@ -33,7 +30,11 @@ import type { ActivityContext, PageAttempt } from './context';
 import { guard } from './failures';
 import type { OperatorPauseWatch } from './heartbeat';
 import { cancelReason, onOperatorPause, withHeartbeat } from './heartbeat';
-import { pageDuplicatesMessage, pageRejectsMessage, pageRetryMessage } from './messages';
+import { pageRetryMessage, zombieEndedMessage } from './messages';
+import { validatedRowsWriter } from './page-rows';
+import { streamedRowsWriter } from './page-stream';
+import type { RowWriter } from './page-write';
+import { writePage } from './page-write';
 
 /** How far an attempt got (a hint for humans only: a retried page starts again at its first key). */
 interface AttemptProgress {
@@ -132,30 +133,80 @@ async function copyPageAttempt(
   const done = await recorded();
   if (done) return { ...done, previousFailure };
   requireVersionStatus(input.versionId, plan.versionStatus, ['building']);
+  // An earlier attempt whose worker froze may still hold the page's transaction: end it.
+  if (attempt > 1 || previous) await endZombieAttempts(ctx, input);
 
+  const statementTimeoutMs = pageStatementTimeoutMs(plan.plannedRows ?? null);
+  const signal = Context.current().cancellationSignal;
+  const source = ctx.sources.get(input.source, input.versionId);
+  const range = { firstKey: plan.firstKey, lastKey: plan.lastKey };
+  let read: PageRead | null = null;
+  let write: RowWriter;
   progress.stage = 'reading';
-  const rows = await ctx.sources.get(input.source, input.versionId).readRange(plan.firstKey, plan.lastKey);
-  progress.rowsRead = rows.length;
-  // Malformed records are quarantined (never fail the page); repeated ids keep the last row read.
-  const checked = validateRows(rows);
-  await ctx.hooks?.afterRead?.(page);
+  if (isStreamingSource(source)) {
+    read = await source.openPageRead(range, statementTimeoutMs);
+    write = streamedRowsWriter(ctx, input, page, read, { source, range, statementTimeoutMs, signal });
+  } else {
+    const rows = await source.readRange(plan.firstKey, plan.lastKey);
+    progress.rowsRead = rows.length;
+    // Malformed records are quarantined (never fail the page); repeated ids keep the last row read.
+    write = validatedRowsWriter(input.versionId, input.pageNo, attempt, validateRows(rows));
+  }
+  try {
+    await ctx.hooks?.afterRead?.(page);
+    progress.stage = 'writing';
+    const result = await writeInTransaction(ctx, input, claim, plan, statementTimeoutMs, write, previousFailure);
+    if (!result) {
+      const other = await recorded();
+      if (!other)
+        throw ApplicationFailure.retryable(
+          `page ${input.pageNo}: ledger row held by an attempt that did not commit`,
+          FailureType.PAGE_CONFLICT,
+        );
+      return other;
+    }
+    progress.rowsRead = result.rows + result.rejects;
+    result.durationMs = Date.now() - started;
+    ctx.onPageCommitted?.(result);
+    return result;
+  } finally {
+    await read?.close();
+  }
+}
 
-  progress.stage = 'writing';
-  // Cancellation (worker shutdown past its grace time, a cancelled rebuild) gives the page up:
-  // the statement in flight is cancelled, the transaction rolls back, another attempt retries.
+/**
+ * The page transaction, given up when the activity is cancelled (worker shutdown past its grace
+ * time, a cancelled rebuild): the statement in flight is cancelled, the transaction rolls back,
+ * another attempt retries.
+ * @returns null when another attempt holds the ledger row.
+ * @throws PAGE_CANCELLED (retryable) when cancelled before or while writing.
+ */
+async function writeInTransaction(
+  ctx: ActivityContext,
+  input: CopyPageInput,
+  claim: AttemptClaim,
+  plan: PlannedPage,
+  statementTimeoutMs: number,
+  write: RowWriter,
+  previousFailure: string | null,
+): Promise<CopyPageResult | null> {
   const signal = Context.current().cancellationSignal;
   if (signal.aborted) {
     const reason = cancelReason();
-    log.warn('page given up before writing: activity cancelled', { pageNo: input.pageNo, attempt, reason });
+    log.warn('page given up before writing: activity cancelled', {
+      pageNo: input.pageNo,
+      attempt: claim.attempt,
+      reason,
+    });
     throw ApplicationFailure.retryable(
       `page ${input.pageNo} given up before writing: activity cancelled (${reason})`,
       FailureType.PAGE_CANCELLED,
     );
   }
-  const result = await withTransaction(ctx.pool, async (c) => {
+  return withTransaction(ctx.pool, async (c) => {
     try {
       return await cancelOnAbort(ctx.pool, c, signal, () =>
-        writePage(ctx, c, input, page, plan, checked, previousFailure),
+        writePage(ctx, c, input, claim, plan, statementTimeoutMs, write, previousFailure),
       );
     } catch (err) {
       if (signal.aborted) {
@@ -167,93 +218,32 @@ async function copyPageAttempt(
       throw err;
     }
   });
-  if (!result) {
-    const other = await recorded();
-    if (!other)
-      throw ApplicationFailure.retryable(
-        `page ${input.pageNo}: ledger row held by an attempt that did not commit`,
-        FailureType.PAGE_CONFLICT,
-      );
-    return other;
-  }
-  result.durationMs = Date.now() - started;
-  ctx.onPageCommitted?.(result);
-  return result;
 }
 
 /**
- * The page transaction's statements, in order: ledger row, fence, rows (COPY on attempt 1, upsert
- * on a retry), rejects and their events, range checksum, ledger completion.
- * @returns null when another attempt holds the ledger row (the caller rolls back and reads its result).
+ * Ends the catalog sessions still working on this page for an earlier attempt (a worker frozen or
+ * cut off after Temporal timed its attempt out): waits up to the heartbeat timeout for them to end
+ * by themselves, then terminates them, so their transaction rolls back and its ledger row lock is
+ * released. Records a `zombie_ended` event naming the pids.
  */
-async function writePage(
-  ctx: ActivityContext,
-  c: PoolClient,
-  input: CopyPageInput,
-  page: PageAttempt,
-  plan: PlannedPage,
-  checked: ValidatedRows,
-  previousFailure: string | null,
-): Promise<CopyPageResult | null> {
-  const { versionId, pageNo } = input;
-  const attempt = page.attempt;
-  const claimed = await claimPage(
-    c,
-    { versionId, pageNo, attempt, firstKey: plan.firstKey, lastKey: plan.lastKey },
-    ctx.identity,
-  );
-  if (!claimed) return null; // another attempt committed: roll back, report its result
-  await lockVersion(c, versionId, { mode: 'share', allowed: ['building'] });
-  await ctx.hooks?.insideTransaction?.(page, c);
-  // The first attempt at a page of a fresh version COPYs its rows (falling back to the
-  // upsert should any exist); a retry upserts, writing nothing for identical rows.
-  if (attempt === 1) await copyOrUpsertRows(c, versionId, pageNo, checked.valid);
-  else await upsertRows(c, versionId, pageNo, checked.valid);
-  const rejects = checked.rejects.length;
-  if (rejects) {
-    await writeRejects(c, versionId, pageNo, checked.rejects);
-    await ctx.events.record(c, {
-      catalog: input.catalog,
-      versionId,
-      kind: 'rejected',
-      message: pageRejectsMessage(pageNo, checked.rejects),
-      details: {
-        pageNo,
-        rejects,
-        first: checked.rejects.slice(0, 5).map((r) => ({ jobKey: r.jobKey, jobId: r.jobId, reason: r.reason })),
-      },
-    });
+async function endZombieAttempts(ctx: ActivityContext, input: CopyPageInput): Promise<void> {
+  const waitMs = activityInfo().heartbeatTimeoutMs ?? 15_000;
+  const deadline = Date.now() + waitMs;
+  let pids = await otherPageBackends(ctx.pool, input.versionId, input.pageNo);
+  while (pids.length && Date.now() < deadline) {
+    await sleep(Math.min(500, Math.max(1, deadline - Date.now())));
+    pids = await otherPageBackends(ctx.pool, input.versionId, input.pageNo);
   }
-  if (checked.duplicates) {
-    await ctx.events.record(c, {
-      catalog: input.catalog,
-      versionId,
-      kind: 'duplicates',
-      message: pageDuplicatesMessage(pageNo, checked.duplicates),
-      details: { pageNo, duplicates: checked.duplicates },
-    });
-  }
-  const sum = await rangeChecksum(c, versionId, plan.firstKey, plan.lastKey);
-  await completePage(c, versionId, pageNo, {
-    rows: sum.rows,
-    checksum: sum.checksum,
-    rejects,
-    warnings: checked.warnings,
-    duplicates: checked.duplicates,
+  if (!pids.length) return;
+  const ended = await terminateBackends(ctx.pool, pids);
+  log.warn('ended the session of an earlier attempt of the page', { pageNo: input.pageNo, pids: ended });
+  await ctx.events.record(ctx.pool, {
+    catalog: input.catalog,
+    versionId: input.versionId,
+    kind: 'zombie_ended',
+    message: zombieEndedMessage(input.pageNo, ended, waitMs),
+    details: { pageNo: input.pageNo, pids: ended, waitedMs: waitMs },
   });
-  return {
-    pageNo,
-    rows: sum.rows,
-    rejects,
-    warnings: checked.warnings,
-    duplicates: checked.duplicates,
-    checksum: sum.checksum,
-    attempt,
-    activityAttempt: attempt,
-    alreadyCommitted: false,
-    durationMs: 0,
-    previousFailure,
-  };
 }
 
 /**

@@ -62,6 +62,11 @@ export function pageRejectsMessage(
   return `page ${pageNo}: ${rejects.length} source records quarantined: ${describeRejects(rejects)}`;
 }
 
+/** The `zombie_ended` event: sessions of an earlier attempt of a page ended after waiting `waitedMs`. */
+export function zombieEndedMessage(pageNo: number, pids: number[], waitedMs: number): string {
+  return `page ${pageNo}: an earlier attempt's transaction was still open after ${Math.round(waitedMs / 1000)} s (worker not responding); ended catalog session${pids.length === 1 ? '' : 's'} ${pids.join(', ')}`;
+}
+
 /** The `duplicates` event of a page. */
 export function pageDuplicatesMessage(pageNo: number, duplicates: number): string {
   return `page ${pageNo}: ${duplicates} rows repeated a job id of the page; the last row read was kept`;

@@ -1,3 +1,4 @@
+import format from 'pg-format';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type { PoolClient, PoolConfig } from 'pg';
@@ -83,6 +84,33 @@ export async function withTransaction<T>(pool: Pool, fn: (client: PoolClient) =>
   } finally {
     client.release(broken);
   }
+}
+
+/**
+ * Runs `fn` inside a savepoint of the open transaction on `client`: released when `fn` succeeds;
+ * rolled back to (the transaction goes on without `fn`'s writes) when `fn` throws, and the error rethrown.
+ * @param name savepoint name (an SQL identifier chosen by the caller, not user input).
+ */
+export async function withSavepoint<T>(client: PoolClient, name: string, fn: () => Promise<T>): Promise<T> {
+  await client.query(format('SAVEPOINT %I', name));
+  try {
+    const result = await fn();
+    await client.query(format('RELEASE SAVEPOINT %I', name));
+    return result;
+  } catch (err) {
+    await client.query(format('ROLLBACK TO SAVEPOINT %I', name));
+    throw err;
+  }
+}
+
+/**
+ * True for a PostgreSQL error about one value (SQLSTATE class 22, data exception, or 54000,
+ * program limit exceeded, e.g. an index entry too large): retrying cannot help, quarantining the
+ * value can.
+ */
+export function isDataError(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && (code.startsWith('22') || code === '54000');
 }
 
 /**

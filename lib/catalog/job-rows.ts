@@ -4,7 +4,8 @@
  * Identifiers are escaped with pg-format's %I; values are always parameters.
  */
 import { once } from 'node:events';
-import { finished } from 'node:stream/promises';
+import type { Readable } from 'node:stream';
+import { finished, pipeline } from 'node:stream/promises';
 import format from 'pg-format';
 import type { PoolClient } from 'pg';
 import { from as copyFrom } from 'pg-copy-streams';
@@ -109,6 +110,27 @@ export async function copyRows(db: PoolClient, versionId: string, pageNo: number
   stream.end(chunk);
   await done;
   return stream.rowCount;
+}
+
+/**
+ * Streams rows in COPY text form (`version_id, page_no`, then JOB_COLUMNS: a source's page read)
+ * into the version's table with `COPY … FROM STDIN`, joined with `stream.pipeline`: an error on
+ * either side (or `signal`) ends both streams and rejects; the catalog side then sends CopyFail,
+ * so the transaction is left aborted (roll back to a savepoint to go on). Only for keys that
+ * cannot exist yet (a duplicate key fails with SQLSTATE 23505).
+ * @returns rows inserted.
+ */
+export async function copyRowsFromStream(
+  db: PoolClient,
+  versionId: string,
+  rows: Readable,
+  signal?: AbortSignal,
+): Promise<number> {
+  const sink = db.query(
+    copyFrom(format('COPY %I (version_id, page_no, %I) FROM STDIN', partitionName(versionId), JOB_COLUMNS)),
+  );
+  await pipeline(rows, sink, signal ? { signal } : {});
+  return sink.rowCount;
 }
 
 /**

@@ -32,6 +32,8 @@ export interface PlannedPage {
   firstKey: string;
   lastKey: string;
   versionStatus: VersionStatus;
+  /** Rows the plan counted in the page; null or absent for a plan that did not count them. */
+  plannedRows?: number | null;
 }
 
 /** Page `pageNo` of a version's plan, or null when the plan has no such page. */
@@ -175,4 +177,46 @@ export async function recordedPage(db: Queryable, versionId: string, pageNo: num
     [versionId, pageNo],
   );
   return r.rows[0] ?? null;
+}
+
+/** `application_name` of the page transaction of one page (the attempt's claim id follows). */
+function pageSessionPrefix(versionId: string, pageNo: number): string {
+  return `catalog-rebuild:page:${versionId}:${pageNo}:`;
+}
+
+/**
+ * Names the page transaction's session after its page and claim for the transaction only
+ * (`SET LOCAL application_name`), so that a later attempt can find it in `pg_stat_activity`
+ * should its worker stop responding (a zombie), and sets its `statement_timeout` (ms).
+ */
+export async function tagPageSession(c: PoolClient, a: AttemptClaim, statementTimeoutMs: number): Promise<void> {
+  await c.query(`SELECT set_config('application_name', $1, true), set_config('statement_timeout', $2, true)`, [
+    `${pageSessionPrefix(a.versionId, a.pageNo)}${a.claimId}`.slice(0, 63),
+    String(statementTimeoutMs),
+  ]);
+}
+
+/**
+ * Backends (pids) whose transaction works on this page for another attempt: sessions tagged by
+ * {@link tagPageSession}, other than the caller's own.
+ */
+export async function otherPageBackends(db: Queryable, versionId: string, pageNo: number): Promise<number[]> {
+  const { rows } = await db.query<{ pid: number }>(
+    `SELECT pid FROM pg_stat_activity WHERE application_name LIKE $1 || '%' AND pid <> pg_backend_pid()`,
+    [pageSessionPrefix(versionId, pageNo)],
+  );
+  return rows.map((r) => r.pid);
+}
+
+/**
+ * Ends these backends (`pg_terminate_backend`: their transactions roll back).
+ * @returns the pids that were signalled.
+ */
+export async function terminateBackends(db: Queryable, pids: number[]): Promise<number[]> {
+  if (!pids.length) return [];
+  const { rows } = await db.query<{ pid: number }>(
+    `SELECT pid FROM unnest($1::int[]) AS p(pid) WHERE pg_terminate_backend(pid)`,
+    [pids],
+  );
+  return rows.map((r) => r.pid);
 }

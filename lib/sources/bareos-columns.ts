@@ -1,44 +1,274 @@
 /**
  * The one mapping of a Bareos/Bacula director catalog's `job` row to catalog columns, read by the
  * source adapter (`bareos.ts`), the fingerprint (`../fingerprint.ts`) and the development tooling
- * (the demo's comparison, the benchmark's baseline). Pure SQL text; `$1` is the source's IANA zone.
+ * (the demo's comparison, the benchmark's baseline). Pure SQL text; `$1` is the source's IANA zone
+ * unless a builder is given the zone as a literal.
  */
+import format from 'pg-format';
 
-/** Text form of a naive source timestamp as a UTC instant, in the source's zone ($1). */
-export const bareosUtcText = (col: string): string =>
-  `to_char((${col} AT TIME ZONE $1) AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`;
+/** Text form of a naive source timestamp as a UTC instant, in the source's zone (`zone`, default `$1`). */
+export const bareosUtcText = (col: string, zone = '$1'): string =>
+  `to_char((${col} AT TIME ZONE ${zone}) AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`;
 
 /**
- * The SELECT list mapping a Bareos/Bacula `job` row (LEFT JOINed to client, pool, fileset:
- * ids 0 or dangling keep the job with a NULL name) to catalog columns, all as text.
+ * A regular expression (PostgreSQL ARE) matching text whose bytes are valid UTF-8, for a
+ * `SQL_ASCII` database, where each byte of a text value is one character of the same code.
  */
-export const BAREOS_JOB_SELECT = `
-SELECT j.jobid::text                         AS job_key,
+export const UTF8_TEXT = `'^(?:[\\x01-\\x7f]|[\\xc2-\\xdf][\\x80-\\xbf]|\\xe0[\\xa0-\\xbf][\\x80-\\xbf]|[\\xe1-\\xec\\xee\\xef][\\x80-\\xbf]{2}|\\xed[\\x80-\\x9f][\\x80-\\xbf]|\\xf0[\\x90-\\xbf][\\x80-\\xbf]{2}|[\\xf1-\\xf3][\\x80-\\xbf]{3}|\\xf4[\\x80-\\x8f][\\x80-\\xbf]{2})*$'`;
+
+/**
+ * How a source database's text is read. `utf8`: the database checks its text (any encoding but
+ * SQL_ASCII); values pass unchanged. `legacy`: a `SQL_ASCII` database, whose text may hold any
+ * bytes: a value that is valid UTF-8 is kept as it is, any other is decoded from `legacyEncoding`.
+ */
+export interface SourceTextMode {
+  /** `legacy` for a SQL_ASCII source database, else `utf8`. */
+  kind: 'utf8' | 'legacy';
+  /** PostgreSQL name of the encoding non-UTF-8 text is decoded from (e.g. LATIN1, WIN1252). */
+  legacyEncoding: string;
+}
+
+/** Source text read as it is (a database that checks its encoding). */
+export const UTF8_MODE: SourceTextMode = { kind: 'utf8', legacyEncoding: 'LATIN1' };
+
+/** SQL that is true when the text expression `col` is valid UTF-8 (always true in `utf8` mode). */
+export function isUtf8(col: string, mode: SourceTextMode): string {
+  return mode.kind === 'legacy' ? `(${col} ~ ${UTF8_TEXT})` : 'true';
+}
+
+/**
+ * A text column as UTF-8: unchanged in `utf8` mode; in `legacy` mode, unchanged when it is ASCII or
+ * valid UTF-8, else its bytes converted from the legacy encoding to UTF-8 (handed to the client
+ * without conversion: a SQL_ASCII server converts nothing).
+ */
+export function sourceText(col: string, mode: SourceTextMode): string {
+  if (mode.kind !== 'legacy') return col;
+  return format(
+    `CASE WHEN %s ~ '^[\\x01-\\x7f]*$' OR %s ~ ${UTF8_TEXT} THEN %s
+          ELSE convert_from(convert(textsend(%s), %L, 'UTF8'), 'SQL_ASCII') END`,
+    col,
+    col,
+    col,
+    col,
+    mode.legacyEncoding,
+  );
+}
+
+/** The text columns of the mapping that may hold non-UTF-8 bytes, by catalog column. */
+export const BAREOS_TEXT_COLUMNS = {
+  job: 'j.job',
+  job_name: 'j.name',
+  client: 'c.name',
+  type: 'j.type::text',
+  level: 'j.level::text',
+  status: 'j.jobstatus::text',
+  pool: 'p.name',
+  fileset: 'f.fileset',
+  comment: 'j.comment',
+} as const;
+
+/** How the builders render times: SourceRow text form, or native timestamptz (for COPY). */
+type TimeForm = 'text' | 'native';
+
+function time(col: string, form: TimeForm, zone: string): string {
+  return form === 'text' ? bareosUtcText(col, zone) : `(${col} AT TIME ZONE ${zone})`;
+}
+
+/** The SELECT list of the mapping, in JOB_COLUMNS order, text columns decoded per `mode`. */
+function selectList(mode: SourceTextMode, form: TimeForm, zone: string): string {
+  const t = (c: keyof typeof BAREOS_TEXT_COLUMNS) => sourceText(BAREOS_TEXT_COLUMNS[c], mode);
+  return `
+       j.jobid::text                         AS job_key,
        j.jobid::text                         AS job_id,
-       j.job                                 AS job,
-       j.name                                AS job_name,
-       c.name                                AS client,
-       NULLIF(j.type::text, '')              AS type,
-       NULLIF(j.level::text, '')             AS level,
-       NULLIF(j.jobstatus::text, '')         AS status,
-       ${bareosUtcText('j.schedtime')}                 AS sched_time,
-       ${bareosUtcText('j.starttime')}                 AS start_time,
-       ${bareosUtcText('j.endtime')}                   AS end_time,
-       ${bareosUtcText('j.realendtime')}               AS real_end_time,
+       ${t('job')}                           AS job,
+       ${t('job_name')}                      AS job_name,
+       ${t('client')}                        AS client,
+       NULLIF(${t('type')}, '')              AS type,
+       NULLIF(${t('level')}, '')             AS level,
+       NULLIF(${t('status')}, '')            AS status,
+       ${time('j.schedtime', form, zone)}    AS sched_time,
+       ${time('j.starttime', form, zone)}    AS start_time,
+       ${time('j.endtime', form, zone)}      AS end_time,
+       ${time('j.realendtime', form, zone)}  AS real_end_time,
        j.jobfiles::text                      AS files,
        j.jobbytes::text                      AS bytes,
        j.readbytes::text                     AS read_bytes,
        j.joberrors::text                     AS job_errors,
-       p.name                                AS pool,
-       f.fileset                             AS fileset,
+       ${t('pool')}                          AS pool,
+       ${t('fileset')}                       AS fileset,
        NULLIF(j.priorjobid, 0)::text         AS prior_job_id,
        j.jobtdate::text                      AS job_tdate,
        j.volsessionid::text                  AS vol_session_id,
        j.volsessiontime::text                AS vol_session_time,
-       j.comment                             AS comment,
+       ${t('comment')}                       AS comment,
        j.starttime::date::text               AS bucket,
-       NULL::text                            AS extra
+       NULL::text                            AS extra`;
+}
+
+const FROM_JOB = `
 FROM job j
 LEFT JOIN client c  ON c.clientid = j.clientid
 LEFT JOIN pool p    ON p.poolid = j.poolid
 LEFT JOIN fileset f ON f.filesetid = j.filesetid`;
+
+/**
+ * The SELECT mapping a Bareos/Bacula `job` row (LEFT JOINed to client, pool, fileset: ids 0 or
+ * dangling keep the job with a NULL name) to catalog columns, all as text (SourceRow form), text
+ * decoded per `mode`; `$1` is the source's zone.
+ */
+export function bareosJobSelect(mode: SourceTextMode): string {
+  return `SELECT ${selectList(mode, 'text', '$1')}${FROM_JOB}`;
+}
+
+/** {@link bareosJobSelect} of a source database that checks its encoding. */
+export const BAREOS_JOB_SELECT = bareosJobSelect(UTF8_MODE);
+
+/** Longest client name (bytes): an index key of the reader index (lib/validate.ts MAX_KEY_BYTES). */
+const MAX_KEY_BYTES = 1024;
+
+/** `'<field>: <problem> (<value as JSON, at most 80 characters>)'`, the wording of lib/validate.ts. */
+function problem(field: string, message: string, value: string): string {
+  return format(
+    `%L || CASE WHEN length(to_json(%s)::text) > 80 THEN left(to_json(%s)::text, 77) || '…' ELSE to_json(%s)::text END || ')'`,
+    `${field}: ${message} (`,
+    value,
+    value,
+    value,
+  );
+}
+
+/** True when a naive time cannot be written as a catalog instant (infinite, or outside years 1–9999 in UTC). */
+function badTime(col: string, zone: string): string {
+  return `(NOT isfinite(${col}) OR extract(year FROM (${col} AT TIME ZONE ${zone}) AT TIME ZONE 'UTC') NOT BETWEEN 1 AND 9999)`;
+}
+
+/**
+ * The reason a Bareos/Bacula job row is quarantined, NULL for a good row: the checks of
+ * lib/validate.ts that such a row can fail (client name longer than 1,024 bytes, a time that is not
+ * a finite instant of years 1–9999, negative files or bytes), `; `-joined, worded as there.
+ */
+export function bareosRejectReason(mode: SourceTextMode, zone: string): string {
+  const client = sourceText(BAREOS_TEXT_COLUMNS.client, mode);
+  const times = [
+    ['sched_time', 'j.schedtime'],
+    ['start_time', 'j.starttime'],
+    ['end_time', 'j.endtime'],
+    ['real_end_time', 'j.realendtime'],
+  ].map(
+    ([field, col]) =>
+      `CASE WHEN ${col} IS NOT NULL AND ${badTime(col, zone)} THEN ${problem(field, 'is not a time', `${col}::text`)} END`,
+  );
+  return `NULLIF(concat_ws('; ',
+    CASE WHEN octet_length(${client}) > ${MAX_KEY_BYTES} THEN ${problem('client', `is longer than ${MAX_KEY_BYTES} bytes (an index key)`, client)} END,
+    ${times.join(',\n    ')},
+    CASE WHEN j.jobfiles < 0 THEN ${problem('files', 'must be a non-negative whole number', 'j.jobfiles::text')} END,
+    CASE WHEN j.jobbytes < 0 THEN ${problem('bytes', 'must be a non-negative whole number of at most 20 digits', 'j.jobbytes::text')} END,
+    CASE WHEN j.readbytes < 0 THEN ${problem('read_bytes', 'must be a non-negative whole number of at most 20 digits', 'j.readbytes::text')} END,
+    CASE WHEN j.starttime IS NOT NULL AND NOT isfinite(j.starttime) THEN ${problem('bucket', 'is not a date', 'j.starttime::date::text')} END
+  ), '')`;
+}
+
+/** True when a job row carries a type, level or status code not among `known` (counted as a warning). */
+function unknownCode(mode: SourceTextMode, known: { type: string[]; level: string[]; status: string[] }): string {
+  const test = (col: string, codes: string[]) =>
+    format(
+      `(NULLIF(%s, '') IS NOT NULL AND NOT (NULLIF(%s, '') = ANY (%L::text[])))`,
+      col,
+      col,
+      `{${codes.join(',')}}`,
+    );
+  return `(${test(sourceText(BAREOS_TEXT_COLUMNS.type, mode), known.type)} OR ${test(
+    sourceText(BAREOS_TEXT_COLUMNS.level, mode),
+    known.level,
+  )} OR ${test(sourceText(BAREOS_TEXT_COLUMNS.status, mode), known.status)})`;
+}
+
+/** The job-id range of one page, as validated decimal literals. */
+export interface KeyRange {
+  /** First job id (decimal text). */
+  firstKey: string;
+  /** Last job id (decimal text). */
+  lastKey: string;
+}
+
+function rangeCondition(r: KeyRange): string {
+  for (const k of [r.firstKey, r.lastKey]) if (!/^\d{1,19}$/.test(k)) throw new Error(`not a job id: ${k}`);
+  return `j.jobid BETWEEN ${r.firstKey} AND ${r.lastKey}`;
+}
+
+/**
+ * One query over a page's job-id range: its quarantined records (`rejects`: a JSON array of
+ * `{ job_key, job_id, bucket, fingerprint_row, reason, raw }`, raw being the row's SourceRow text
+ * form as JSON) and how many good rows carry an unknown code (`warnings`). `fingerprintRow` is the
+ * fingerprint input over `j` (lib/fingerprint.ts) with the zone as `$1`.
+ */
+export function bareosPageCheckQuery(
+  mode: SourceTextMode,
+  zone: string,
+  range: KeyRange,
+  fingerprintRow: string,
+  known: { type: string[]; level: string[]; status: string[] },
+): string {
+  const z = format('%L', zone);
+  return `SELECT coalesce(json_agg(json_build_object('job_key', s.job_key, 'job_id', s.job_id, 'bucket', s.bucket,
+                   'fingerprint_row', s.fingerprint_row, 'reason', s.reject_reason, 'raw', s.raw)
+                 ) FILTER (WHERE s.reject_reason IS NOT NULL), '[]')::text AS rejects,
+            count(*) FILTER (WHERE s.reject_reason IS NULL AND s.unknown_code)::int AS warnings
+     FROM (SELECT m.job_key, m.job_id, m.bucket, m.reject_reason, m.unknown_code, m.fingerprint_row,
+                  CASE WHEN m.reject_reason IS NOT NULL
+                       THEN json_build_object(${COLUMN_PAIRS})::text END AS raw
+           FROM (SELECT ${selectList(mode, 'text', z)},
+                        ${bareosRejectReason(mode, z)} AS reject_reason,
+                        ${unknownCode(mode, known)} AS unknown_code,
+                        ${fingerprintRow.replaceAll('$1', z)} AS fingerprint_row
+                 ${FROM_JOB}
+                 WHERE ${rangeCondition(range)}) m) s`;
+}
+
+const COLUMNS = [
+  'job_key',
+  'job_id',
+  'job',
+  'job_name',
+  'client',
+  'type',
+  'level',
+  'status',
+  'sched_time',
+  'start_time',
+  'end_time',
+  'real_end_time',
+  'files',
+  'bytes',
+  'read_bytes',
+  'job_errors',
+  'pool',
+  'fileset',
+  'prior_job_id',
+  'job_tdate',
+  'vol_session_id',
+  'vol_session_time',
+  'comment',
+  'bucket',
+  'extra',
+];
+const COLUMN_PAIRS = COLUMNS.map((c) => `'${c}', m.${c}`).join(', ');
+
+/**
+ * `COPY (SELECT …) TO STDOUT` of a page's good rows (no reject reason), in the column order of
+ * the catalog's page COPY (`version_id, page_no`, then JOB_COLUMNS), times as timestamptz (the
+ * session must run with `TimeZone` UTC and `DateStyle` ISO). Every value is a literal: COPY takes
+ * no parameters.
+ */
+export function bareosPageCopyQuery(
+  mode: SourceTextMode,
+  zone: string,
+  range: KeyRange,
+  versionId: string,
+  pageNo: number,
+): string {
+  if (!/^\d+$/.test(versionId) || !Number.isInteger(pageNo)) throw new Error('bad version or page number');
+  const z = format('%L', zone);
+  return `COPY (SELECT ${versionId}, ${pageNo}, ${selectList(mode, 'native', z)}${FROM_JOB}
+          WHERE ${rangeCondition(range)} AND ${bareosRejectReason(mode, z)} IS NULL) TO STDOUT`;
+}

@@ -3,7 +3,10 @@ import { createPool } from '../db';
 import type { BucketStat, DstReport, JobSource, ReadRow, SourceWatermark } from './types';
 import { DST_RULE } from './types';
 import type { DatabaseSourceConfig } from '../config';
-import { BAREOS_JOB_SELECT as SELECT_JOB } from './bareos-columns';
+import { BAREOS_JOB_SELECT as SELECT_JOB, bareosJobSelect } from './bareos-columns';
+import type { SourceTextMode } from './bareos-columns';
+import { openBareosPageRead } from './bareos-page';
+import type { PageRead, StreamingSource } from './types';
 import { BAREOS_FINGERPRINT_ROW as SOURCE_FINGERPRINT_ROW } from '../fingerprint';
 
 /**
@@ -23,11 +26,13 @@ export const DST_COUNTS = (col: string, tz: string): string => {
  * A Bareos or Bacula director catalog in PostgreSQL, read through a read-only pool.
  * Naive timestamps are converted to instants in SQL with the source's zone.
  */
-export class BareosSource implements JobSource {
+export class BareosSource implements JobSource, StreamingSource {
   readonly kind: string;
   private readonly pool: Pool;
   private readonly configuredZone?: string;
+  private readonly legacyEncoding: string;
   private zone?: Promise<string>;
+  private mode?: Promise<SourceTextMode>;
 
   /**
    * @param name source name from the configuration (used in `application_name`).
@@ -36,12 +41,42 @@ export class BareosSource implements JobSource {
   constructor(name: string, config: DatabaseSourceConfig) {
     this.kind = config.kind;
     this.configuredZone = config.timezone;
+    this.legacyEncoding = config.legacyEncoding ?? 'LATIN1';
+    // One connection per concurrent read: the pool bounds this worker's load on the source.
     this.pool = createPool(config.databaseUrl, {
       applicationName: `catalog-rebuild:source:${name}:${process.pid}`,
       statementTimeoutMs: config.statementTimeoutMs ?? 60_000,
       readOnly: true,
-      max: 8,
+      max: config.maxConcurrentReads ?? 4,
     });
+  }
+
+  /**
+   * How the source's text is read: `legacy` (decode text that is not UTF-8 from `legacyEncoding`)
+   * for a `SQL_ASCII` database, which stores any bytes; `utf8` for any other, which checks its text.
+   */
+  textMode(): Promise<SourceTextMode> {
+    if (!this.mode) {
+      this.mode = this.pool
+        .query<{ enc: string }>(`SELECT current_setting('server_encoding') AS enc`)
+        .then((r) => ({
+          kind: r.rows[0].enc === 'SQL_ASCII' ? 'legacy' : 'utf8',
+          legacyEncoding: this.legacyEncoding,
+        }));
+      this.mode.catch(() => (this.mode = undefined));
+    }
+    return this.mode;
+  }
+
+  /** The job mapping of this source (text decoded per its text mode); `$1` is the zone. */
+  private async select(): Promise<string> {
+    const mode = await this.textMode();
+    return mode.kind === 'utf8' ? SELECT_JOB : bareosJobSelect(mode);
+  }
+
+  async openPageRead(range: { firstKey: string; lastKey: string }, statementTimeoutMs: number): Promise<PageRead> {
+    const [zone, mode] = await Promise.all([this.timezone(), this.textMode()]);
+    return openBareosPageRead(this.pool, range, { zone, mode, statementTimeoutMs });
   }
 
   timezone(): Promise<string> {
@@ -74,9 +109,9 @@ export class BareosSource implements JobSource {
   }
 
   async readRange(firstKey: string, lastKey: string): Promise<ReadRow[]> {
-    const tz = await this.timezone();
+    const [tz, select] = await Promise.all([this.timezone(), this.select()]);
     const { rows } = await this.pool.query<ReadRow>(
-      `${SELECT_JOB} WHERE j.jobid BETWEEN $2::bigint AND $3::bigint ORDER BY j.jobid`,
+      `${select} WHERE j.jobid BETWEEN $2::bigint AND $3::bigint ORDER BY j.jobid`,
       [tz, firstKey, lastKey],
     );
     return rows;
@@ -84,21 +119,21 @@ export class BareosSource implements JobSource {
 
   async readKeys(keys: string[]): Promise<ReadRow[]> {
     if (!keys.length) return [];
-    const tz = await this.timezone();
-    const { rows } = await this.pool.query<ReadRow>(
-      `${SELECT_JOB} WHERE j.jobid = ANY($2::bigint[]) ORDER BY j.jobid`,
-      [tz, keys],
-    );
+    const [tz, select] = await Promise.all([this.timezone(), this.select()]);
+    const { rows } = await this.pool.query<ReadRow>(`${select} WHERE j.jobid = ANY($2::bigint[]) ORDER BY j.jobid`, [
+      tz,
+      keys,
+    ]);
     return rows;
   }
 
   async readBucket(bucket: string | null, maxKey: string): Promise<ReadRow[]> {
-    const tz = await this.timezone();
+    const [tz, select] = await Promise.all([this.timezone(), this.select()]);
     const cond = bucket === null ? 'j.starttime IS NULL' : 'j.starttime >= $3::date AND j.starttime < $3::date + 1';
     const params: unknown[] = [tz, maxKey];
     if (bucket !== null) params.push(bucket);
     const { rows } = await this.pool.query<ReadRow>(
-      `${SELECT_JOB} WHERE j.jobid <= $2::bigint AND ${cond} ORDER BY j.jobid`,
+      `${select} WHERE j.jobid <= $2::bigint AND ${cond} ORDER BY j.jobid`,
       params,
     );
     return rows;

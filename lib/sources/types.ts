@@ -1,3 +1,5 @@
+import type { Readable } from 'node:stream';
+
 /**
  * The source side of a rebuild: where job records come from.
  * Every value crosses from source to catalog as text (or NULL), so 64-bit counters and
@@ -78,6 +80,57 @@ export interface BucketStat {
   fingerprint: string;
   /** Sum of the bucket's job bytes (decimal text, summed in SQL; values that are not whole numbers are left out). */
   bytes: string;
+}
+
+/** A record a page quarantines: where it was, why, and the record as read. */
+export interface PageRejectRecord {
+  /** Paging key (decimal text). */
+  jobKey: string;
+  /** Job id when the record had one. */
+  jobId: string | null;
+  /** Bucket the source assigns the record (NULL when its time is unusable). */
+  bucket: string | null;
+  /** The record's fingerprint input, the same text the source's bucket fingerprint uses. */
+  fingerprintRow: string;
+  /** Why it was quarantined: `field: problem (value)`, joined with `; `. */
+  reason: string;
+  /** The record as read (JSON of its SourceRow text form) or as the source wrote it (listings). */
+  raw: string;
+}
+
+/**
+ * One page's read of a database source, inside one source snapshot: its quarantined records and
+ * unknown-code count are known when it opens; its good rows are then either streamed once in the
+ * catalog's COPY text form (`copyOut`) or read as rows (`readRows`, the per-row fallback).
+ */
+export interface PageRead {
+  /** Records of the page quarantined by the source's checks (with reasons). */
+  readonly rejects: PageRejectRecord[];
+  /** Good rows whose type, level or status code is unknown (kept verbatim). */
+  readonly warnings: number;
+  /**
+   * The good rows as COPY text, columns `version_id, page_no`, then JOB_COLUMNS (times as
+   * timestamptz text). Once per read.
+   */
+  copyOut(versionId: string, pageNo: number): Readable;
+  /** The good rows in SourceRow text form, ascending by key (not after `copyOut`). */
+  readRows(): Promise<ReadRow[]>;
+  /** Ends the snapshot and returns the connection (discarded when `err` is given or the COPY broke off). */
+  close(err?: Error): Promise<void>;
+}
+
+/** A source whose pages can be streamed (database sources). */
+export interface StreamingSource {
+  /**
+   * Opens the read of the page `[firstKey, lastKey]`; its statements run under `statementTimeoutMs`.
+   * Waits for one of the source's `maxConcurrentReads` connections.
+   */
+  openPageRead(range: { firstKey: string; lastKey: string }, statementTimeoutMs: number): Promise<PageRead>;
+}
+
+/** True when `s` can stream its pages. */
+export function isStreamingSource(s: object): s is StreamingSource {
+  return typeof (s as Partial<StreamingSource>).openPageRead === 'function';
 }
 
 /** The watermark taken when a rebuild is planned. */

@@ -1,0 +1,128 @@
+/**
+ * A page's read of a Bareos/Bacula director catalog, for the streaming page path: one read-only
+ * REPEATABLE READ transaction on the source (one snapshot) that first checks the page's rows in SQL
+ * (quarantined records and their reasons, unknown codes), then streams the good rows with
+ * `COPY (SELECT …) TO STDOUT` in the catalog's COPY text form. No row becomes a JavaScript object.
+ */
+import type { Readable } from 'node:stream';
+import type { Pool, PoolClient } from 'pg';
+import { to as copyTo } from 'pg-copy-streams';
+import { BAREOS_FINGERPRINT_ROW } from '../fingerprint';
+import { KNOWN_CODES } from '../validate';
+import type { KeyRange, SourceTextMode } from './bareos-columns';
+import { bareosJobSelect, bareosPageCheckQuery, bareosPageCopyQuery } from './bareos-columns';
+import type { PageRead, PageRejectRecord, ReadRow } from './types';
+
+const KNOWN = {
+  type: [...KNOWN_CODES.type],
+  level: [...KNOWN_CODES.level],
+  status: [...KNOWN_CODES.status],
+};
+
+/** What a page read needs to know of its source. */
+export interface PageReadSettings {
+  /** IANA zone of the source's naive times. */
+  zone: string;
+  /** How the source's text is read. */
+  mode: SourceTextMode;
+  /** statement_timeout of the read transaction (ms), sized from the page's planned rows. */
+  statementTimeoutMs: number;
+}
+
+/**
+ * Opens a page read: takes a source connection from `pool` (waiting while the source's
+ * `maxConcurrentReads` connections are busy), begins the snapshot, and runs the check query.
+ * The caller must `close` it.
+ * @throws the source's errors (connection, statement timeout); the connection is then discarded.
+ */
+export async function openBareosPageRead(pool: Pool, range: KeyRange, s: PageReadSettings): Promise<PageRead> {
+  const client = await pool.connect();
+  try {
+    await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
+    await client.query(
+      `SELECT set_config('statement_timeout', $1, true), set_config('TimeZone', 'UTC', true),
+                               set_config('DateStyle', 'ISO, YMD', true)`,
+      [String(s.statementTimeoutMs)],
+    );
+    const { rows } = await client.query<{ rejects: string; warnings: number }>(
+      bareosPageCheckQuery(s.mode, s.zone, range, BAREOS_FINGERPRINT_ROW, KNOWN),
+    );
+    const rejects = (JSON.parse(rows[0].rejects) as RawReject[]).map(toReject);
+    return new BareosPageRead(client, range, s, rejects, rows[0].warnings);
+  } catch (err) {
+    client.release(err as Error);
+    throw err;
+  }
+}
+
+/** A quarantined record as the check query returns it. */
+interface RawReject {
+  job_key: string;
+  job_id: string | null;
+  bucket: string | null;
+  fingerprint_row: string;
+  reason: string;
+  raw: string;
+}
+
+function toReject(r: RawReject): PageRejectRecord {
+  return {
+    jobKey: r.job_key,
+    jobId: r.job_id,
+    bucket: r.bucket,
+    fingerprintRow: r.fingerprint_row,
+    reason: r.reason,
+    raw: r.raw,
+  };
+}
+
+class BareosPageRead implements PageRead {
+  private streamed = false;
+  private closed = false;
+
+  constructor(
+    private readonly client: PoolClient,
+    private readonly range: KeyRange,
+    private readonly settings: PageReadSettings,
+    readonly rejects: PageRejectRecord[],
+    readonly warnings: number,
+  ) {}
+
+  copyOut(versionId: string, pageNo: number): Readable {
+    if (this.streamed) throw new Error('a page read streams its rows once');
+    this.streamed = true;
+    const { mode, zone } = this.settings;
+    return this.client.query(copyTo(bareosPageCopyQuery(mode, zone, this.range, versionId, pageNo)));
+  }
+
+  async readRows(): Promise<ReadRow[]> {
+    if (this.streamed) throw new Error('rows already streamed: open a new page read');
+    const { rows } = await this.client.query<ReadRow>(
+      `${bareosJobSelect(this.settings.mode)} WHERE j.jobid BETWEEN $2::bigint AND $3::bigint
+       AND j.jobid <> ALL ($4::bigint[]) ORDER BY j.jobid`,
+      [this.settings.zone, this.range.firstKey, this.range.lastKey, this.rejects.map((r) => r.jobKey)],
+    );
+    return rows;
+  }
+
+  async close(err?: Error): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    // A COPY cut short leaves the connection mid-protocol: discard it rather than reuse it.
+    if (err || !(await this.finish())) {
+      this.client.release(err ?? true);
+      return;
+    }
+    this.client.release();
+  }
+
+  /** Ends the read-only transaction; false when the connection could not (it is then discarded). */
+  private async finish(): Promise<boolean> {
+    try {
+      await this.client.query('COMMIT');
+      return true;
+    } catch {
+      return false;
+    }
+  }
+}
