@@ -229,7 +229,7 @@ test('one worker killed inside a page and restarted after 5 s: the new worker re
   // The dead worker's backends roll back and go away; then the ledger is what survived the kill.
   await waitFor('the killed worker to leave PostgreSQL', async () => {
     const r = await pool.query<{ n: number }>(
-      `SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = $1`,
+      `SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = $1 OR application_name LIKE $1 || ':page:%'`,
       [`catalog-rebuild:worker:${first.pid}`],
     );
     return r.rows[0].n === 0;
@@ -365,7 +365,8 @@ test('a page slowed by one statement of 4 × the heartbeat timeout keeps its lea
 /** Current statements of a worker's sessions inside a transaction. */
 async function pageTransactionsOf(pool: TestDatabases['catalogPool'], pid: number): Promise<string[]> {
   const r = await pool.query<{ query: string }>(
-    `SELECT query FROM pg_stat_activity WHERE application_name = $1 AND xact_start IS NOT NULL AND state <> 'idle'`,
+    `SELECT query FROM pg_stat_activity WHERE (application_name = $1 OR application_name LIKE $1 || ':page:%')
+       AND xact_start IS NOT NULL AND state <> 'idle'`,
     [`catalog-rebuild:worker:${pid}`],
   );
   return r.rows.map((x) => x.query);

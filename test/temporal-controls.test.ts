@@ -87,7 +87,7 @@ async function scheduledPages(ctx: RebuildFixture, handle: WorkflowHandle): Prom
 
 /** Whether a worker's page transaction sleeps in the slow-page fault's pg_sleep. */
 async function slowPageSleeping(ctx: RebuildFixture, pid: number): Promise<boolean> {
-  const sql = `SELECT 1 FROM pg_stat_activity WHERE application_name = $1 AND state = 'active' AND query LIKE 'SELECT pg_sleep%'`;
+  const sql = `SELECT 1 FROM pg_stat_activity WHERE (application_name = $1 OR application_name LIKE $1 || ':page:%') AND state = 'active' AND query LIKE 'SELECT pg_sleep%'`;
   return !!(await ctx.dbs.catalogPool.query(sql, [`catalog-rebuild:worker:${pid}`])).rowCount;
 }
 

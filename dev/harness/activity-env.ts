@@ -4,6 +4,8 @@
  */
 import type { Info } from '@temporalio/activity';
 import { MockActivityEnvironment } from '@temporalio/testing';
+import { Client } from 'pg';
+import format from 'pg-format';
 import type { Activities } from '../../activities';
 import { createActivities } from '../../activities';
 import type { SourceConfig } from '../../lib/config';
@@ -25,12 +27,15 @@ export interface ActivityFixture {
  * Fresh databases (`tag` in their names) with `jobs` generated Bareos jobs (`seed`), the catalog
  * migrated, and the activities (identity `test@host`). Every source name resolves to `source(dbs)`
  * (default: the generated Bareos source), called at each lookup so a test may change what it returns.
+ * `sqlAscii`: the source database is created as Bareos and Bacula create theirs (`ENCODING
+ * 'SQL_ASCII' LC_COLLATE 'C' LC_CTYPE 'C' TEMPLATE template0`), so its text may hold any bytes.
  */
 export async function activityFixture(
   tag: string,
-  o: { jobs: number; seed: number; source?: (dbs: TestDatabases) => SourceConfig },
+  o: { jobs: number; seed: number; source?: (dbs: TestDatabases) => SourceConfig; sqlAscii?: boolean },
 ): Promise<ActivityFixture> {
   const dbs = await testDatabases(tag);
+  if (o.sqlAscii) await recreateAsSqlAscii(dbs);
   await generateBareosSource({ databaseUrl: dbs.sourceUrl, jobs: o.jobs, seed: o.seed });
   await migrate(dbs.catalogPool);
   const settings = o.source ?? ((d: TestDatabases): SourceConfig => ({ kind: 'bareos', databaseUrl: d.sourceUrl }));
@@ -45,6 +50,21 @@ export async function activityFixture(
       await dbs.drop();
     },
   };
+}
+
+/** Drops the (empty) source database and creates it again with `SQL_ASCII` encoding and C collation. */
+async function recreateAsSqlAscii(dbs: TestDatabases): Promise<void> {
+  const name = decodeURIComponent(new URL(dbs.sourceUrl).pathname.slice(1));
+  const admin = new Client({ connectionString: dbs.adminUrl });
+  await admin.connect();
+  try {
+    await admin.query(format('DROP DATABASE IF EXISTS %I WITH (FORCE)', name));
+    await admin.query(
+      format(`CREATE DATABASE %I ENCODING 'SQL_ASCII' LC_COLLATE 'C' LC_CTYPE 'C' TEMPLATE template0`, name),
+    );
+  } finally {
+    await admin.end();
+  }
 }
 
 /**

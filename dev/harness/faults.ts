@@ -113,7 +113,7 @@ export async function pageTransactions(catalogPool: Pool, workerPids?: number[])
      WHERE datname = current_database() AND application_name LIKE 'catalog-rebuild:worker:%'
        AND backend_xid IS NOT NULL AND xact_start IS NOT NULL
        AND (state LIKE 'idle in transaction%'
-            OR query ~ '(INSERT INTO page \\(|FROM version WHERE version_id = \\$1 FOR SHARE|INSERT INTO "?job_v|pg_sleep|UPDATE page SET rows|string_agg\\(s::text)')`,
+            OR query ~ '(INSERT INTO page \\(|FROM version WHERE version_id = \\$1 FOR SHARE|INSERT INTO "?job_v|COPY "?job_v|pg_sleep|UPDATE page SET rows|string_agg\\(s::text|set_config\\(''application_name'')')`,
   );
   return rows
     .map((r) => ({

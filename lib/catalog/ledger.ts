@@ -179,21 +179,23 @@ export async function recordedPage(db: Queryable, versionId: string, pageNo: num
   return r.rows[0] ?? null;
 }
 
-/** `application_name` of the page transaction of one page (the attempt's claim id follows). */
-function pageSessionPrefix(versionId: string, pageNo: number): string {
-  return `catalog-rebuild:page:${versionId}:${pageNo}:`;
+/** Suffix of the `application_name` of one page's transaction. */
+function pageSessionSuffix(versionId: string, pageNo: number): string {
+  return `:page:${versionId}:${pageNo}`;
 }
 
 /**
- * Names the page transaction's session after its page and claim for the transaction only
- * (`SET LOCAL application_name`), so that a later attempt can find it in `pg_stat_activity`
- * should its worker stop responding (a zombie), and sets its `statement_timeout` (ms).
+ * Names the page transaction's session after its page for the transaction only (`SET LOCAL`: the
+ * pool's name, e.g. `catalog-rebuild:worker:<pid>`, followed by `:page:<version>:<page>`), so that a
+ * later attempt can find it in `pg_stat_activity` should its worker stop responding (a zombie), and
+ * sets its `statement_timeout` (ms).
  */
 export async function tagPageSession(c: PoolClient, a: AttemptClaim, statementTimeoutMs: number): Promise<void> {
-  await c.query(`SELECT set_config('application_name', $1, true), set_config('statement_timeout', $2, true)`, [
-    `${pageSessionPrefix(a.versionId, a.pageNo)}${a.claimId}`.slice(0, 63),
-    String(statementTimeoutMs),
-  ]);
+  await c.query(
+    `SELECT set_config('application_name', left(current_setting('application_name'), 63 - length($1)) || $1, true),
+            set_config('statement_timeout', $2, true)`,
+    [pageSessionSuffix(a.versionId, a.pageNo), String(statementTimeoutMs)],
+  );
 }
 
 /**
@@ -202,8 +204,9 @@ export async function tagPageSession(c: PoolClient, a: AttemptClaim, statementTi
  */
 export async function otherPageBackends(db: Queryable, versionId: string, pageNo: number): Promise<number[]> {
   const { rows } = await db.query<{ pid: number }>(
-    `SELECT pid FROM pg_stat_activity WHERE application_name LIKE $1 || '%' AND pid <> pg_backend_pid()`,
-    [pageSessionPrefix(versionId, pageNo)],
+    `SELECT pid FROM pg_stat_activity
+     WHERE right(application_name, length($1)) = $1 AND datname = current_database() AND pid <> pg_backend_pid()`,
+    [pageSessionSuffix(versionId, pageNo)],
   );
   return rows.map((r) => r.pid);
 }

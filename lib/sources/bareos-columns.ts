@@ -45,7 +45,7 @@ export function sourceText(col: string, mode: SourceTextMode): string {
   if (mode.kind !== 'legacy') return col;
   return format(
     `CASE WHEN %s ~ '^[\\x01-\\x7f]*$' OR %s ~ ${UTF8_TEXT} THEN %s
-          ELSE convert_from(convert(textsend(%s), %L, 'UTF8'), 'SQL_ASCII') END`,
+          ELSE convert_from(convert(convert_to(%s, 'SQL_ASCII'), %L, 'UTF8'), 'SQL_ASCII') END`,
     col,
     col,
     col,

@@ -57,12 +57,10 @@ export class BareosSource implements JobSource, StreamingSource {
    */
   textMode(): Promise<SourceTextMode> {
     if (!this.mode) {
-      this.mode = this.pool
-        .query<{ enc: string }>(`SELECT current_setting('server_encoding') AS enc`)
-        .then((r) => ({
-          kind: r.rows[0].enc === 'SQL_ASCII' ? 'legacy' : 'utf8',
-          legacyEncoding: this.legacyEncoding,
-        }));
+      this.mode = this.pool.query<{ enc: string }>(`SELECT current_setting('server_encoding') AS enc`).then((r) => ({
+        kind: r.rows[0].enc === 'SQL_ASCII' ? 'legacy' : 'utf8',
+        legacyEncoding: this.legacyEncoding,
+      }));
       this.mode.catch(() => (this.mode = undefined));
     }
     return this.mode;
