@@ -4,7 +4,9 @@
  * - `slowPage: { pageNo, ms }`: attempt 1 of page `pageNo` sleeps `ms` (pg_sleep) inside its page
  *   transaction, after the version fence, before its rows are written;
  * - `holdAfterRead: { pageNo, attempt, heldFile, releaseFile }`: that attempt of page `pageNo`,
- *   after reading its rows, writes its process id to `heldFile` and waits until `releaseFile` exists.
+ *   after reading its rows, writes its process id to `heldFile` and waits until `releaseFile` exists;
+ * - `holdWhileStreaming: { pageNo, attempt, heldFile, releaseFile }`: the same, in the middle of a
+ *   streamed page (its transaction open, the catalog COPY started, its first rows read from the source).
  * Without the variable it is the production worker. Production runs worker/main.ts.
  */
 import * as fs from 'node:fs';
@@ -17,18 +19,32 @@ export interface Faults {
   /** Sleep this long (ms) inside one SQL statement of the page transaction of `pageNo` (first attempt only). */
   slowPage?: { pageNo: number; ms: number };
   /** Hold an attempt of `pageNo` after it read its rows until the file `releaseFile` exists; create `heldFile` while held. */
-  holdAfterRead?: { pageNo: number; attempt: number; heldFile: string; releaseFile: string };
+  holdAfterRead?: Hold;
+  /** Hold an attempt of `pageNo` in the middle of its streamed rows, as for `holdAfterRead`. */
+  holdWhileStreaming?: Hold;
+}
+
+/** Which attempt to hold, and the files that tell it is held and release it. */
+export interface Hold {
+  pageNo: number;
+  attempt: number;
+  heldFile: string;
+  releaseFile: string;
+}
+
+/** Holds `page` when it is the attempt `hold` names: writes `heldFile`, waits for `releaseFile`. */
+async function holdIf(hold: Hold | undefined, page: PageAttempt): Promise<void> {
+  if (!hold || hold.pageNo !== page.pageNo || hold.attempt !== page.attempt) return;
+  fs.writeFileSync(hold.heldFile, String(process.pid));
+  while (!fs.existsSync(hold.releaseFile)) await new Promise((r) => setTimeout(r, 100));
 }
 
 /** The page hooks that implement `faults`. */
 export function faultHooks(faults: Faults): PageHooks {
-  const { slowPage, holdAfterRead } = faults;
+  const { slowPage, holdAfterRead, holdWhileStreaming } = faults;
   return {
-    async afterRead(page: PageAttempt) {
-      if (!holdAfterRead || holdAfterRead.pageNo !== page.pageNo || holdAfterRead.attempt !== page.attempt) return;
-      fs.writeFileSync(holdAfterRead.heldFile, String(process.pid));
-      while (!fs.existsSync(holdAfterRead.releaseFile)) await new Promise((r) => setTimeout(r, 100));
-    },
+    afterRead: (page: PageAttempt) => holdIf(holdAfterRead, page),
+    whileStreaming: (page: PageAttempt) => holdIf(holdWhileStreaming, page),
     async insideTransaction(page: PageAttempt, db: PoolClient) {
       if (!slowPage || slowPage.pageNo !== page.pageNo || page.attempt !== 1) return;
       await db.query('SELECT pg_sleep($1)', [slowPage.ms / 1000]);

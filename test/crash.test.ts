@@ -27,6 +27,7 @@ import {
   ledgerCheckpoint,
   lostPages,
   pageAttempts,
+  pageTransactions,
   partitionFingerprint,
   readActive,
   startReaderLoop,
@@ -378,7 +379,13 @@ async function pageTransactionsOf(pool: TestDatabases['catalogPool'], pid: numbe
  * so its heartbeats stop and the server drops its pending polls (a frozen process keeps its long
  * polls open and would swallow workflow tasks until their 10 s timeout). A's PostgreSQL sessions stay.
  */
-async function zombieSetup(t: TestContext, tag: string, jobs: number, heartbeatTimeoutMs: number) {
+async function zombieSetup(
+  t: TestContext,
+  tag: string,
+  jobs: number,
+  heartbeatTimeoutMs: number,
+  hold: 'holdAfterRead' | 'holdWhileStreaming' = 'holdAfterRead',
+) {
   const ctx = await setup(t, tag, jobs);
   const heldFile = path.join(ctx.tmp, 'held');
   const releaseFile = path.join(ctx.tmp, 'release');
@@ -387,7 +394,7 @@ async function zombieSetup(t: TestContext, tag: string, jobs: number, heartbeatT
   // One activity slot: while A holds page 3 it runs nothing else (no page transaction is frozen with it).
   const a = await ctx.fleet.spawn({
     TEMPORAL_ADDRESS: proxy.address,
-    CATALOG_REBUILD_FAULTS: JSON.stringify({ holdAfterRead: { pageNo: 3, attempt: 1, heldFile, releaseFile } }),
+    CATALOG_REBUILD_FAULTS: JSON.stringify({ [hold]: { pageNo: 3, attempt: 1, heldFile, releaseFile } }),
     CATALOG_REBUILD_MAX_ACTIVITIES: '1',
   });
   const handle = await ctx.start({ pageSize: 500, heartbeatTimeoutMs });
@@ -470,6 +477,51 @@ test('zombie attempt woken after the retry committed and the version was publish
     'active_jobs unchanged',
   );
   assert.equal((await events(pool, versionId)).length, before.events);
+  await assertCatalogEqualsSource(ctx, JOBS);
+  assert.equal(a.child.exitCode, null, `worker A survived its zombie attempt:\n${a.output()}`);
+});
+
+test('a worker frozen with SIGSTOP in the middle of a streamed page beyond the heartbeat timeout: the retry ends its transaction; after SIGCONT nothing is duplicated', async (t) => {
+  const JOBS = 10_000;
+  const HB = 3_000;
+  const { ctx, a, handle, versionId, releaseFile, proxy } = await zombieSetup(
+    t,
+    'zombiestream',
+    JOBS,
+    HB,
+    'holdWhileStreaming',
+  );
+  const pool = ctx.dbs.catalogPool;
+  // Frozen mid-page: its page transaction is open (ledger row inserted, catalog COPY started).
+  const frozen = await pageTransactions(pool, [a.pid]);
+  assert.ok(frozen.length >= 1, 'the frozen worker holds a page transaction');
+  const b = await ctx.fleet.spawn();
+  const result = await ctx.result(handle);
+  assert.equal(result.published, true);
+  const p3 = (await ledger(pool, versionId))[2];
+  assert.equal(p3.workerIdentity, b.identity, 'the retry on B committed page 3');
+  const ended = await events(pool, versionId, 'zombie_ended');
+  assert.equal(ended.length, 1, "the retry ended the frozen attempt's transaction");
+  assert.deepEqual(
+    ended[0].details.pids,
+    frozen.map((f) => f.backendPid),
+  );
+  const before = { ledger: await ledger(pool, versionId), rows: await partitionFingerprint(pool, versionId) };
+  const logFrom = a.output().length;
+  fs.writeFileSync(releaseFile, 'go');
+  proxy.heal();
+  process.kill(-a.pid, 'SIGCONT');
+  // Its catalog session was terminated: the woken attempt fails on its first write.
+  await waitFor(
+    'the woken attempt to fail',
+    () => /terminat|Connection terminated|ECONNRESET|cancelled/i.test(a.output().slice(logFrom)),
+    {
+      timeoutMs: 30_000,
+      intervalMs: 100,
+    },
+  ).catch(() => sleep(3_000));
+  assert.deepEqual(await ledger(pool, versionId), before.ledger, 'ledger unchanged');
+  assert.deepEqual(await partitionFingerprint(pool, versionId), before.rows, 'no row written after the wake-up');
   await assertCatalogEqualsSource(ctx, JOBS);
   assert.equal(a.child.exitCode, null, `worker A survived its zombie attempt:\n${a.output()}`);
 });
