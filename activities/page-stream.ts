@@ -51,7 +51,7 @@ export function streamedRowsWriter(
           streamed.signal,
         ),
       );
-      return { rows, rejects: read.rejects, warnings: read.warnings, duplicates: 0 };
+      return { rows, rejects: read.rejects, warnings: read.warnings, duplicates: 0, decoded: read.decoded };
     } catch (err) {
       await read.close(err as Error);
       const code = (err as { code?: unknown } | null)?.code;
@@ -77,7 +77,7 @@ async function writeRowByRow(
     const checked = validateRows(await again.readRows());
     const rejects: RejectRecord[] = [...again.rejects, ...checked.rejects];
     const rows = await upsertQuarantining(c, input.versionId, input.pageNo, checked.valid, rejects);
-    return { rows, rejects, warnings: again.warnings, duplicates: checked.duplicates };
+    return { rows, rejects, warnings: again.warnings, duplicates: checked.duplicates, decoded: again.decoded };
   } finally {
     await again.close();
   }

@@ -20,6 +20,8 @@ export interface WrittenRows {
   warnings: number;
   /** Rows dropped as repeats of a job id of the page. */
   duplicates: number;
+  /** Values decoded from the source's legacy encoding, per catalog column. */
+  decoded?: Record<string, number>;
 }
 
 /** Writes a page's rows inside the page transaction (after the ledger row and the fence). */
@@ -84,7 +86,7 @@ export async function writePage(
     warnings: written.warnings,
     duplicates: written.duplicates,
   };
-  await completePage(c, versionId, pageNo, totals);
+  await completePage(c, versionId, pageNo, { ...totals, decoded: written.decoded });
   return {
     pageNo,
     ...totals,

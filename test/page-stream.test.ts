@@ -9,6 +9,7 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Client } from 'pg';
 import type { Activities } from '../activities';
+import { decodedValueCounts } from '../lib/catalog';
 import type { ActivityFixture } from '../dev/harness/activity-env';
 import { activityFixture, runActivity } from '../dev/harness/activity-env';
 import type { CopyPageResult, PlanResult, ReconcileSummary } from '../workflows/definitions';
@@ -78,6 +79,8 @@ test('SQL_ASCII source with Latin-1 bytes: every job kept, text decoded (valid U
   assert.equal(await count(`SELECT count(*)::int AS n FROM "${table}" WHERE client = 'Müller-fd'`), client1Jobs);
   assert.equal(await count(`SELECT count(*)::int AS n FROM "${table}" WHERE comment = 'café'`), 5);
   assert.equal(await count(`SELECT count(*)::int AS n FROM "${table}" WHERE comment = 'naïve✓'`), 1);
+  // The ledger counts the values decoded per column (valid UTF-8 is not counted).
+  assert.deepEqual(await decodedValueCounts(cat, planned.versionId), { client: client1Jobs, comment: 5 });
   const summary = await runActivity(acts.reconcile as (i: unknown) => Promise<ReconcileSummary>, {
     catalog: 'latin',
     source: 'director',

@@ -154,14 +154,26 @@ export interface PageTotals {
   warnings: number;
   /** Rows dropped as repeats of a job id of the page. */
   duplicates: number;
+  /** Values decoded from the source's legacy encoding, per catalog column (absent or empty: none). */
+  decoded?: Record<string, number>;
 }
 
 /** Completes the page's ledger row with its totals and commit time (last statement of the page transaction). */
 export async function completePage(c: PoolClient, versionId: string, pageNo: number, t: PageTotals): Promise<void> {
   await c.query(
-    `UPDATE page SET rows = $3, rejects = $5, warnings = $6, duplicates = $7, checksum = $4, committed_at = clock_timestamp()
+    `UPDATE page SET rows = $3, rejects = $5, warnings = $6, duplicates = $7, checksum = $4, decoded = $8::jsonb,
+                     committed_at = clock_timestamp()
                  WHERE version_id = $1 AND page_no = $2`,
-    [versionId, pageNo, t.rows, t.checksum, t.rejects, t.warnings, t.duplicates],
+    [
+      versionId,
+      pageNo,
+      t.rows,
+      t.checksum,
+      t.rejects,
+      t.warnings,
+      t.duplicates,
+      t.decoded && Object.keys(t.decoded).length ? JSON.stringify(t.decoded) : null,
+    ],
   );
 }
 
@@ -222,4 +234,17 @@ export async function terminateBackends(db: Queryable, pids: number[]): Promise<
     [pids],
   );
   return rows.map((r) => r.pid);
+}
+
+/**
+ * Values the version's committed pages decoded from their source's legacy encoding, summed per
+ * catalog column (`{ client: 12, comment: 5 }`); empty when none.
+ */
+export async function decodedValueCounts(db: Queryable, versionId: string): Promise<Record<string, number>> {
+  const { rows } = await db.query<{ col: string; n: number }>(
+    `SELECT d.key AS col, sum(d.value::bigint)::int AS n FROM page p, jsonb_each_text(p.decoded) d
+     WHERE p.version_id = $1 AND p.decoded IS NOT NULL AND p.committed_at IS NOT NULL GROUP BY 1 ORDER BY 1`,
+    [versionId],
+  );
+  return Object.fromEntries(rows.map((r) => [r.col, r.n]));
 }

@@ -183,6 +183,27 @@ function unknownCode(mode: SourceTextMode, known: { type: string[]; level: strin
   )} OR ${test(sourceText(BAREOS_TEXT_COLUMNS.status, mode), known.status)})`;
 }
 
+/**
+ * An array of the catalog columns whose source value is not valid UTF-8 (decoded from the legacy
+ * encoding), per row; NULL in `utf8` mode.
+ */
+function legacyColumns(mode: SourceTextMode): string {
+  if (mode.kind !== 'legacy') return 'NULL::text[]';
+  const cols = Object.entries(BAREOS_TEXT_COLUMNS).map(
+    ([name, col]) => `CASE WHEN NOT ${isUtf8(col, mode)} THEN ${format('%L', name)} END`,
+  );
+  return `array_remove(ARRAY[${cols.join(', ')}], NULL)`;
+}
+
+/** A JSON object (text) counting, per catalog column, the page's values decoded from the legacy encoding. */
+function decodedCounts(mode: SourceTextMode): string {
+  if (mode.kind !== 'legacy') return `'{}'::text`;
+  const counts = Object.keys(BAREOS_TEXT_COLUMNS).map((name) =>
+    format('%L, count(*) FILTER (WHERE %L = ANY (s.legacy))', name, name),
+  );
+  return `json_build_object(${counts.join(', ')})::text`;
+}
+
 /** The job-id range of one page, as validated decimal literals. */
 export interface KeyRange {
   /** First job id (decimal text). */
@@ -213,14 +234,16 @@ export function bareosPageCheckQuery(
   return `SELECT coalesce(json_agg(json_build_object('job_key', s.job_key, 'job_id', s.job_id, 'bucket', s.bucket,
                    'fingerprint_row', s.fingerprint_row, 'reason', s.reject_reason, 'raw', s.raw)
                  ) FILTER (WHERE s.reject_reason IS NOT NULL), '[]')::text AS rejects,
-            count(*) FILTER (WHERE s.reject_reason IS NULL AND s.unknown_code)::int AS warnings
-     FROM (SELECT m.job_key, m.job_id, m.bucket, m.reject_reason, m.unknown_code, m.fingerprint_row,
+            count(*) FILTER (WHERE s.reject_reason IS NULL AND s.unknown_code)::int AS warnings,
+            ${decodedCounts(mode)} AS decoded
+     FROM (SELECT m.job_key, m.job_id, m.bucket, m.reject_reason, m.unknown_code, m.fingerprint_row, m.legacy,
                   CASE WHEN m.reject_reason IS NOT NULL
                        THEN json_build_object(${COLUMN_PAIRS})::text END AS raw
            FROM (SELECT ${selectList(mode, 'text', z)},
                         ${bareosRejectReason(mode, z)} AS reject_reason,
                         ${unknownCode(mode, known)} AS unknown_code,
-                        ${fingerprintRow.replaceAll('$1', z)} AS fingerprint_row
+                        ${fingerprintRow.replaceAll('$1', z)} AS fingerprint_row,
+                        ${legacyColumns(mode)} AS legacy
                  ${FROM_JOB}
                  WHERE ${rangeCondition(range)}) m) s`;
 }

@@ -44,11 +44,14 @@ export async function openBareosPageRead(pool: Pool, range: KeyRange, s: PageRea
                                set_config('DateStyle', 'ISO, YMD', true)`,
       [String(s.statementTimeoutMs)],
     );
-    const { rows } = await client.query<{ rejects: string; warnings: number }>(
+    const { rows } = await client.query<{ rejects: string; warnings: number; decoded: string }>(
       bareosPageCheckQuery(s.mode, s.zone, range, BAREOS_FINGERPRINT_ROW, KNOWN),
     );
     const rejects = (JSON.parse(rows[0].rejects) as RawReject[]).map(toReject);
-    return new BareosPageRead(client, range, s, rejects, rows[0].warnings);
+    const decoded = Object.fromEntries(
+      Object.entries(JSON.parse(rows[0].decoded) as Record<string, number>).filter(([, n]) => n > 0),
+    );
+    return new BareosPageRead(client, range, s, rejects, rows[0].warnings, decoded);
   } catch (err) {
     client.release(err as Error);
     throw err;
@@ -86,6 +89,7 @@ class BareosPageRead implements PageRead {
     private readonly settings: PageReadSettings,
     readonly rejects: PageRejectRecord[],
     readonly warnings: number,
+    readonly decoded: Record<string, number>,
   ) {}
 
   copyOut(versionId: string, pageNo: number): Readable {

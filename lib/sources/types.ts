@@ -108,6 +108,8 @@ export interface PageRead {
   readonly rejects: PageRejectRecord[];
   /** Good rows whose type, level or status code is unknown (kept verbatim). */
   readonly warnings: number;
+  /** Values decoded from the source's legacyEncoding (not valid UTF-8), per catalog column; empty when none. */
+  readonly decoded: Record<string, number>;
   /**
    * The good rows as COPY text, columns `version_id, page_no`, then JOB_COLUMNS (times as
    * timestamptz text). Once per read.
