@@ -109,7 +109,11 @@ export class BareosSource implements JobSource {
     return pages;
   }
 
-  /** Samples blocks of the table (`TABLESAMPLE SYSTEM`, repeatable) so the statement reads about {@link ROW_WIDTH_SAMPLE} rows. */
+  /**
+   * Samples blocks of the table (`TABLESAMPLE SYSTEM`, repeatable, sized from the planner's row
+   * estimate) for about {@link ROW_WIDTH_SAMPLE} ids, then reads those rows by primary key (`= ANY
+   * (ARRAY(…))`, an index scan: an `IN` subquery would be planned as a scan of the whole table).
+   */
   async averageRowBytes(maxKey: string): Promise<number | null> {
     const tz = await this.timezone();
     const estimate = await this.pool.query<{ n: number }>(
@@ -118,15 +122,15 @@ export class BareosSource implements JobSource {
     const pct = Math.min(100, (100 * 2 * ROW_WIDTH_SAMPLE) / Math.max(1, estimate.rows[0]?.n ?? 0));
     const sample = await this.pool.query<{ avg: number | null }>(
       `SELECT avg(octet_length(r::text))::float8 AS avg FROM (
-         ${SELECT_JOB} WHERE j.jobid IN (
-           SELECT jobid FROM job TABLESAMPLE SYSTEM ($3) REPEATABLE (0) WHERE jobid <= $2::bigint LIMIT $4)) r`,
+         ${SELECT_JOB} WHERE j.jobid = ANY (ARRAY(
+           SELECT jobid FROM job TABLESAMPLE SYSTEM ($3) REPEATABLE (0) WHERE jobid <= $2::bigint LIMIT $4))) r`,
       [tz, maxKey, pct, ROW_WIDTH_SAMPLE],
     );
     if (sample.rows[0].avg !== null) return sample.rows[0].avg;
     // The sampled blocks held no row at or below the watermark: the first rows instead.
     const first = await this.pool.query<{ avg: number | null }>(
       `SELECT avg(octet_length(r::text))::float8 AS avg FROM (
-         ${SELECT_JOB} WHERE j.jobid IN (SELECT jobid FROM job WHERE jobid <= $2::bigint ORDER BY jobid LIMIT $3)) r`,
+         ${SELECT_JOB} WHERE j.jobid = ANY (ARRAY(SELECT jobid FROM job WHERE jobid <= $2::bigint ORDER BY jobid LIMIT $3))) r`,
       [tz, maxKey, ROW_WIDTH_SAMPLE],
     );
     return first.rows[0].avg;
