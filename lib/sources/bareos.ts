@@ -136,12 +136,22 @@ export class BareosSource implements JobSource {
     return first.rows[0].avg;
   }
 
+  /** Counts along the primary key in statements of at most {@link WALK_ROWS_PER_STATEMENT} keys. */
   async countRowsUpTo(maxKey: string, limit: number): Promise<number> {
-    const { rows } = await this.pool.query<{ n: number }>(
-      `SELECT count(*)::int AS n FROM (SELECT 1 FROM job WHERE jobid <= $1::bigint LIMIT $2) s`,
-      [maxKey, limit],
-    );
-    return rows[0].n;
+    let from = MIN_BIGINT;
+    let counted = 0;
+    while (counted < limit) {
+      const chunk = Math.min(WALK_ROWS_PER_STATEMENT, limit - counted);
+      const { rows } = await this.pool.query<{ n: number; last: string | null }>(
+        `SELECT count(*)::int AS n, max(jobid)::text AS last FROM (
+           SELECT jobid FROM job WHERE jobid >= $1::bigint AND jobid <= $2::bigint ORDER BY jobid LIMIT $3) s`,
+        [from, maxKey, chunk],
+      );
+      counted += rows[0].n;
+      if (rows[0].n < chunk || rows[0].last === null || rows[0].last === maxKey) break;
+      from = (BigInt(rows[0].last) + 1n).toString();
+    }
+    return counted;
   }
 
   async readRange(firstKey: string, lastKey: string): Promise<ReadRow[]> {
