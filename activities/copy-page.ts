@@ -136,7 +136,7 @@ async function copyPageAttempt(
   // An earlier attempt whose worker froze may still hold the page's transaction: end it.
   if (attempt > 1 || previous) await endZombieAttempts(ctx, input);
 
-  const statementTimeoutMs = pageStatementTimeoutMs(plan.plannedRows ?? null);
+  const statementTimeoutMs = pageStatementTimeoutMs(plan.plannedRows);
   const signal = Context.current().cancellationSignal;
   const source = ctx.sources.get(input.source, input.versionId);
   const range = { firstKey: plan.firstKey, lastKey: plan.lastKey };

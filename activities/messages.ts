@@ -34,6 +34,8 @@ export interface PlannedFacts {
   snapshot: string | null;
   /** Listing records dropped as repeats of an id. */
   duplicates: number;
+  /** For pages sized `auto`, why this size (e.g. `16 MiB of row text at 212 bytes a row`); absent when fixed. */
+  autoSizing?: string;
 }
 
 /** The `planned` event's message: pages, page size and the watermark (a listing's sha256 or the highest job id). */
@@ -41,7 +43,8 @@ export function plannedMessage(p: PlannedFacts): string {
   const watermark = p.snapshot
     ? `listing sha256 ${p.snapshot} (${p.rows} records staged${p.duplicates ? `, ${p.duplicates} repeated ids dropped, the last listed kept` : ''})`
     : `job ${p.maxKey ?? 'none'}`;
-  return `planned version ${p.versionId}: ${p.pagesTotal} pages of ${p.pageSize} jobs, watermark ${watermark} at ${p.time}`;
+  const sizing = p.autoSizing ? ` (auto: ${p.autoSizing})` : '';
+  return `planned version ${p.versionId}: ${p.pagesTotal} pages of ${p.pageSize} jobs${sizing}, watermark ${watermark} at ${p.time}`;
 }
 
 /** The `abandoned` event of a version superseded when a new rebuild of its catalog is planned. */

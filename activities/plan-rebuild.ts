@@ -2,6 +2,7 @@
  * The `planRebuild` activity: the version, its table and its fixed page plan (design.md, "Plan").
  */
 import type { PoolClient } from 'pg';
+import { Context } from '@temporalio/activity';
 import {
   abandonSupersededVersions,
   createVersionPartition,
@@ -15,37 +16,63 @@ import {
   unpublishableVersionIds,
 } from '../lib/catalog';
 import { withTransaction } from '../lib/db';
-import type { PreparedSource } from '../lib/sources';
+import type { PageSizeLimit, PageSizingInput } from '../lib/page-sizing';
+import { autoPageSize, describePageSize, sizingRowsThatMatter } from '../lib/page-sizing';
+import type { PageRange, PreparedSource } from '../lib/sources';
 import type { PlanRebuildInput } from '../workflows/activity-types';
-import type { PlanResult } from '../workflows/definitions';
+import type { PageSizing, PlanResult } from '../workflows/definitions';
+import { LIMITS } from '../workflows/policies';
 import type { ActivityContext } from './context';
 import { dropVersions } from './drop-versions';
 import { guard } from './failures';
 import { withHeartbeat } from './heartbeat';
 import { plannedMessage, supersededMessage } from './messages';
 
+/** What the plan activity reports in its heartbeat details while it runs. */
+export interface PlanProgress {
+  /** What it does now: `planning`, `reading the source`, `sizing the pages`, `walking the keys`, `storing the plan`. */
+  stage: string;
+  /** Pages found by the key walk so far. */
+  pagesPlanned?: number;
+  /** Source rows in those pages. */
+  rowsPlanned?: number;
+  /** Last key of the last page found (decimal text). */
+  lastKey?: string;
+}
+
 /**
- * Plans a rebuild: takes the source watermark, creates a `building` version with its own
- * partition, and stores the fixed page plan. Idempotent by (workflow id, first run id): a retry
- * after commit returns the same version. Earlier unfinished versions of the catalog become
- * `abandoned`, and abandoned or failed versions lose their rows. Heartbeats from a timer (reading a
- * listing command or a large source's page boundaries can take longer than the heartbeat timeout).
+ * Plans a rebuild: takes the source watermark, sizes the pages (`auto` from measured cost unless
+ * `pageSize` fixes them), walks the source's keys into pages in bounded statements, creates a
+ * `building` version with its own partition, and stores the fixed page plan with each page's row
+ * count. Idempotent by (workflow id, first run id): a retry after commit returns the same version.
+ * Earlier unfinished versions of the catalog become `abandoned`, and abandoned or failed versions
+ * lose their rows. Heartbeats from a timer and after each statement of the key walk, with
+ * {@link PlanProgress} as details.
  * @throws SOURCE_UNKNOWN (non-retryable) for an undefined source; SOURCE_DATA_INVALID for a bad listing.
  */
 export async function planRebuild(ctx: ActivityContext, input: PlanRebuildInput): Promise<PlanResult> {
-  let stage = 'planning';
+  const progress: PlanProgress = { stage: 'planning' };
   return withHeartbeat(
-    () => ({ stage }),
+    () => ({ ...progress }),
     () =>
       guard(async () => {
         const found = await findPlan(ctx.pool, input.workflowId, input.firstRunId);
         if (found) return found;
-        stage = 'reading the source';
+        progress.stage = 'reading the source';
         const prepared = await ctx.sources.prepare(input.source);
-        stage = 'storing the plan';
+        progress.stage = 'sizing the pages';
+        const sizing = await sizePages(prepared, input);
+        progress.stage = 'walking the keys';
         const maxKey = prepared.watermark.maxKey;
-        const firstKeys = maxKey ? await prepared.pageFirstKeys(maxKey, input.pageSize) : [];
-        const result = await withTransaction(ctx.pool, (c) => storePlan(ctx, c, input, prepared, firstKeys));
+        const pages = maxKey
+          ? await prepared.planPages(maxKey, sizing.pageSize, (p) => {
+              Object.assign(progress, { pagesPlanned: p.pages, rowsPlanned: p.rows, lastKey: p.lastKey });
+              Context.current().heartbeat({ ...progress });
+            })
+          : [];
+        progress.stage = 'storing the plan';
+        const plan = { prepared, pages, sizing };
+        const result = await withTransaction(ctx.pool, (c) => storePlan(ctx, c, input, plan));
         if (!result) {
           const raced = await findPlan(ctx.pool, input.workflowId, input.firstRunId);
           if (!raced) throw new Error('plan: version vanished after a concurrent plan');
@@ -58,12 +85,53 @@ export async function planRebuild(ctx: ActivityContext, input: PlanRebuildInput)
   );
 }
 
+/** The page size a plan uses and how it was chosen. */
+export interface PlanSizing {
+  /** Rows per page. */
+  pageSize: number;
+  pageSizing: PageSizing;
+  /** `auto`: the measurements and why this size (see lib/page-sizing.ts). */
+  auto?: { measured: PageSizingInput; limitedBy: PageSizeLimit; why: string };
+}
+
 /**
- * The last key of each page: one less than the next page's first key; the watermark for the last
- * page. Keys are decimal text (64-bit).
+ * The plan's page size: `input.pageSize` when given (`fixed`), else {@link autoPageSize} over the
+ * source's rows at the watermark (counted up to {@link sizingRowsThatMatter}) and its sampled
+ * average row width (`auto`).
+ */
+export async function sizePages(prepared: PreparedSource, input: PlanRebuildInput): Promise<PlanSizing> {
+  if (input.pageSize !== undefined) return { pageSize: input.pageSize, pageSizing: 'fixed' };
+  const concurrency = input.concurrency ?? LIMITS.concurrency.default;
+  const maxKey = prepared.watermark.maxKey;
+  const [rows, avgRowBytes] = maxKey
+    ? await Promise.all([
+        prepared.countRowsUpTo(maxKey, sizingRowsThatMatter(concurrency)),
+        prepared.averageRowBytes(maxKey),
+      ])
+    : [0, null];
+  const measured = { rows, avgRowBytes: avgRowBytes === null ? null : Math.round(avgRowBytes), concurrency };
+  const choice = autoPageSize(measured);
+  return {
+    pageSize: choice.rowsPerPage,
+    pageSizing: 'auto',
+    auto: { measured, limitedBy: choice.limitedBy, why: describePageSize(choice, measured) },
+  };
+}
+
+/**
+ * The last key of each page as stored: one less than the next page's first key, the watermark for
+ * the last page, so the pages cover every key from the first page's first key to the watermark (a
+ * key that appears in a gap after the plan still belongs to a page). Keys are decimal text (64-bit).
  */
 export function pageLastKeys(firstKeys: string[], maxKey: string | null): string[] {
   return firstKeys.map((_, i) => (i + 1 < firstKeys.length ? (BigInt(firstKeys[i + 1]) - 1n).toString() : maxKey!));
+}
+
+/** What the plan transaction stores: the source's watermark, its pages and their sizing. */
+interface PlanToStore {
+  prepared: PreparedSource;
+  pages: PageRange[];
+  sizing: PlanSizing;
 }
 
 /**
@@ -75,10 +143,12 @@ async function storePlan(
   ctx: ActivityContext,
   c: PoolClient,
   input: PlanRebuildInput,
-  prepared: PreparedSource,
-  firstKeys: string[],
+  plan: PlanToStore,
 ): Promise<PlanResult | null> {
+  const { prepared, pages, sizing } = plan;
   const { watermark: wm, timezone } = prepared;
+  const rows = pages.reduce((n, p) => n + p.rows, 0).toString();
+  const firstKeys = pages.map((p) => p.firstKey);
   await lockCatalogForPublish(c, input.catalog);
   if (await planExists(c, input.workflowId, input.firstRunId)) return null;
   for (const stale of await abandonSupersededVersions(c, input.catalog)) {
@@ -94,9 +164,10 @@ async function storePlan(
     source: input.source,
     workflowId: input.workflowId,
     firstRunId: input.firstRunId,
-    pageSize: input.pageSize,
-    pagesTotal: firstKeys.length,
-    sourceRows: wm.rows,
+    pageSize: sizing.pageSize,
+    pageSizing: sizing.pageSizing,
+    pagesTotal: pages.length,
+    sourceRows: rows,
     watermarkKey: wm.maxKey,
     watermarkTime: wm.time,
     timezone,
@@ -106,34 +177,44 @@ async function storePlan(
     await setSourceSnapshot(c, versionId, prepared.snapshot, prepared.duplicates);
   }
   await setPartitionTable(c, versionId, await createVersionPartition(c, versionId));
-  await insertPlanPages(c, versionId, firstKeys, pageLastKeys(firstKeys, wm.maxKey));
+  const lastKeys = pageLastKeys(firstKeys, wm.maxKey);
+  await insertPlanPages(
+    c,
+    versionId,
+    pages.map((p, i) => ({ firstKey: p.firstKey, lastKey: lastKeys[i], plannedRows: p.rows })),
+  );
   await ctx.events.record(c, {
     catalog: input.catalog,
     versionId,
     kind: 'planned',
     message: plannedMessage({
       versionId,
-      pagesTotal: firstKeys.length,
-      pageSize: input.pageSize,
+      pagesTotal: pages.length,
+      pageSize: sizing.pageSize,
       maxKey: wm.maxKey,
-      rows: wm.rows,
+      rows,
       time: wm.time,
       snapshot: prepared.snapshot,
       duplicates: prepared.duplicates,
+      autoSizing: sizing.auto?.why,
     }),
     details: {
-      pagesTotal: firstKeys.length,
-      pageSize: input.pageSize,
+      pagesTotal: pages.length,
+      pageSize: sizing.pageSize,
+      pageSizing: sizing.pageSizing,
+      ...(sizing.auto ? { sizingLimitedBy: sizing.auto.limitedBy, avgRowBytes: sizing.auto.measured.avgRowBytes } : {}),
       watermarkKey: wm.maxKey,
       watermarkTime: wm.time,
-      sourceRows: wm.rows,
+      sourceRows: rows,
       ...(prepared.snapshot ? { snapshotSha256: prepared.snapshot, duplicateRecords: prepared.duplicates } : {}),
     },
   });
   return {
     versionId,
-    pagesTotal: firstKeys.length,
-    sourceRows: wm.rows,
+    pagesTotal: pages.length,
+    pageSize: sizing.pageSize,
+    pageSizing: sizing.pageSizing,
+    sourceRows: rows,
     watermark: { jobKey: wm.maxKey, time: wm.time },
     timezone,
   };

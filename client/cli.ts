@@ -91,9 +91,8 @@ function addStart(program: Command, ctx: CommandContext, err: (s: string) => voi
     .requiredOption('--source <name>', 'source name from the worker configuration')
     .option(
       '--page-size <n>',
-      `jobs per page (${LIMITS.pageSize.min}..${LIMITS.pageSize.max})`,
+      `jobs per page (${LIMITS.pageSize.min}..${LIMITS.pageSize.max}); without it the plan sizes pages from measured cost`,
       intOption('--page-size', LIMITS.pageSize.min, LIMITS.pageSize.max),
-      LIMITS.pageSize.default,
     )
     .option(
       '--concurrency <n>',
@@ -120,15 +119,7 @@ function addStart(program: Command, ctx: CommandContext, err: (s: string) => voi
     )
     .option('--wait', 'wait for the rebuild to end; exit 1 unless published', false)
     .option('--json', 'print the receipt as one JSON object', false);
-  start.action(
-    run((o) =>
-      startCommand(
-        ctx,
-        { ...o, pageSizing: start.getOptionValueSource('pageSize') === 'cli' ? 'fixed' : 'default' },
-        err,
-      ),
-    ),
-  );
+  start.action(run((o) => startCommand(ctx, o, err)));
 }
 
 function addStatus(program: Command, ctx: CommandContext): void {

@@ -51,7 +51,11 @@ export async function connectTemporal(env: NodeJS.ProcessEnv = process.env): Pro
   return { client, connection, namespace: ns, taskQueue: defaultTaskQueue(env), close: () => connection.close() };
 }
 
-/** Flags that identify a rebuild; `start` with different ones on a running rebuild is refused. */
+/**
+ * Flags that identify a rebuild; `start` with different ones on a running rebuild is refused.
+ * `pageSize` is the number given, or `auto` without one (the plan sizes pages), so an omitted page
+ * size attaches to a running auto-sized rebuild.
+ */
 const IDENTITY_FLAGS = ['source', 'pageSize', 'concurrency', 'allowShrink'] as const;
 
 /** Result of `startRebuild`. */
@@ -76,10 +80,11 @@ export async function startRebuild(
   const token = randomUUID();
   const flags = {
     source: input.source,
-    pageSize: input.pageSize ?? 2000,
+    pageSize: input.pageSize ?? 'auto',
     concurrency: input.concurrency ?? 4,
     allowShrink: !!input.allowShrink,
   };
+  const pageSizeText = input.pageSize === undefined ? 'jobs sized by the plan' : `${input.pageSize} jobs`;
   const handle = await client.workflow.start('RebuildCatalog', {
     taskQueue: opts.taskQueue ?? defaultTaskQueue(),
     workflowId: rebuildWorkflowId(input.catalog),
@@ -87,8 +92,8 @@ export async function startRebuild(
     workflowIdConflictPolicy: 'USE_EXISTING',
     workflowIdReusePolicy: 'ALLOW_DUPLICATE',
     memo: { startToken: token, flags },
-    staticSummary: `Rebuild catalog ${input.catalog} from source ${input.source}, ${flags.pageSize} jobs per page`,
-    staticDetails: `catalog: ${input.catalog}\nsource: ${input.source}\npage size: ${flags.pageSize}\nconcurrency: ${flags.concurrency}\nallow shrink: ${flags.allowShrink}`,
+    staticSummary: `Rebuild catalog ${input.catalog} from source ${input.source}, ${pageSizeText} per page`,
+    staticDetails: `catalog: ${input.catalog}\nsource: ${input.source}\npage size: ${pageSizeText}\nconcurrency: ${flags.concurrency}\nallow shrink: ${flags.allowShrink}`,
     typedSearchAttributes: [
       { key: CatalogNameKey, value: input.catalog },
       { key: RebuildPhaseKey, value: 'planning' },

@@ -4,10 +4,9 @@
  * plan is read from the catalog database's version row or from the workflow's `progress` query,
  * whichever answers first.
  */
-import type { PlanResult, RebuildProgress, Watermark } from '../workflows/definitions';
+import type { PageSizing, PlanResult, RebuildProgress, Watermark } from '../workflows/definitions';
 
-/** How the rebuild's pages are sized: `fixed` by `--page-size`, else the `default` page size. */
-export type PageSizing = 'fixed' | 'default';
+export type { PageSizing } from '../workflows/definitions';
 
 /** A plan as the receipt shows it. */
 export interface SeenPlan {
@@ -17,6 +16,10 @@ export interface SeenPlan {
   /** Source rows at or below the watermark (decimal text); null when only the workflow answered. */
   sourceRows: string | null;
   watermark: Watermark | null;
+  /** Rows per page the plan chose; absent when not known (a plan of an earlier release). */
+  pageSize?: number | null;
+  /** How the plan sized its pages; absent when not known. */
+  pageSizing?: PageSizing;
   /** `database`: the version row; `workflow`: the `progress` query. */
   answeredBy: 'database' | 'workflow';
 }
@@ -59,6 +62,8 @@ export async function awaitPlan(readers: PlanReaders, timeoutMs: number, interva
             pagesTotal: p.pagesTotal,
             sourceRows: null,
             watermark: p.watermark,
+            pageSize: p.pageSize,
+            pageSizing: p.pageSizing,
             answeredBy: 'workflow',
           };
         }
@@ -84,8 +89,9 @@ export interface Receipt {
   versionId: string | null;
   /** Pages of the plan; null when not planned. */
   pagesTotal: number | null;
-  /** Jobs per page. */
-  pageSize: number;
+  /** Jobs per page: as planned; before the plan, `--page-size` (null when the plan sizes them). */
+  pageSize: number | null;
+  /** `fixed` by `--page-size`, else `auto` (sized by the plan from measured cost). */
   pageSizing: PageSizing;
   /** Source rows at or below the watermark; null when not planned or not known. */
   sourceRows: number | null;
@@ -102,6 +108,8 @@ export function buildReceipt(
 ): Receipt {
   return {
     ...known,
+    pageSize: plan?.pageSize ?? known.pageSize,
+    pageSizing: plan?.pageSizing ?? known.pageSizing,
     planned: !!plan,
     versionId: plan?.versionId ?? null,
     pagesTotal: plan?.pagesTotal ?? null,
@@ -113,7 +121,8 @@ export function buildReceipt(
 
 /**
  * The receipt as text lines, e.g.
- * `planned version 12 of catalog main:`, `  pages: 40 (500 jobs per page, fixed by --page-size)`,
+ * `planned version 12 of catalog main:`, `  pages: 40 (500 jobs per page, fixed by --page-size)` (or
+ * `sized by the plan from measured cost`),
  * `  rows: 20000 source rows at the watermark`, `  watermark: job 20000 at 2026-11-01T20:00:00.000000Z`;
  * when not planned, one line saying so after `waitedMs` (ms).
  */
@@ -123,7 +132,7 @@ export function formatReceipt(r: Receipt, waitedMs: number): string[] {
       `rebuild of ${r.catalog} not planned within ${Math.round(waitedMs / 1000)} s; it runs on: follow it with catalog-rebuild status --catalog ${r.catalog}`,
     ];
   }
-  const sizing = r.pageSizing === 'fixed' ? 'fixed by --page-size' : 'the default page size';
+  const sizing = r.pageSizing === 'fixed' ? 'fixed by --page-size' : 'sized by the plan from measured cost';
   const w = r.watermark;
   const watermark = !w ? 'unknown' : `${w.jobKey === null ? 'no jobs (empty source)' : `job ${w.jobKey}`} at ${w.time}`;
   return [

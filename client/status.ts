@@ -12,13 +12,24 @@ import type { LatestVersionProgress, RebuildRunKey, StoredReconciliation } from 
 import { readLatestReconciliation, readLatestVersionProgress } from '../lib/catalog/status';
 import { readLastEventMessage } from '../lib/catalog/event-reads';
 
+/**
+ * How the pages are sized, e.g. `pages of 31,250 rows (auto)`; `pages sized at plan (auto)` before
+ * the plan; empty for an answer without the fields (a worker of an earlier release).
+ */
+export function formatPageSizing(p: Partial<Pick<RebuildProgress, 'pageSize' | 'pageSizing'>>): string {
+  if (!p.pageSizing) return '';
+  const size = p.pageSize == null ? 'pages sized at plan' : `pages of ${p.pageSize.toLocaleString('en-US')} rows`;
+  return `${size} (${p.pageSizing})`;
+}
+
 /** One-line human summary of a progress answer. */
 export function formatProgress(p: RebuildProgress): string {
   const pct = p.pagesTotal ? Math.floor((100 * p.pagesDone) / p.pagesTotal) : 0;
   const eta = p.etaSeconds === null ? '?' : `${p.etaSeconds}s`;
+  const sizing = formatPageSizing(p);
   return (
     `${p.catalog}: ${p.phase}${p.paused ? ' (paused)' : ''}${p.draining ? ' (draining)' : ''} · version ${p.versionId ?? '-'} · ` +
-    `page ${p.pagesDone}/${p.pagesTotal} (${pct}%) · checkpoint ${p.checkpoint} · ${p.rowsUpserted} rows · ` +
+    `page ${p.pagesDone}/${p.pagesTotal} (${pct}%)${sizing ? ` · ${sizing}` : ''} · checkpoint ${p.checkpoint} · ${p.rowsUpserted} rows · ` +
     `${p.rowsPerSecond} rows/s · eta ${eta} · ${p.retries} retries · ${p.rejects} rejects\nlast event: ${p.lastEvent}`
   );
 }
@@ -84,6 +95,8 @@ export async function catalogStatusFromDatabase(
           versionId: l.versionId,
           status: l.status,
           pagesTotal: l.pagesTotal,
+          pageSize: l.pageSize,
+          pageSizing: l.pageSizing,
           pagesCommitted: l.pagesCommitted,
           checkpoint: l.checkpoint,
           rows: l.rows,

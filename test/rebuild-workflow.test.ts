@@ -61,6 +61,8 @@ function mockActivities(opts: {
         return {
           versionId: '7',
           pagesTotal: opts.pages,
+          pageSize: input.pageSize ?? 31_250,
+          pageSizing: input.pageSize === undefined ? ('auto' as const) : ('fixed' as const),
           sourceRows: String(opts.pages * 10),
           watermark: { jobKey: '999', time: '2026-11-01T00:00:00.000000Z' },
           timezone: 'UTC',
@@ -155,6 +157,8 @@ test('progress shows the plan (pagesTotal, checkpoint 0) before any page commits
     assert.equal(p0.pagesDone, 0);
     assert.equal(p0.phase, 'copying');
     assert.equal(p0.versionId, '7');
+    assert.equal(p0.pageSizing, 'fixed');
+    assert.equal(p0.pageSize, 100);
     await waitFor('3 copyPage calls', () => mock.calls.filter((c) => c.name === 'copyPage').length === 3);
     // Complete page 2 before page 1: the checkpoint stays 0, pagesDone 1.
     mock.release(2);
@@ -194,6 +198,29 @@ test('progress shows the plan (pagesTotal, checkpoint 0) before any page commits
       'new rebuilds record the end of the copy phase (patch record-copy-phase-event)',
     );
     assert.equal(copied.details.rowsUpserted, 100);
+  });
+});
+
+test('without a page size the plan sizes pages: progress shows pageSizing auto and the size chosen', async () => {
+  const mock = mockActivities({ pages: 2, autoRelease: true });
+  await withWorker(mock, async (taskQueue) => {
+    const h = await env.client.workflow.start('RebuildCatalog', {
+      taskQueue,
+      workflowId: `t-${randomBytes(3).toString('hex')}`,
+      args: [{ catalog: 'c-auto', source: 's', concurrency: 3 }],
+    });
+    const before = await h.query(progressQuery);
+    assert.equal(before.pageSizing, 'auto');
+    await h.result();
+    const p = await h.query(progressQuery);
+    assert.equal(p.pageSizing, 'auto');
+    assert.equal(p.pageSize, 31_250);
+    const planned = mock.calls.find((c) => c.name === 'planRebuild')?.input as {
+      pageSize?: number;
+      concurrency?: number;
+    };
+    assert.equal(planned.pageSize, undefined, 'the plan sizes the pages');
+    assert.equal(planned.concurrency, 3, 'for the pages in flight');
   });
 });
 

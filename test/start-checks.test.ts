@@ -183,7 +183,7 @@ test('the receipt: version, pages and their sizing, rows, watermark; or that the
     '  rows: 20000 source rows at the watermark',
     '  watermark: job 20000 at 2026-11-01T20:00:00.000000Z',
   ]);
-  const late = buildReceipt({ ...known, pageSize: 2000, pageSizing: 'default' }, null);
+  const late = buildReceipt({ ...known, pageSize: null, pageSizing: 'auto' }, null);
   assert.equal(late.planned, false);
   assert.match(formatReceipt(late, 30_000)[0], /not planned within 30 s; it runs on/);
 });
@@ -270,9 +270,9 @@ test('start prints the receipt once planned: version, pages, rows, watermark; --
     attached: false,
     planned: true,
     versionId: w.version_id,
-    pagesTotal: 1,
-    pageSize: 2000,
-    pageSizing: 'default',
+    pagesTotal: 2,
+    pageSize: 1000,
+    pageSizing: 'auto',
     sourceRows: JOBS,
     watermark: { jobKey: w.watermark_key, time: w.watermark_time },
     answeredBy: 'database',

@@ -11,8 +11,10 @@ export interface PlanRebuildInput {
   catalog: string;
   /** Source name, defined in the worker's configuration file. */
   source: string;
-  /** Jobs per page, 1..100,000. */
-  pageSize: number;
+  /** Jobs per page, 1..100,000 (`fixed`); absent: the plan sizes pages from measured cost (`auto`). */
+  pageSize?: number;
+  /** Pages in flight the rebuild starts with (fills the cores when sizing `auto`); default 4. */
+  concurrency?: number;
   /** Workflow id of the rebuild (`catalog-rebuild/<catalog>`). */
   workflowId: string;
   /** Run id of the rebuild's first run (the same across continue-as-new). */

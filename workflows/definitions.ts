@@ -17,13 +17,19 @@ export interface Watermark {
   time: string;
 }
 
+/**
+ * How a rebuild's pages are sized: `auto` from measured cost at plan time (no `--page-size`; rule
+ * in `lib/page-sizing.ts`), `fixed` by `--page-size`.
+ */
+export type PageSizing = 'auto' | 'fixed';
+
 /** Input of `RebuildCatalog`. Names a source; never carries credentials. */
 export interface RebuildCatalogInput {
   /** Catalog name (letters, digits, `_ . -`). */
   catalog: string;
   /** Source name, defined in the worker's configuration file. */
   source: string;
-  /** Jobs per page, 1..100,000; default 2,000. */
+  /** Jobs per page, 1..100,000 (`fixed`); absent: sized by the plan from measured cost (`auto`). */
   pageSize?: number;
   /** Pages in flight, 1..64; default 4. */
   concurrency?: number;
@@ -49,6 +55,10 @@ export interface CarriedState {
   pagesTotal: number;
   sourceRows: string;
   watermark: Watermark;
+  /** Rows per page the plan chose; absent in state carried by an earlier release. */
+  pageSize?: number;
+  /** How the plan sized its pages; absent in state carried by an earlier release. */
+  pageSizing?: PageSizing;
   /** Pages 1..checkpoint are committed. */
   checkpoint: number;
   rowsUpserted: number;
@@ -80,6 +90,10 @@ export interface RebuildProgress {
   draining: boolean;
   pagesTotal: number;
   pagesDone: number;
+  /** How the pages are sized: `auto` (by the plan from measured cost) or `fixed` (`--page-size`). */
+  pageSizing: PageSizing;
+  /** Rows per page the plan chose; null before the plan. */
+  pageSize: number | null;
   /** Highest n such that pages 1..n are committed. */
   checkpoint: number;
   rowsUpserted: number;
@@ -147,6 +161,10 @@ export interface CopyPageResult {
 export interface PlanResult {
   versionId: string;
   pagesTotal: number;
+  /** Rows per page the plan chose (absent in results of an earlier release: the requested size). */
+  pageSize?: number;
+  /** How it was chosen (absent in results of an earlier release: `fixed`). */
+  pageSizing?: PageSizing;
   /** Source rows at or below the watermark (decimal text). */
   sourceRows: string;
   watermark: Watermark;

@@ -5,11 +5,19 @@
  * RepairBucket rounds in `repair-rounds.ts`, input validation in `validation.ts`.
  */
 import type { WorkflowInfo } from '@temporalio/workflow';
-import { CancellationScope, executeChild, isCancellation, TemporalFailure, workflowInfo } from '@temporalio/workflow';
+import {
+  CancellationScope,
+  executeChild,
+  isCancellation,
+  patched,
+  TemporalFailure,
+  workflowInfo,
+} from '@temporalio/workflow';
 import type { PublishCatalogResult, RebuildCatalogInput, RebuildCatalogResult } from './definitions';
 import { short } from './activity-options';
 import { copyPages } from './copy-window';
 import { publishWorkflowId } from './names';
+import { LEGACY_DEFAULT_PAGE_SIZE } from './policies';
 import { PublishCatalog } from './publish-catalog';
 import { initialState, RebuildState, setRebuildHandlers } from './rebuild-state';
 import { reconcileAndRepair } from './repair-rounds';
@@ -51,15 +59,24 @@ export async function RebuildCatalog(input: RebuildCatalogInput): Promise<Rebuil
 }
 
 /**
- * Plans the version (`planRebuild`, idempotent per workflow id and first run): version, pages and
- * watermark into the carried state; then phase `copying`.
+ * Patch of plan-time page sizing: a rebuild without a page size whose history has no marker was
+ * started by an earlier release and plans pages of {@link LEGACY_DEFAULT_PAGE_SIZE}, as it did.
  */
-async function plan(state: RebuildState, pageSize: number, info: WorkflowInfo): Promise<void> {
+export const AUTO_PAGE_SIZING_PATCH = 'auto-page-sizing';
+
+/**
+ * Plans the version (`planRebuild`, idempotent per workflow id and first run): version, pages, their
+ * size and sizing, and the watermark into the carried state; then phase `copying`. Without a page
+ * size the plan sizes pages from measured cost for the rebuild's concurrency.
+ */
+async function plan(state: RebuildState, pageSize: number | undefined, info: WorkflowInfo): Promise<void> {
   const { input, carried: st } = state;
+  const requested = pageSize ?? (patched(AUTO_PAGE_SIZING_PATCH) ? undefined : LEGACY_DEFAULT_PAGE_SIZE);
   const planned = await short.planRebuild({
     catalog: input.catalog,
     source: input.source,
-    pageSize,
+    pageSize: requested,
+    concurrency: st.concurrency,
     workflowId: info.workflowId,
     firstRunId: info.firstExecutionRunId,
   });
@@ -67,8 +84,10 @@ async function plan(state: RebuildState, pageSize: number, info: WorkflowInfo): 
   st.pagesTotal = planned.pagesTotal;
   st.sourceRows = planned.sourceRows;
   st.watermark = planned.watermark;
+  st.pageSize = planned.pageSize ?? requested;
+  st.pageSizing = planned.pageSizing ?? (requested === undefined ? 'auto' : 'fixed');
   state.note(
-    `planned version ${planned.versionId}: ${planned.pagesTotal} pages of ${pageSize}, watermark job ${planned.watermark.jobKey ?? 'none'}`,
+    `planned version ${planned.versionId}: ${planned.pagesTotal} pages of ${st.pageSize ?? '?'} rows (${st.pageSizing}), watermark job ${planned.watermark.jobKey ?? 'none'}`,
   );
   state.setPhase('copying');
 }

@@ -32,7 +32,7 @@ import {
   resumeSignal,
   setThrottleUpdate,
 } from './definitions';
-import { PAGE_ATTEMPTS_REPORTED_ABOVE, PAGE_DURATIONS_KEPT } from './policies';
+import { LEGACY_DEFAULT_PAGE_SIZE, PAGE_ATTEMPTS_REPORTED_ABOVE, PAGE_DURATIONS_KEPT } from './policies';
 import { CatalogNameKey, RebuildPhaseKey } from './search-attributes';
 import { initialThrottle, validateThrottle } from './validation';
 
@@ -197,6 +197,18 @@ export class RebuildState {
     return Math.round(rows / windowS);
   }
 
+  /**
+   * How the pages are sized: as planned; before the plan, as requested (no page size: `auto`);
+   * for a plan made by an earlier release (nothing carried), fixed at the requested or old default size.
+   */
+  private sizing(): Pick<RebuildProgress, 'pageSizing' | 'pageSize'> {
+    const st = this.carried;
+    const given = this.input.pageSize;
+    if (st.pageSize !== undefined) return { pageSizing: st.pageSizing ?? 'fixed', pageSize: st.pageSize };
+    if (st.versionId) return { pageSizing: 'fixed', pageSize: given ?? LEGACY_DEFAULT_PAGE_SIZE };
+    return given === undefined ? { pageSizing: 'auto', pageSize: null } : { pageSizing: 'fixed', pageSize: given };
+  }
+
   /** The `progress` query's answer. */
   progress(): RebuildProgress {
     const st = this.carried;
@@ -209,6 +221,7 @@ export class RebuildState {
       draining: (st.paused || this.cancelRequested) && this.inFlight.size > 0,
       pagesTotal: st.pagesTotal,
       pagesDone: this.pagesDone(),
+      ...this.sizing(),
       checkpoint: st.checkpoint,
       rowsUpserted: st.rowsUpserted,
       rejects: st.rejects,

@@ -48,8 +48,8 @@ export function validateThrottle(s: ThrottleSettings): void {
 
 /** Settings of one run of `RebuildCatalog`, defaults filled in. */
 export interface RunSettings {
-  /** Jobs per page. */
-  pageSize: number;
+  /** Jobs per page; undefined: sized by the plan from measured cost. */
+  pageSize: number | undefined;
   /** Heartbeat timeout of page activities (ms). */
   heartbeatTimeoutMs: number;
   /** Pages this run may schedule before it continues as new. */
@@ -61,9 +61,9 @@ export interface RunSettings {
 }
 
 /**
- * Validates the catalog name, then `pageSize`, `heartbeatTimeoutMs` and `maxPagesPerRun` (in this
- * order, so the first invalid field is the one named); `retention` and `maxRepairRounds` take their
- * defaults when absent.
+ * Validates the catalog name, then `pageSize` (when given), `heartbeatTimeoutMs` and
+ * `maxPagesPerRun` (in this order, so the first invalid field is the one named); `retention` and
+ * `maxRepairRounds` take their defaults when absent.
  * @throws ApplicationFailure CONFIG_INVALID (non-retryable) naming the first invalid field.
  */
 export function runSettings(input: RebuildCatalogInput): RunSettings {
@@ -74,7 +74,7 @@ export function runSettings(input: RebuildCatalogInput): RunSettings {
     );
   }
   return {
-    pageSize: intIn('pageSize', input.pageSize, LIMITS.pageSize, LIMITS.pageSize.default),
+    pageSize: input.pageSize === undefined ? undefined : intIn('pageSize', input.pageSize, LIMITS.pageSize, 0),
     heartbeatTimeoutMs: intIn(
       'heartbeatTimeoutMs',
       input.heartbeatTimeoutMs,

@@ -11,7 +11,7 @@ import type { TemporalSession } from '../index';
 import { getProgress, rebuildHandle, startRebuild } from '../index';
 import type { LastWorkerSourceRecord } from '../../lib/catalog';
 import { findPlan, lastWorkerSourceRecord, recentWorkerSourceNames } from '../../lib/catalog';
-import type { PageSizing, Receipt } from '../receipt';
+import type { Receipt } from '../receipt';
 import { awaitPlan, buildReceipt, formatReceipt } from '../receipt';
 import type { CommandContext } from './context';
 import { ExitCode, withTemporal } from './context';
@@ -21,10 +21,8 @@ import { waitAndReport } from './outcome';
 export interface StartOptions {
   catalog: string;
   source: string;
-  /** Jobs per page. */
-  pageSize: number;
-  /** `fixed` when `--page-size` was given; default `default`. */
-  pageSizing?: PageSizing;
+  /** Jobs per page (`--page-size`); absent: the plan sizes pages from measured cost. */
+  pageSize?: number;
   /** Pages in flight. */
   concurrency: number;
   allowShrink: boolean;
@@ -216,8 +214,8 @@ async function receiptOf(
       workflowId: handle.workflowId,
       taskQueue: s.taskQueue,
       attached: o.attached,
-      pageSize: o.pageSize,
-      pageSizing: o.pageSizing ?? 'default',
+      pageSize: o.pageSize ?? null,
+      pageSizing: o.pageSize === undefined ? 'auto' : 'fixed',
     },
     plan,
   );

@@ -8,22 +8,32 @@ import type { PoolClient } from 'pg';
 import type { Queryable } from '../db';
 import type { VersionStatus } from './versions';
 
+/** One page of a plan as stored: its key range (decimal text) and the source rows counted in it. */
+export interface PlanPageRow {
+  firstKey: string;
+  lastKey: string;
+  /** Source rows in the range when the plan was made. */
+  plannedRows: number;
+}
+
+/** Plan pages stored per statement. */
+const PLAN_PAGES_PER_INSERT = 10_000;
+
 /**
- * Stores the fixed plan of a version: page n (from 1) covers keys `firstKeys[n-1]..lastKeys[n-1]`
- * (decimal text); nothing when there are no pages.
+ * Stores the fixed plan of a version: page n (from 1) is `pages[n-1]`; one statement per
+ * {@link PLAN_PAGES_PER_INSERT} pages, so no statement grows with the plan; nothing when there are
+ * no pages.
  */
-export async function insertPlanPages(
-  db: Queryable,
-  versionId: string,
-  firstKeys: string[],
-  lastKeys: string[],
-): Promise<void> {
-  if (!firstKeys.length) return;
-  await db.query(
-    `INSERT INTO plan_page (version_id, page_no, first_key, last_key)
-               SELECT $1, ord, f::bigint, l::bigint FROM unnest($2::text[], $3::text[]) WITH ORDINALITY AS u(f, l, ord)`,
-    [versionId, firstKeys, lastKeys],
-  );
+export async function insertPlanPages(db: Queryable, versionId: string, pages: PlanPageRow[]): Promise<void> {
+  for (let at = 0; at < pages.length; at += PLAN_PAGES_PER_INSERT) {
+    const batch = pages.slice(at, at + PLAN_PAGES_PER_INSERT);
+    await db.query(
+      `INSERT INTO plan_page (version_id, page_no, first_key, last_key, planned_rows)
+               SELECT $1, $2::int + ord, f::bigint, l::bigint, n
+               FROM unnest($3::text[], $4::text[], $5::int[]) WITH ORDINALITY AS u(f, l, n, ord)`,
+      [versionId, at, batch.map((p) => p.firstKey), batch.map((p) => p.lastKey), batch.map((p) => p.plannedRows)],
+    );
+  }
 }
 
 /** One page of the plan with its version's current status (unlocked: the page transaction fences again). */
@@ -31,20 +41,27 @@ export interface PlannedPage {
   /** First and last paging key of the page, decimal text. */
   firstKey: string;
   lastKey: string;
+  /** Source rows the plan counted in the page; null for pages planned by an earlier release. */
+  plannedRows: number | null;
   versionStatus: VersionStatus;
-  /** Rows the plan counted in the page; null or absent for a plan that did not count them. */
-  plannedRows?: number | null;
 }
 
 /** Page `pageNo` of a version's plan, or null when the plan has no such page. */
 export async function readPlanPage(db: Queryable, versionId: string, pageNo: number): Promise<PlannedPage | null> {
-  const plan = await db.query<{ first_key: string; last_key: string; status: VersionStatus }>(
-    `SELECT p.first_key::text, p.last_key::text, v.status FROM plan_page p JOIN version v USING (version_id)
+  const plan = await db.query<{
+    first_key: string;
+    last_key: string;
+    planned_rows: number | null;
+    status: VersionStatus;
+  }>(
+    `SELECT p.first_key::text, p.last_key::text, p.planned_rows, v.status FROM plan_page p JOIN version v USING (version_id)
                WHERE p.version_id = $1 AND p.page_no = $2`,
     [versionId, pageNo],
   );
   const p = plan.rows[0];
-  return p ? { firstKey: p.first_key, lastKey: p.last_key, versionStatus: p.status } : null;
+  return p
+    ? { firstKey: p.first_key, lastKey: p.last_key, plannedRows: p.planned_rows, versionStatus: p.status }
+    : null;
 }
 
 /** An attempt of one page by one worker. */

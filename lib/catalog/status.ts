@@ -13,6 +13,10 @@ export interface LatestVersionProgress {
   status: string;
   /** Pages in the plan (0 while planning). */
   pagesTotal: number;
+  /** Rows per page of the plan. */
+  pageSize: number;
+  /** How the plan sized its pages: `auto` or `fixed` (a plan of an earlier release: `fixed`). */
+  pageSizing: 'auto' | 'fixed';
   /** Ledger rows with a commit time: pages committed. */
   pagesCommitted: number;
   /** Highest n such that pages 1..n are all committed (from the plan and the ledger). */
@@ -59,6 +63,8 @@ export async function readLatestVersionProgress(
     version_id: string;
     status: string;
     pages_total: number;
+    page_size: number;
+    page_sizing: 'auto' | 'fixed' | null;
     failure_reason: string | null;
     committed: number;
     rows: string;
@@ -77,7 +83,7 @@ export async function readLatestVersionProgress(
             (SELECT count(*) FROM reject r WHERE r.version_id = l.version_id::bigint)::int AS rejects,
             (SELECT count(*) - count(DISTINCT a.page_no) FROM page_attempt a
              WHERE a.version_id = l.version_id::bigint)::int AS retries
-     FROM (SELECT v.version_id::text, v.status, v.pages_total, v.failure_reason,
+     FROM (SELECT v.version_id::text, v.status, v.pages_total, v.page_size, v.page_sizing, v.failure_reason,
                   count(p.committed_at)::int AS committed, coalesce(sum(p.rows), 0)::text AS rows,
                   max(p.committed_at) AS last, extract(epoch FROM now() - max(p.committed_at))::float8 AS age,
                   extract(epoch FROM now() - v.created_at)::float8 AS created_age
@@ -92,6 +98,8 @@ export async function readLatestVersionProgress(
     versionId: l.version_id,
     status: l.status,
     pagesTotal: l.pages_total,
+    pageSize: l.page_size,
+    pageSizing: l.page_sizing ?? 'fixed',
     pagesCommitted: l.committed,
     checkpoint: l.checkpoint,
     rows: Number(l.rows),

@@ -6,7 +6,7 @@
 import type { PoolClient } from 'pg';
 import type { Queryable } from '../db';
 import { NotPublishableError, VersionFencedError } from '../errors';
-import type { PlanResult } from '../../workflows/definitions';
+import type { PageSizing, PlanResult } from '../../workflows/definitions';
 
 /** Status of a version (column `version.status`). */
 export type VersionStatus = 'building' | 'verifying' | 'active' | 'retired' | 'dropped' | 'abandoned' | 'failed';
@@ -144,8 +144,10 @@ export async function findPlan(db: Queryable, workflowId: string, firstRunId: st
     watermark_key: string | null;
     watermark_time: string;
     source_timezone: string;
+    page_size: number;
+    page_sizing: PageSizing | null;
   }>(
-    `SELECT version_id::text, pages_total, source_rows::text, watermark_key::text,
+    `SELECT version_id::text, pages_total, page_size, page_sizing, source_rows::text, watermark_key::text,
                   to_char(watermark_time AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS watermark_time, source_timezone
            FROM version WHERE workflow_id = $1 AND first_run_id = $2`,
     [workflowId, firstRunId],
@@ -155,6 +157,8 @@ export async function findPlan(db: Queryable, workflowId: string, firstRunId: st
   return {
     versionId: v.version_id,
     pagesTotal: v.pages_total,
+    pageSize: v.page_size,
+    pageSizing: v.page_sizing ?? 'fixed',
     sourceRows: v.source_rows,
     watermark: { jobKey: v.watermark_key, time: v.watermark_time },
     timezone: v.source_timezone,
@@ -178,6 +182,8 @@ export interface NewVersion {
   firstRunId: string;
   /** Jobs per page. */
   pageSize: number;
+  /** How the plan sized its pages. */
+  pageSizing: PageSizing;
   pagesTotal: number;
   /** Source rows at or below the watermark. */
   sourceRows: string;
@@ -193,8 +199,8 @@ export interface NewVersion {
 export async function insertVersion(c: Queryable, v: NewVersion): Promise<string> {
   const ins = await c.query<{ version_id: string }>(
     `INSERT INTO version (catalog_name, source_name, workflow_id, first_run_id, page_size, pages_total,
-                                  source_rows, watermark_key, watermark_time, source_timezone)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING version_id::text`,
+                                  source_rows, watermark_key, watermark_time, source_timezone, page_sizing)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING version_id::text`,
     [
       v.catalog,
       v.source,
@@ -206,6 +212,7 @@ export async function insertVersion(c: Queryable, v: NewVersion): Promise<string
       v.watermarkKey,
       v.watermarkTime,
       v.timezone,
+      v.pageSizing,
     ],
   );
   return ins.rows[0].version_id;

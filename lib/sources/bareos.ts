@@ -1,13 +1,19 @@
 import type { Pool } from 'pg';
 import { createPool } from '../db';
-import type { BucketStat, DstReport, JobSource, ReadRow, SourceWatermark } from './types';
-import { DST_RULE } from './types';
+import type { BucketStat, DstReport, JobSource, PageRange, PageWalkProgress, ReadRow, SourceWatermark } from './types';
+import { DST_RULE, ROW_WIDTH_SAMPLE } from './types';
 import type { DatabaseSourceConfig } from '../config';
 import { BAREOS_JOB_SELECT as SELECT_JOB, bareosJobSelect } from './bareos-columns';
 import type { SourceTextMode } from './bareos-columns';
 import { openBareosPageRead } from './bareos-page';
 import type { PageRead, StreamingSource } from './types';
 import { BAREOS_FINGERPRINT_ROW as SOURCE_FINGERPRINT_ROW } from '../fingerprint';
+
+/** Keys one statement of the page walk reads at most (an index-only scan of about 0.1–1 s). */
+export const WALK_ROWS_PER_STATEMENT = 1_000_000;
+
+/** The lowest bigint (decimal text): where the page walk starts. */
+const MIN_BIGINT = '-9223372036854775808';
 
 /**
  * SELECT list counting naive timestamps `col` that do not exist in zone `tz` (the round trip
@@ -88,22 +94,97 @@ export class BareosSource implements JobSource, StreamingSource {
   }
 
   async watermark(): Promise<SourceWatermark> {
-    const { rows } = await this.pool.query<{ max_key: string | null; rows: string; time: string }>(
-      `SELECT max(jobid)::text AS max_key, count(*)::text AS rows,
-              to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS time
-       FROM job`,
+    const { rows } = await this.pool.query<{ max_key: string | null; time: string }>(
+      `SELECT (SELECT max(jobid) FROM job)::text AS max_key,
+              to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS time`,
     );
-    return { maxKey: rows[0].max_key, rows: rows[0].rows, time: rows[0].time };
+    return { maxKey: rows[0].max_key, time: rows[0].time };
   }
 
-  async pageFirstKeys(maxKey: string, pageSize: number): Promise<string[]> {
-    const { rows } = await this.pool.query<{ k: string }>(
-      `SELECT jobid::text AS k FROM (
-         SELECT jobid, row_number() OVER (ORDER BY jobid) AS rn FROM job WHERE jobid <= $1::bigint
-       ) s WHERE (rn - 1) % $2 = 0 ORDER BY jobid`,
-      [maxKey, pageSize],
+  /**
+   * Keyset walk over the primary key (an index-only scan): each statement reads the next
+   * `pagesPerStatement × pageSize` keys above the previous page (at most `rowsPerStatement` keys,
+   * default {@link WALK_ROWS_PER_STATEMENT}, so its time is bounded at any table size) and numbers
+   * them into pages.
+   */
+  async planPages(
+    maxKey: string,
+    pageSize: number,
+    onProgress?: (p: PageWalkProgress) => void,
+    rowsPerStatement = WALK_ROWS_PER_STATEMENT,
+  ): Promise<PageRange[]> {
+    const perStatement = Math.max(1, Math.floor(rowsPerStatement / pageSize));
+    const limit = perStatement * pageSize;
+    const pages: PageRange[] = [];
+    let from = MIN_BIGINT;
+    let total = 0;
+    for (;;) {
+      const { rows } = await this.pool.query<{ first_key: string; last_key: string; n: number }>(
+        `SELECT min(jobid)::text AS first_key, max(jobid)::text AS last_key, count(*)::int AS n
+         FROM (SELECT jobid, (row_number() OVER (ORDER BY jobid) - 1) / $3 AS p
+               FROM (SELECT jobid FROM job WHERE jobid >= $1::bigint AND jobid <= $2::bigint
+                     ORDER BY jobid LIMIT $4) k) s
+         GROUP BY p ORDER BY p`,
+        [from, maxKey, pageSize, limit],
+      );
+      let read = 0;
+      for (const r of rows) {
+        pages.push({ firstKey: r.first_key, lastKey: r.last_key, rows: r.n });
+        read += r.n;
+      }
+      total += read;
+      if (!rows.length) break;
+      const last = rows[rows.length - 1].last_key;
+      onProgress?.({ pages: pages.length, rows: total, lastKey: last });
+      if (read < limit || last === maxKey) break;
+      from = (BigInt(last) + 1n).toString();
+    }
+    return pages;
+  }
+
+  /**
+   * Samples blocks of the table (`TABLESAMPLE SYSTEM`, repeatable, sized from the planner's row
+   * estimate) for about {@link ROW_WIDTH_SAMPLE} ids, then reads those rows by primary key (`= ANY
+   * (ARRAY(…))`, an index scan: an `IN` subquery would be planned as a scan of the whole table).
+   */
+  async averageRowBytes(maxKey: string): Promise<number | null> {
+    const tz = await this.timezone();
+    const estimate = await this.pool.query<{ n: number }>(
+      `SELECT greatest(reltuples, 0)::float8 AS n FROM pg_class WHERE oid = 'job'::regclass`,
     );
-    return rows.map((r) => r.k);
+    const pct = Math.min(100, (100 * 2 * ROW_WIDTH_SAMPLE) / Math.max(1, estimate.rows[0]?.n ?? 0));
+    const sample = await this.pool.query<{ avg: number | null }>(
+      `SELECT avg(octet_length(r::text))::float8 AS avg FROM (
+         ${SELECT_JOB} WHERE j.jobid = ANY (ARRAY(
+           SELECT jobid FROM job TABLESAMPLE SYSTEM ($3) REPEATABLE (0) WHERE jobid <= $2::bigint LIMIT $4))) r`,
+      [tz, maxKey, pct, ROW_WIDTH_SAMPLE],
+    );
+    if (sample.rows[0].avg !== null) return sample.rows[0].avg;
+    // The sampled blocks held no row at or below the watermark: the first rows instead.
+    const first = await this.pool.query<{ avg: number | null }>(
+      `SELECT avg(octet_length(r::text))::float8 AS avg FROM (
+         ${SELECT_JOB} WHERE j.jobid = ANY (ARRAY(SELECT jobid FROM job WHERE jobid <= $2::bigint ORDER BY jobid LIMIT $3))) r`,
+      [tz, maxKey, ROW_WIDTH_SAMPLE],
+    );
+    return first.rows[0].avg;
+  }
+
+  /** Counts along the primary key in statements of at most {@link WALK_ROWS_PER_STATEMENT} keys. */
+  async countRowsUpTo(maxKey: string, limit: number): Promise<number> {
+    let from = MIN_BIGINT;
+    let counted = 0;
+    while (counted < limit) {
+      const chunk = Math.min(WALK_ROWS_PER_STATEMENT, limit - counted);
+      const { rows } = await this.pool.query<{ n: number; last: string | null }>(
+        `SELECT count(*)::int AS n, max(jobid)::text AS last FROM (
+           SELECT jobid FROM job WHERE jobid >= $1::bigint AND jobid <= $2::bigint ORDER BY jobid LIMIT $3) s`,
+        [from, maxKey, chunk],
+      );
+      counted += rows[0].n;
+      if (rows[0].n < chunk || rows[0].last === null || rows[0].last === maxKey) break;
+      from = (BigInt(rows[0].last) + 1n).toString();
+    }
+    return counted;
   }
 
   async readRange(firstKey: string, lastKey: string): Promise<ReadRow[]> {

@@ -6,8 +6,9 @@ import type { Pool, PoolClient } from 'pg';
 import type { SourceConfig } from '../config';
 import { isFileSource } from '../config';
 import { BareosSource } from './bareos';
-import { readListing, StagedSource, stagedPageFirstKeys, stageListing } from './staged';
+import { readListing, StagedSource, stageListing } from './staged';
 import type { JobSource, SourceWatermark } from './types';
+import { densePages } from './types';
 
 export { BareosSource } from './bareos';
 export { StagedSource } from './staged';
@@ -15,12 +16,16 @@ export * from './types';
 
 /** What planRebuild needs from a source before the version exists. */
 export interface PreparedSource {
-  /** Max paging key, rows and time at plan. */
+  /** Max paging key and time at plan. */
   watermark: SourceWatermark;
   /** IANA zone of the source's naive times and buckets. */
   timezone: string;
-  /** First keys of the fixed pages of `pageSize` jobs at or below `maxKey` (decimal text). */
-  pageFirstKeys(maxKey: string, pageSize: number): Promise<string[]>;
+  /** The pages of `pageSize` rows at or below `maxKey` (see {@link JobSource.planPages}). */
+  planPages: JobSource['planPages'];
+  /** Average bytes of a row's text, sampled (see {@link JobSource.averageRowBytes}). */
+  averageRowBytes: JobSource['averageRowBytes'];
+  /** Rows at or below `maxKey`, counting at most `limit` (see {@link JobSource.countRowsUpTo}). */
+  countRowsUpTo: JobSource['countRowsUpTo'];
   /** sha256 of a staged listing (file sources), null for database sources. */
   snapshot: string | null;
   /** Listing records dropped as repeats of an id (file sources). */
@@ -69,7 +74,7 @@ export class SourceRegistry {
   }
 
   /**
-   * Takes what a plan needs. A database source is asked for its watermark and page boundaries; a
+   * Takes what a plan needs. A database source is asked for its watermark, then walks its keys; a
    * file source's listing is read and parsed now (so every worker pages this snapshot) and staged
    * by `stage` in the plan transaction.
    * @throws UnknownSourceError, SourceDataInvalidError (unreadable or malformed listing).
@@ -84,18 +89,23 @@ export class SourceRegistry {
         timezone,
         snapshot: null,
         duplicates: 0,
-        pageFirstKeys: (maxKey, size) => source.pageFirstKeys(maxKey, size),
+        planPages: (maxKey, size, onProgress) => source.planPages(maxKey, size, onProgress),
+        averageRowBytes: (maxKey) => source.averageRowBytes(maxKey),
+        countRowsUpTo: (maxKey, limit) => source.countRowsUpTo(maxKey, limit),
       };
     }
     const listing = await readListing(name, config);
     const n = listing.records;
     const now = new Date().toISOString().replace(/Z$/, '000Z');
     return {
-      watermark: { maxKey: n ? String(n) : null, rows: String(n), time: now },
+      watermark: { maxKey: n ? String(n) : null, time: now },
       timezone: config.timezone ?? 'UTC',
       snapshot: listing.sha256,
       duplicates: listing.duplicates,
-      pageFirstKeys: async (maxKey, size) => stagedPageFirstKeys(maxKey, size),
+      planPages: async (maxKey, size) => densePages(maxKey, size),
+      // Not staged yet: the width of a record is that of its staged COPY text.
+      averageRowBytes: async () => (n ? listing.copyText.length / n : null),
+      countRowsUpTo: async (maxKey, limit) => Math.min(Number(maxKey), limit),
       stage: (c, versionId) => stageListing(c, versionId, listing),
     };
   }

@@ -18,8 +18,8 @@ import { STAGED_FINGERPRINT_ROW as STAGED_FINGERPRINT } from '../fingerprint';
 import { STAGED_COPY_COLUMNS } from './listing';
 import type { ListingForStaging } from './listing-thread';
 import { parseListingInThread } from './listing-thread';
-import type { BucketStat, DstReport, JobSource, ReadRow, SourceWatermark } from './types';
-import { DST_RULE } from './types';
+import type { BucketStat, DstReport, JobSource, PageRange, ReadRow, SourceWatermark } from './types';
+import { densePages, DST_RULE, ROW_WIDTH_SAMPLE } from './types';
 
 /** Largest listing read from a command's standard output (bytes). */
 const MAX_LISTING_BYTES = 1 << 30;
@@ -127,13 +127,6 @@ export async function stageListing(c: PoolClient, versionId: string, listing: Li
   await done;
 }
 
-/** First keys of fixed pages over a staged listing, whose keys are 1..maxKey without gaps (decimal text). */
-export function stagedPageFirstKeys(maxKey: string, pageSize: number): string[] {
-  const keys: string[] = [];
-  for (let k = 1n; k <= BigInt(maxKey); k += BigInt(pageSize)) keys.push(k.toString());
-  return keys;
-}
-
 const FMT = `'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'`;
 /** A staged time as an instant: offset times as written, naive ones in the source's zone ($1). */
 const instant = (col: string) =>
@@ -183,16 +176,35 @@ export class StagedSource implements JobSource {
   }
 
   async watermark(): Promise<SourceWatermark> {
-    const { rows } = await this.pool.query<{ max_key: string | null; rows: string; time: string }>(
-      `SELECT max(seq)::text AS max_key, count(*)::text AS rows, to_char(now() AT TIME ZONE 'UTC', ${FMT}) AS time
+    const { rows } = await this.pool.query<{ max_key: string | null; time: string }>(
+      `SELECT max(seq)::text AS max_key, to_char(now() AT TIME ZONE 'UTC', ${FMT}) AS time
        FROM staged_record WHERE version_id = $1`,
       [this.versionId],
     );
-    return { maxKey: rows[0].max_key, rows: rows[0].rows, time: rows[0].time };
+    return { maxKey: rows[0].max_key, time: rows[0].time };
   }
 
-  async pageFirstKeys(maxKey: string, pageSize: number): Promise<string[]> {
-    return stagedPageFirstKeys(maxKey, pageSize);
+  /** A staged listing's keys are 1..n without gaps (record numbers), so its pages are arithmetic. */
+  async planPages(maxKey: string, pageSize: number): Promise<PageRange[]> {
+    return densePages(maxKey, pageSize);
+  }
+
+  async averageRowBytes(maxKey: string): Promise<number | null> {
+    const tz = await this.timezone();
+    const { rows } = await this.pool.query<{ avg: number | null }>(
+      `SELECT avg(octet_length(x::text))::float8 AS avg FROM (${SELECT_STAGED} AND s.seq <= $3::bigint
+         ORDER BY s.seq LIMIT $4) x`,
+      [tz, this.versionId, maxKey, ROW_WIDTH_SAMPLE],
+    );
+    return rows[0].avg;
+  }
+
+  async countRowsUpTo(maxKey: string, limit: number): Promise<number> {
+    const { rows } = await this.pool.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM (SELECT 1 FROM staged_record WHERE version_id = $1 AND seq <= $2::bigint LIMIT $3) s`,
+      [this.versionId, maxKey, limit],
+    );
+    return rows[0].n;
   }
 
   private async select(where: string, params: unknown[]): Promise<ReadRow[]> {

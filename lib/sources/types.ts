@@ -135,14 +135,54 @@ export function isStreamingSource(s: object): s is StreamingSource {
   return typeof (s as Partial<StreamingSource>).openPageRead === 'function';
 }
 
-/** The watermark taken when a rebuild is planned. */
+/**
+ * The watermark taken when a rebuild is planned. The rows at or below it are counted by the page
+ * walk ({@link JobSource.planPages}), not here: one count over a table of 10^8 rows would outlast a
+ * statement timeout.
+ */
 export interface SourceWatermark {
   /** Highest paging key (decimal text), null for an empty source. */
   maxKey: string | null;
-  /** Source rows at or below maxKey (decimal text). */
-  rows: string;
   /** Source clock when the watermark was taken (ISO 8601 UTC). */
   time: string;
+}
+
+/** One page of a plan: keys that exist in the source, and the rows between them. */
+export interface PageRange {
+  /** Lowest key of the page (decimal text); a key that exists. */
+  firstKey: string;
+  /** Highest key of the page (decimal text); a key that exists. */
+  lastKey: string;
+  /** Source rows with `firstKey <= key <= lastKey` when the plan was made. */
+  rows: number;
+}
+
+/** Progress of a page walk, reported after each of its statements. */
+export interface PageWalkProgress {
+  /** Pages found so far. */
+  pages: number;
+  /** Rows in those pages. */
+  rows: number;
+  /** Last key of the last page found (decimal text). */
+  lastKey: string;
+}
+
+/** Rows sampled at most to measure the average width of a row (averageRowBytes). */
+export const ROW_WIDTH_SAMPLE = 10_000;
+
+/**
+ * Pages of a dense key range `1..maxKey` (every key exists, as in a staged listing): `pageSize` keys
+ * each, the last page the rest. Arithmetic is right here only because no key is missing.
+ */
+export function densePages(maxKey: string, pageSize: number): PageRange[] {
+  const pages: PageRange[] = [];
+  const max = BigInt(maxKey);
+  const size = BigInt(pageSize);
+  for (let k = 1n; k <= max; k += size) {
+    const last = k + size - 1n < max ? k + size - 1n : max;
+    pages.push({ firstKey: k.toString(), lastKey: last.toString(), rows: Number(last - k + 1n) });
+  }
+  return pages;
 }
 
 /** A readable source of job records, keyed by a numeric paging key. */
@@ -151,10 +191,20 @@ export interface JobSource {
   readonly kind: string;
   /** IANA zone of the source's naive times (configured, or the source database's TimeZone). */
   timezone(): Promise<string>;
-  /** Takes the watermark: max key, row count, source time. */
+  /** Takes the watermark: max key and source time. */
   watermark(): Promise<SourceWatermark>;
-  /** First keys of the fixed pages of `pageSize` jobs at or below `maxKey`, ascending (decimal text). */
-  pageFirstKeys(maxKey: string, pageSize: number): Promise<string[]>;
+  /**
+   * The pages of `pageSize` rows at or below `maxKey`, ascending, from keys that exist (the last page
+   * may hold fewer rows). Walks the keys in bounded statements and calls `onProgress` after each.
+   */
+  planPages(maxKey: string, pageSize: number, onProgress?: (p: PageWalkProgress) => void): Promise<PageRange[]>;
+  /**
+   * Average bytes of the text of one row at or below `maxKey` as a page reads it, over a bounded
+   * sample (at most {@link ROW_WIDTH_SAMPLE} rows); null when the source has no rows.
+   */
+  averageRowBytes(maxKey: string): Promise<number | null>;
+  /** Rows at or below `maxKey`, counting at most `limit` (a bounded statement). */
+  countRowsUpTo(maxKey: string, limit: number): Promise<number>;
   /** Rows with `firstKey <= key <= lastKey`, ascending by key. */
   readRange(firstKey: string, lastKey: string): Promise<ReadRow[]>;
   /** Rows with the given keys (decimal text), ascending by key. */

@@ -1,0 +1,148 @@
+/**
+ * planRebuild on a Bareos source whose job ids come in three blocks 10^8 apart: the keyset walk
+ * makes pages of existing keys with their row counts (fixed page size), heartbeats its progress,
+ * and without a page size the plan sizes pages itself (`auto`) and says so.
+ */
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { MockActivityEnvironment } from '@temporalio/testing';
+import type { ActivityFixture } from '../dev/harness/activity-env';
+import { activityFixture } from '../dev/harness/activity-env';
+import { readPlanPage } from '../lib/catalog';
+import type { PageWalkProgress } from '../lib/sources';
+import { BareosSource } from '../lib/sources';
+import type { PlanProgress } from '../activities/plan-rebuild';
+import type { PlanRebuildInput } from '../workflows/activity-types';
+import type { PlanResult } from '../workflows/definitions';
+
+/** Runs planRebuild in `env`. */
+const planIn = (env: MockActivityEnvironment, input: PlanRebuildInput): Promise<PlanResult> =>
+  env.run(fx.acts.planRebuild, input) as Promise<PlanResult>;
+
+const JOBS = 3_000;
+const BLOCK = 100_000_000;
+let fx: ActivityFixture;
+let ids: string[];
+
+before(async () => {
+  fx = await activityFixture('plankeys', { jobs: JOBS, seed: 13 });
+  // Three blocks of 1,000 jobs, ids 10^8 apart.
+  await fx.dbs.sourcePool.query(
+    `UPDATE job j SET jobid = j.jobid + $1::int * b.blk
+     FROM (SELECT jobid, (row_number() OVER (ORDER BY jobid) - 1) / 1000 AS blk FROM job) b WHERE b.jobid = j.jobid`,
+    [BLOCK],
+  );
+  const r = await fx.dbs.sourcePool.query<{ id: string }>(`SELECT jobid::text AS id FROM job ORDER BY jobid`);
+  ids = r.rows.map((x) => x.id);
+});
+after(async () => {
+  await fx?.close();
+});
+
+/** The stored plan of a version: page number, keys and planned rows. */
+async function storedPlan(versionId: string) {
+  const r = await fx.dbs.catalogPool.query<{ page_no: number; first_key: string; last_key: string; n: number }>(
+    `SELECT page_no, first_key::text, last_key::text, planned_rows AS n FROM plan_page WHERE version_id = $1 ORDER BY page_no`,
+    [versionId],
+  );
+  return r.rows;
+}
+
+test('fixed pages from keys that exist on ids in blocks 10^8 apart, with their row counts', async () => {
+  assert.ok(BigInt(ids[ids.length - 1]) > 2n * BigInt(BLOCK), 'three blocks');
+  const env = new MockActivityEnvironment({ heartbeatTimeoutMs: 2_000 });
+  const beats: PlanProgress[] = [];
+  env.on('heartbeat', (d: PlanProgress) => beats.push(d));
+  const plan = await planIn(env, {
+    catalog: 'keys',
+    source: 'director',
+    pageSize: 400,
+    workflowId: 'catalog-rebuild/keys',
+    firstRunId: 'run-fixed',
+  });
+  assert.equal(plan.pageSizing, 'fixed');
+  assert.equal(plan.pageSize, 400);
+  assert.equal(plan.pagesTotal, Math.ceil(JOBS / 400));
+  assert.equal(plan.sourceRows, String(JOBS));
+  assert.equal(plan.watermark.jobKey, ids[ids.length - 1]);
+  const pages = await storedPlan(plan.versionId);
+  assert.equal(pages.length, 8);
+  pages.forEach((p, i) => {
+    assert.equal(p.page_no, i + 1);
+    assert.equal(p.first_key, ids[i * 400], `page ${i + 1} starts at the ${i * 400 + 1}th key`);
+    assert.equal(p.n, Math.min(400, JOBS - i * 400));
+    const next = pages[i + 1];
+    assert.equal(p.last_key, next ? String(BigInt(next.first_key) - 1n) : ids[ids.length - 1]);
+    const inRange = ids.filter((k) => BigInt(k) >= BigInt(p.first_key) && BigInt(k) <= BigInt(p.last_key));
+    assert.equal(inRange.length, p.n, `page ${i + 1} holds its planned rows`);
+  });
+  assert.ok(
+    beats.some((b) => b.stage === 'walking the keys' && b.pagesPlanned === 8 && b.rowsPlanned === JOBS),
+    `the walk heartbeats its progress: ${JSON.stringify(beats)}`,
+  );
+  const page3 = await readPlanPage(fx.dbs.catalogPool, plan.versionId, 3);
+  assert.equal(page3?.plannedRows, 400);
+  const v = await fx.dbs.catalogPool.query(`SELECT page_size, page_sizing FROM version WHERE version_id = $1`, [
+    plan.versionId,
+  ]);
+  assert.deepEqual(v.rows[0], { page_size: 400, page_sizing: 'fixed' });
+});
+
+test('without a page size the plan sizes pages (auto) and a retry returns the same plan', async () => {
+  const input = {
+    catalog: 'keys-auto',
+    source: 'director',
+    concurrency: 2,
+    workflowId: 'catalog-rebuild/keys-auto',
+    firstRunId: 'run-auto',
+  };
+  const plan = await planIn(new MockActivityEnvironment({ heartbeatTimeoutMs: 2_000 }), input);
+  assert.equal(plan.pageSizing, 'auto');
+  assert.equal(plan.pageSize, 1_000, 'a 3,000-job source gets the minimum page size');
+  assert.equal(plan.pagesTotal, 3);
+  const pages = await storedPlan(plan.versionId);
+  assert.deepEqual(
+    pages.map((p) => [p.first_key, p.n]),
+    [0, 1, 2].map((b) => [ids[b * 1000], 1000]),
+    'one page per block of ids',
+  );
+  const again = await planIn(new MockActivityEnvironment({ heartbeatTimeoutMs: 2_000 }), input);
+  assert.deepEqual(again, plan);
+  const ev = await fx.dbs.catalogPool.query<{ message: string; details: Record<string, unknown> }>(
+    `SELECT message, details FROM event WHERE version_id = $1 AND kind = 'planned'`,
+    [plan.versionId],
+  );
+  assert.match(ev.rows[0].message, /3 pages of 1000 jobs \(auto: the minimum of 1,000 rows per page/);
+  assert.equal(ev.rows[0].details.pageSizing, 'auto');
+  assert.ok((ev.rows[0].details.avgRowBytes as number) > 50, 'the row width was measured');
+});
+
+test('the walk goes on statement by statement (bounded keys each) to the watermark', async () => {
+  const source = new BareosSource('walk', { kind: 'bareos', databaseUrl: fx.dbs.sourceUrl });
+  try {
+    const seen: PageWalkProgress[] = [];
+    const maxKey = ids[ids.length - 1];
+    const pages = await source.planPages(maxKey, 400, (p) => seen.push(p), 800);
+    assert.deepEqual(
+      seen.map((p) => p.pages),
+      [2, 4, 6, 8],
+      'two pages per statement of 800 keys',
+    );
+    assert.deepEqual(
+      pages.map((p) => [p.firstKey, p.lastKey, p.rows]),
+      Array.from({ length: 8 }, (_, i) => [
+        ids[i * 400],
+        ids[Math.min(JOBS, (i + 1) * 400) - 1],
+        Math.min(400, JOBS - i * 400),
+      ]),
+    );
+    const below = await source.planPages(ids[1999], 1000, undefined, 1000);
+    assert.deepEqual(
+      below.map((p) => p.rows),
+      [1000, 1000],
+      'nothing above the watermark',
+    );
+  } finally {
+    await source.close();
+  }
+});

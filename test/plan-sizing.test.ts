@@ -1,0 +1,87 @@
+/**
+ * The page sizing rule (lib/page-sizing.ts), the dense pages of a staged listing and the stored
+ * last keys of a plan: pure functions.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { autoPageSize, describePageSize, PAGE_SIZING, sizingRowsThatMatter } from '../lib/page-sizing';
+import { densePages } from '../lib/sources/types';
+import { pageLastKeys } from '../activities/plan-rebuild';
+
+const MiB = 1024 * 1024;
+
+test('auto sizing: about 16 MiB of row text per page on a large source', () => {
+  assert.deepEqual(autoPageSize({ rows: 100_000_000, avgRowBytes: 256, concurrency: 4 }), {
+    rowsPerPage: (16 * MiB) / 256,
+    limitedBy: 'bytes',
+  });
+  assert.equal(autoPageSize({ rows: 100_000_000, avgRowBytes: 300, concurrency: 4 }).rowsPerPage, 55_924);
+});
+
+test('auto sizing: wide rows still make pages of 15,000 rows (at most 10 completions/s at 150,000 rows/s)', () => {
+  assert.deepEqual(autoPageSize({ rows: 10_000_000, avgRowBytes: 4_000, concurrency: 4 }), {
+    rowsPerPage: 15_000,
+    limitedBy: 'completions',
+  });
+});
+
+test('auto sizing: a small source gets 4 pages per page in flight, never below 1,000 rows', () => {
+  assert.deepEqual(autoPageSize({ rows: 1_000_000, avgRowBytes: 250, concurrency: 4 }), {
+    rowsPerPage: 62_500,
+    limitedBy: 'cores',
+  });
+  assert.deepEqual(autoPageSize({ rows: 100_000, avgRowBytes: 250, concurrency: 8 }), {
+    rowsPerPage: 3_125,
+    limitedBy: 'cores',
+  });
+  assert.deepEqual(autoPageSize({ rows: 1_200, avgRowBytes: 250, concurrency: 4 }), {
+    rowsPerPage: 1_000,
+    limitedBy: 'minimum',
+  });
+  assert.deepEqual(autoPageSize({ rows: 0, avgRowBytes: null, concurrency: 4 }), {
+    rowsPerPage: 1_000,
+    limitedBy: 'minimum',
+  });
+});
+
+test('auto sizing: narrow rows are capped at 100,000 rows per page', () => {
+  assert.deepEqual(autoPageSize({ rows: 100_000_000, avgRowBytes: 20, concurrency: 4 }), {
+    rowsPerPage: 100_000,
+    limitedBy: 'maximum',
+  });
+});
+
+test('auto sizing: always within bounds; counting beyond sizingRowsThatMatter changes nothing', () => {
+  for (const rows of [0, 1, 999, 5_000, 123_456, 2_000_000, 10 ** 9]) {
+    for (const avgRowBytes of [null, 1, 64, 250, 1_000, 100_000]) {
+      for (const concurrency of [1, 4, 64]) {
+        const m = { rows, avgRowBytes, concurrency };
+        const { rowsPerPage } = autoPageSize(m);
+        assert.ok(rowsPerPage >= PAGE_SIZING.minRows && rowsPerPage <= PAGE_SIZING.maxRows, JSON.stringify(m));
+        assert.ok(Number.isInteger(rowsPerPage));
+        const capped = Math.min(rows, sizingRowsThatMatter(concurrency));
+        assert.equal(autoPageSize({ ...m, rows: capped }).rowsPerPage, rowsPerPage, JSON.stringify(m));
+      }
+    }
+  }
+});
+
+test('auto sizing is described in words', () => {
+  const m = { rows: 100_000_000, avgRowBytes: 256, concurrency: 4 };
+  assert.equal(describePageSize(autoPageSize(m), m), 'about 16 MiB of row text per page at 256 bytes a row');
+  const small = { rows: 1_000_000, avgRowBytes: 250, concurrency: 4 };
+  assert.equal(describePageSize(autoPageSize(small), small), '4 pages per page in flight (4) over 1,000,000 rows');
+});
+
+test('a staged listing (keys 1..n) is paged by arithmetic; the last page holds the rest', () => {
+  assert.deepEqual(densePages('5', 2), [
+    { firstKey: '1', lastKey: '2', rows: 2 },
+    { firstKey: '3', lastKey: '4', rows: 2 },
+    { firstKey: '5', lastKey: '5', rows: 1 },
+  ]);
+  assert.deepEqual(densePages('4', 2).length, 2);
+});
+
+test('stored pages cover every key from the first page to the watermark', () => {
+  assert.deepEqual(pageLastKeys(['5', '100000005', '200000001'], '200000900'), ['100000004', '200000000', '200000900']);
+});
