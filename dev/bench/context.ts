@@ -23,6 +23,8 @@ export interface BenchOptions {
   workerNodeOptions?: string;
   /** Clients of the generated director. */
   clients?: number;
+  /** Worker processes polling during the product's rebuild. */
+  workers: number;
 }
 
 /** The figures of one run: each printed as `label: text` on its own line and kept for --json. */
@@ -43,6 +45,8 @@ export interface BenchContext {
   pageSize: number;
   /** Pages in flight of the rebuild (its default). */
   concurrency: number;
+  /** Admin connection settings for psql (host, port, user; password only through the environment). */
+  psqlEnv: Record<string, string>;
   figures: Figures;
   /** Prints a `# ` comment line (not a figure). */
   log(line: string): void;

