@@ -4,9 +4,10 @@
  */
 import { log } from '@temporalio/activity';
 import type { PoolClient } from 'pg';
-import type { RenumberedJob } from '../lib/catalog';
+import type { BucketJobCount, RenumberedJob } from '../lib/catalog';
 import {
   activeVersionId,
+  bucketJobCounts,
   flipActive,
   latestReconciliationPassed,
   latestRetiredVersionId,
@@ -17,17 +18,26 @@ import {
   retireVersion,
   shrunkBuckets,
 } from '../lib/catalog';
-import { withTransaction } from '../lib/db';
+import { withLongSession, withTransaction } from '../lib/db';
 import { NotPublishableError } from '../lib/errors';
 import type { PublishVersionInput, PublishVersionResult } from '../workflows/activity-types';
 import type { ActivityContext } from './context';
 import { guard } from './failures';
+import { withHeartbeat } from './heartbeat';
 import { publishedMessage, renumberedNote, shrinkGuardMessage } from './messages';
 
 /** Default share (0..1) of a bucket's jobs it may lose before the shrink guard refuses. */
 const SHRINK_SHARE = 0.1;
 /** Default jobs a bucket must lose at least before the shrink guard refuses. */
 const SHRINK_MIN_JOBS = 5;
+
+/** The shrink guard's figures, counted before the publish transaction. */
+interface ShrinkFigures {
+  /** The active version they were counted for. */
+  previous: string;
+  before: BucketJobCount[];
+  after: BucketJobCount[];
+}
 
 /** Job names whose job id changed from the active version, or why they were not compared. */
 interface Renumbering {
@@ -37,19 +47,40 @@ interface Renumbering {
 
 /**
  * Publishes a version in one transaction under the catalog's publish lock: requires it to be
- * `verifying` with a passing reconciliation, applies the shrink guard, flips `active`, marks the
+ * `verifying` with a passing reconciliation, applies the shrink guard (its per-bucket counts taken
+ * beforehand, heartbeating, on a session without statement timeout), flips `active`, marks the
  * previous active version `retired`, and records `published`. A retry after commit returns the
  * version it replaced.
  * @throws NOT_PUBLISHABLE (non-retryable) naming the reason and buckets; VERSION_FENCED when the
  *   version was abandoned, failed or dropped.
  */
 export async function publishVersion(ctx: ActivityContext, input: PublishVersionInput): Promise<PublishVersionResult> {
-  return guard(async () => {
-    // Read before the publish transaction (both versions are immutable by now) so it stays short.
-    const activeBefore = await activeVersionId(ctx.pool, input.catalog);
-    const renumbering = await compareJobIds(ctx, input, activeBefore);
-    return withTransaction(ctx.pool, (c) => publishInTransaction(ctx, c, input, activeBefore, renumbering));
-  });
+  return withHeartbeat(
+    () => ({ stage: 'publishing' }),
+    () =>
+      guard(async () => {
+        // Read before the publish transaction (both versions are immutable by now) so it stays short:
+        // the scans run on sessions without statement timeout, the transaction only compares figures.
+        const activeBefore = await activeVersionId(ctx.pool, input.catalog);
+        const renumbering = await compareJobIds(ctx, input, activeBefore);
+        const shrink = await shrinkFigures(ctx, input, activeBefore);
+        return withTransaction(ctx.pool, (c) => publishInTransaction(ctx, c, input, activeBefore, renumbering, shrink));
+      }),
+  );
+}
+
+/** Jobs per dated bucket of the active version and the new one (the shrink guard's figures), or null when not guarded. */
+async function shrinkFigures(
+  ctx: ActivityContext,
+  input: PublishVersionInput,
+  activeBefore: string | null,
+): Promise<ShrinkFigures | null> {
+  if (!activeBefore || activeBefore === input.versionId || input.allowShrink) return null;
+  return withLongSession(ctx.pool, async (c) => ({
+    previous: activeBefore,
+    before: await bucketJobCounts(c, activeBefore),
+    after: await bucketJobCounts(c, input.versionId),
+  }));
 }
 
 /**
@@ -63,7 +94,8 @@ async function compareJobIds(
 ): Promise<Renumbering> {
   if (!activeBefore || activeBefore === input.versionId) return { renumbered: null, error: null };
   try {
-    return { renumbered: await renumberedJobs(ctx.pool, activeBefore, input.versionId), error: null };
+    const renumbered = await withLongSession(ctx.pool, (c) => renumberedJobs(c, activeBefore, input.versionId));
+    return { renumbered, error: null };
   } catch (err) {
     const error = (err as Error).message;
     log.warn('could not compare job ids with the active version', { versionId: input.versionId, error });
@@ -77,6 +109,7 @@ async function publishInTransaction(
   input: PublishVersionInput,
   activeBefore: string | null,
   renumbering: Renumbering,
+  shrink: ShrinkFigures | null,
 ): Promise<PublishVersionResult> {
   await lockCatalogForPublish(c, input.catalog);
   const row = await lockVersionRow(c, input.versionId, 'update');
@@ -96,7 +129,11 @@ async function publishInTransaction(
   if (previous && !input.allowShrink) {
     const share = input.shrinkShare ?? SHRINK_SHARE;
     const minJobs = input.shrinkMinJobs ?? SHRINK_MIN_JOBS;
-    const shrunk = await shrunkBuckets(c, previous, input.versionId, { minJobs, share });
+    // The figures were counted before the transaction; the active version is immutable, so they
+    // hold unless the pointer moved meanwhile (then the attempt fails and a retry counts again).
+    if (shrink?.previous !== previous)
+      throw new Error(`active version of ${input.catalog} changed to ${previous} during the publish; retrying`);
+    const shrunk = shrunkBuckets(shrink.before, shrink.after, { minJobs, share });
     if (shrunk.length)
       throw new NotPublishableError(
         shrinkGuardMessage({ shrunk, share, minJobs, previousVersionId: previous, renumberedNote: note }),

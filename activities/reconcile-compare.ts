@@ -3,7 +3,7 @@
  * catalog's (counts, then fingerprints), and sampled catalog records against the source's field by
  * field. Buckets are named by date, `none` for jobs without a start time.
  */
-import type { BucketStat, SourceRow } from '../lib/sources/types';
+import type { BucketStat, KeySpan, SourceRow } from '../lib/sources/types';
 import { JOB_COLUMNS } from '../lib/sources/types';
 
 /** A bucket that differs, with both sides' job counts and why. */
@@ -107,4 +107,25 @@ export function compareSample(catalogRows: SourceRow[], sourceRows: SourceRow[])
 /** Total of the buckets' byte sums (decimal text in, decimal text out; exact). */
 export function sumBytes(stats: BucketStat[]): string {
   return stats.reduce((n, s) => n + BigInt(s.bytes ?? '0'), 0n).toString();
+}
+
+/**
+ * The id span of each named bucket (by name, `none` for no start time): the union of its source and
+ * catalog spans (min of the mins, max of the maxes, compared as integers). A bucket on neither side is left out.
+ */
+export function bucketSpans(names: string[], source: BucketStat[], catalog: BucketStat[]): Record<string, KeySpan> {
+  const spans: Record<string, KeySpan> = {};
+  const wanted = new Set(names);
+  for (const s of [...source, ...catalog]) {
+    const b = bucketName(s.bucket);
+    if (!wanted.has(b)) continue;
+    const had = spans[b];
+    spans[b] = had
+      ? {
+          min: BigInt(s.minKey) < BigInt(had.min) ? s.minKey : had.min,
+          max: BigInt(s.maxKey) > BigInt(had.max) ? s.maxKey : had.max,
+        }
+      : { min: s.minKey, max: s.maxKey };
+  }
+  return spans;
 }

@@ -15,6 +15,8 @@ import {
   unknownCodeCounts,
 } from '../lib/catalog';
 import { NotPublishableError } from '../lib/errors';
+import type { CatalogStats } from '../lib/catalog';
+import { withLongSession } from '../lib/db';
 import type { BucketStat, JobSource } from '../lib/sources/types';
 import { KNOWN_CODES } from '../lib/validate';
 import type { ReconcileInput } from '../workflows/activity-types';
@@ -25,7 +27,7 @@ import { withHeartbeat } from './heartbeat';
 import type { ReconcileWarnings } from './messages';
 import { reconciledMessage, rejectThresholdMessage, sourceUnreadableMessage } from './messages';
 import type { SampleComparison } from './reconcile-compare';
-import { bucketName, compareBuckets, compareSample, sumBytes } from './reconcile-compare';
+import { bucketName, bucketSpans, compareBuckets, compareSample, sumBytes } from './reconcile-compare';
 
 /** Records compared field by field per round unless the input says otherwise. */
 const DEFAULT_SAMPLE_SIZE = 1000;
@@ -49,16 +51,21 @@ async function reconcileRound(ctx: ActivityContext, input: ReconcileInput): Prom
   const v = await loadVersion(ctx.pool, input.versionId);
   const source = ctx.sources.get(input.source, input.versionId);
   const maxKey = v.watermark_key;
-  const cat = await catalogBucketStats(ctx.pool, input.versionId);
-  const rejects = await countRejects(ctx.pool, input.versionId);
-  const { src, delta } = await readSourceStats(ctx, input, source, maxKey, cat);
-  const duplicateJobNames = await duplicateJobNameCount(ctx.pool, input.versionId);
+  // One pass per side, the two sides at once (each on a session without statement timeout).
+  const [catalogSide, sourceSide] = await Promise.all([
+    readCatalogSide(ctx, input.versionId),
+    readSourceStats(input, source, maxKey),
+  ]);
+  const cat = catalogSide.stats.buckets;
+  if ('unreadable' in sourceSide) return reportUnreadable(ctx, input, maxKey, cat, sourceSide.unreadable);
+  const { src, delta } = sourceSide;
+  const { duplicateJobNames, rejects } = catalogSide;
   const sample = await compareSampleWithSource(ctx, input, source, maxKey);
   const mismatched = compareBuckets(src, cat, sample.buckets);
   const sourceRows = src.reduce((n, s) => n + s.count, 0);
   // Bucket statistics of the catalog include its quarantined records: source = catalog + rejects.
   const catalogRows = cat.reduce((n, s) => n + s.count, 0) - rejects;
-  const warnings = await readWarnings(ctx, input, source, maxKey);
+  const warnings = await readWarnings(ctx, input, source, maxKey, catalogSide.stats.unknownCodeJobs);
   const summary: ReconcileSummary = {
     round: input.round,
     ok: mismatched.length === 0 && sample.mismatches === 0,
@@ -79,6 +86,12 @@ async function reconcileRound(ctx: ActivityContext, input: ReconcileInput): Prom
   const report = {
     ...summary,
     mismatchedBuckets: mismatched.slice(0, 1000),
+    // Each mismatched bucket's id span (source and catalog together), read by its repair.
+    bucketSpans: bucketSpans(
+      mismatched.map((m) => m.bucket),
+      src,
+      cat,
+    ),
     sampleDiffs: sample.diffs,
     watermarkKey: maxKey,
     sourceEqualsCatalogPlusRejects: sourceRows === catalogRows + rejects,
@@ -113,19 +126,27 @@ async function reconcileRound(ctx: ActivityContext, input: ReconcileInput): Prom
   return summary;
 }
 
+/** The catalog side of a round: per-bucket statistics (one scan), duplicate job names, rejects. */
+async function readCatalogSide(
+  ctx: ActivityContext,
+  versionId: string,
+): Promise<{ stats: CatalogStats; duplicateJobNames: number; rejects: number }> {
+  return withLongSession(ctx.pool, async (c) => ({
+    stats: await catalogBucketStats(c, versionId, KNOWN_CODES),
+    duplicateJobNames: await duplicateJobNameCount(c, versionId),
+    rejects: await countRejects(c, versionId),
+  }));
+}
+
 /**
- * The source's bucket statistics at the watermark and its delta above it, read in parallel. When
- * the source cannot be read, every catalog bucket is named unreadable (none is counted as empty):
- * the round's report and an `unreadable` event are stored, and the rebuild fails.
- * @throws NotPublishableError when the source is unreadable.
+ * The source's bucket statistics at the watermark and its delta above it, read in parallel; when
+ * the source cannot be read, why.
  */
 async function readSourceStats(
-  ctx: ActivityContext,
   input: ReconcileInput,
   source: JobSource,
   maxKey: string | null,
-  cat: BucketStat[],
-): Promise<{ src: BucketStat[]; delta: number }> {
+): Promise<{ src: BucketStat[]; delta: number } | { unreadable: SourceUnreadable }> {
   try {
     const [src, delta] = await Promise.all([
       readSource(`source ${input.source}`, () =>
@@ -136,31 +157,46 @@ async function readSourceStats(
     return { src, delta };
   } catch (err) {
     if (!(err instanceof SourceUnreadable)) throw err;
-    const names = cat.map((s) => bucketName(s.bucket));
-    const message = sourceUnreadableMessage(
-      input.round,
-      input.source,
-      cat.map((s) => s.bucket),
-      err.detail,
-    );
-    const report = {
-      round: input.round,
-      ok: false,
-      unreadable: names.slice(0, 1000),
-      unreadableCount: names.length,
-      unreadableReason: err.detail,
-      watermarkKey: maxKey,
-    };
-    await saveReconciliation(ctx.pool, input.versionId, input.round, false, report);
-    await ctx.events.record(ctx.pool, {
-      catalog: input.catalog,
-      versionId: input.versionId,
-      kind: 'unreadable',
-      message,
-      details: { ...report, unreadable: names.slice(0, 100) },
-    });
-    throw new NotPublishableError(message);
+    return { unreadable: err };
   }
+}
+
+/**
+ * An unreadable source: every catalog bucket is named unreadable (none is counted as empty), the
+ * round's report and an `unreadable` event are stored, and the rebuild fails.
+ * @throws NotPublishableError always.
+ */
+async function reportUnreadable(
+  ctx: ActivityContext,
+  input: ReconcileInput,
+  maxKey: string | null,
+  cat: BucketStat[],
+  err: SourceUnreadable,
+): Promise<never> {
+  const names = cat.map((s) => bucketName(s.bucket));
+  const message = sourceUnreadableMessage(
+    input.round,
+    input.source,
+    cat.map((s) => s.bucket),
+    err.detail,
+  );
+  const report = {
+    round: input.round,
+    ok: false,
+    unreadable: names.slice(0, 1000),
+    unreadableCount: names.length,
+    unreadableReason: err.detail,
+    watermarkKey: maxKey,
+  };
+  await saveReconciliation(ctx.pool, input.versionId, input.round, false, report);
+  await ctx.events.record(ctx.pool, {
+    catalog: input.catalog,
+    versionId: input.versionId,
+    kind: 'unreadable',
+    message,
+    details: { ...report, unreadable: names.slice(0, 100) },
+  });
+  throw new NotPublishableError(message);
 }
 
 /**
@@ -174,11 +210,8 @@ async function compareSampleWithSource(
   source: JobSource,
   maxKey: string | null,
 ): Promise<SampleComparison & { sampled: number }> {
-  const sample = await sampleCatalogRows(
-    ctx.pool,
-    input.versionId,
-    `${input.versionId}:${input.round}`,
-    input.sampleSize ?? DEFAULT_SAMPLE_SIZE,
+  const sample = await withLongSession(ctx.pool, (c) =>
+    sampleCatalogRows(c, input.versionId, `${input.versionId}:${input.round}`, input.sampleSize ?? DEFAULT_SAMPLE_SIZE),
   );
   if (!sample.length || !maxKey) return { mismatches: 0, diffs: [], buckets: new Set(), sampled: sample.length };
   const keys = sample.map((r) => r.job_key!).sort((a, b) => (BigInt(a) < BigInt(b) ? -1 : 1));
@@ -192,13 +225,15 @@ async function compareSampleWithSource(
 
 /**
  * What the round reports without blocking the publish: DST-affected start times (a failure to count
- * them is reported as `{ error }`), unknown codes, and repeated ids dropped.
+ * them is reported as `{ error }`), unknown codes (named per field and code when the bucket pass
+ * counted `unknownCodeJobs`), and repeated ids dropped.
  */
 async function readWarnings(
   ctx: ActivityContext,
   input: ReconcileInput,
   source: JobSource,
   maxKey: string | null,
+  unknownCodeJobs: number,
 ): Promise<ReconcileWarnings> {
   const [dst, unknownCodes, duplicateRecords] = await Promise.all([
     maxKey
@@ -208,7 +243,10 @@ async function readWarnings(
           return { error: (err as Error).message };
         })
       : Promise.resolve(null),
-    unknownCodeCounts(ctx.pool, input.versionId, KNOWN_CODES),
+    // Only when the bucket pass counted jobs with an unknown code: a second scan names them.
+    unknownCodeJobs
+      ? withLongSession(ctx.pool, (c) => unknownCodeCounts(c, input.versionId, KNOWN_CODES))
+      : Promise.resolve([]),
     duplicateRecordCount(ctx.pool, input.versionId),
   ]);
   return { dst, unknownCodes, duplicateRecords };

@@ -5,18 +5,21 @@
 import type { JobKeyPair } from '../lib/catalog';
 import {
   bucketCountWithRejects,
+  bucketCountInSpan,
   bucketJobKeys,
+  bucketJobKeysInSpan,
   deleteBucketRejectsExcept,
   deleteJobsById,
   deleteJobsByKey,
   loadVersion,
   lockVersion,
+  recordedBucketSpan,
   upsertRows,
   writeRejects,
 } from '../lib/catalog';
-import { withTransaction } from '../lib/db';
+import { withLongSession, withTransaction } from '../lib/db';
 import { NotPublishableError } from '../lib/errors';
-import type { JobSource, SourceRow } from '../lib/sources/types';
+import type { JobSource, KeySpan, SourceRow } from '../lib/sources/types';
 import type { ValidatedRows } from '../lib/validate';
 import { validateRows } from '../lib/validate';
 import type { RepairBucketInput, RepairBucketResult } from '../workflows/definitions';
@@ -36,7 +39,8 @@ interface BucketReading {
 }
 
 /**
- * Repairs one bucket: re-reads it from the source at the watermark, upserts it, moves catalog
+ * Repairs one bucket: re-reads it from the source at the watermark (by job-id range over the
+ * bucket's id span recorded by the latest reconciliation; the whole bucket when none is), upserts it, moves catalog
  * rows that now belong to another bucket, deletes rows whose job is gone from the source, and
  * verifies the bucket. Writes require the version to be building or verifying (the fence).
  * Quarantined records lose their catalog row; records of the bucket valid again leave `reject`.
@@ -54,24 +58,32 @@ async function repair(ctx: ActivityContext, input: RepairBucketInput): Promise<R
   const v = await loadVersion(ctx.pool, input.versionId);
   if (!v.watermark_key) return { bucket: input.bucket, upserted: 0, deleted: 0, ok: true };
   const source = ctx.sources.get(input.source, input.versionId);
-  const { read, moved, gone } = await readBucket(ctx, input, source, v.watermark_key);
+  // The bucket's id span from the latest reconciliation: both sides are read by key range.
+  const span = await recordedBucketSpan(ctx.pool, input.versionId, input.bucket);
+  const { read, moved, gone } = await readBucket(ctx, input, source, v.watermark_key, span);
   const rejected = [...read.rejects, ...moved.rejects];
   const rejectedKeys = rejected.map((r) => r.jobKey);
-  const { upserted, deleted } = await withTransaction(ctx.pool, async (c) => {
-    await lockVersion(c, input.versionId, { mode: 'share', allowed: ['building', 'verifying'] });
-    const n = await upsertRows(c, input.versionId, 0, dedupeByJobId([...read.valid, ...moved.valid]));
-    const d = await deleteJobsById(
-      c,
-      input.versionId,
-      gone.map((r) => r.job_id),
-    );
-    const q = await deleteJobsByKey(c, input.versionId, rejectedKeys);
-    await deleteBucketRejectsExcept(c, input.versionId, input.bucket, rejectedKeys);
-    await writeRejects(c, input.versionId, 0, rejected);
-    return { upserted: n, deleted: d + q };
-  });
-  const ok =
-    (await bucketCountWithRejects(ctx.pool, input.versionId, input.bucket)) === read.valid.length + read.rejects.length;
+  const { upserted, deleted } = await withTransaction(
+    ctx.pool,
+    async (c) => {
+      await lockVersion(c, input.versionId, { mode: 'share', allowed: ['building', 'verifying'] });
+      const n = await upsertRows(c, input.versionId, 0, dedupeByJobId([...read.valid, ...moved.valid]));
+      const d = await deleteJobsById(
+        c,
+        input.versionId,
+        gone.map((r) => r.job_id),
+      );
+      const q = await deleteJobsByKey(c, input.versionId, rejectedKeys);
+      await deleteBucketRejectsExcept(c, input.versionId, input.bucket, rejectedKeys);
+      await writeRejects(c, input.versionId, 0, rejected);
+      return { upserted: n, deleted: d + q };
+    },
+    { long: true },
+  );
+  const after = span
+    ? await withLongSession(ctx.pool, (c) => bucketCountInSpan(c, input.versionId, input.bucket, span))
+    : await bucketCountWithRejects(ctx.pool, input.versionId, input.bucket);
+  const ok = after === read.valid.length + read.rejects.length;
   const movedCount = moved.valid.length + moved.rejects.length;
   await ctx.events.record(ctx.pool, {
     catalog: input.catalog,
@@ -100,13 +112,22 @@ async function readBucket(
   input: RepairBucketInput,
   source: JobSource,
   maxKey: string,
+  span: KeySpan | null,
 ): Promise<BucketReading> {
   const what = `bucket ${input.bucket ?? 'none'} of source ${input.source}`;
   try {
-    const read = validateRows(await readSource(what, () => source.readBucket(input.bucket, maxKey)));
+    const read = validateRows(
+      await readSource(what, () =>
+        span ? source.readBucketInSpan(input.bucket, maxKey, span) : source.readBucket(input.bucket, maxKey),
+      ),
+    );
     const ids = new Set(read.valid.map((r) => r.job_id!));
     const rejectedHere = new Set(read.rejects.map((r) => r.jobKey));
-    const inCatalog = await bucketJobKeys(ctx.pool, input.versionId, input.bucket);
+    const inCatalog = await withLongSession(ctx.pool, (c) =>
+      span
+        ? bucketJobKeysInSpan(c, input.versionId, input.bucket, span)
+        : bucketJobKeys(c, input.versionId, input.bucket),
+    );
     // Catalog rows of this bucket that the source no longer has here: moved, gone, or (rows
     // of records read here that are now quarantined) to be dropped in the repair transaction.
     const strays = inCatalog.filter((r) => !ids.has(r.job_id) && !rejectedHere.has(r.job_key));

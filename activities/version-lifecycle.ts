@@ -12,21 +12,23 @@ import { withHeartbeat } from './heartbeat';
 
 /**
  * Ends the copy phase: the version becomes `verifying` under `FOR UPDATE` (waiting for page
- * transactions in flight; later page writes are refused), then gets its reader index and ANALYZE
- * (heartbeating from a timer). Idempotent.
+ * transactions in flight; later page writes are refused), then gets its reader index and ANALYZE on
+ * a session without statement timeout; heartbeats from a timer throughout (a long step: its
+ * activity is found dead by heartbeat timeout). Idempotent.
  * @throws VERSION_FENCED when the version is neither building nor verifying.
  */
 export async function sealVersion(ctx: ActivityContext, input: SealVersionInput): Promise<void> {
-  return guard(async () => {
-    await withTransaction(ctx.pool, async (c) => {
-      const status = await lockVersion(c, input.versionId, { mode: 'update', allowed: ['building', 'verifying'] });
-      if (status === 'building') await markVerifying(c, input.versionId);
-    });
-    await withHeartbeat(
-      () => ({ stage: 'indexing' }),
-      () => createReaderIndex(ctx.pool, input.versionId),
-    );
-  });
+  return withHeartbeat(
+    () => ({ stage: 'sealing' }),
+    () =>
+      guard(async () => {
+        await withTransaction(ctx.pool, async (c) => {
+          const status = await lockVersion(c, input.versionId, { mode: 'update', allowed: ['building', 'verifying'] });
+          if (status === 'building') await markVerifying(c, input.versionId);
+        });
+        await createReaderIndex(ctx.pool, input.versionId);
+      }),
+  );
 }
 
 /**

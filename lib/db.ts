@@ -63,14 +63,21 @@ export async function pingDatabase(db: Queryable): Promise<void> {
 }
 
 /**
- * Runs `fn` inside a transaction on one pooled client: BEGIN, fn, COMMIT; ROLLBACK on error.
+ * Runs `fn` inside a transaction on one pooled client: BEGIN, fn, COMMIT; ROLLBACK on error. With
+ * `long`, the transaction runs without statement timeout (`SET LOCAL`: the session's own setting
+ * is back after it ends).
  * @throws whatever `fn` or the database throws, after rolling back.
  */
-export async function withTransaction<T>(pool: Pool, fn: (client: PoolClient) => Promise<T>): Promise<T> {
+export async function withTransaction<T>(
+  pool: Pool,
+  fn: (client: PoolClient) => Promise<T>,
+  opts: { long?: boolean } = {},
+): Promise<T> {
   const client = await pool.connect();
   let broken = false;
   try {
     await client.query('BEGIN');
+    if (opts.long) await client.query('SET LOCAL statement_timeout = 0');
     const result = await fn(client);
     await client.query('COMMIT');
     return result;
@@ -100,6 +107,22 @@ export async function withSavepoint<T>(client: PoolClient, name: string, fn: () 
   } catch (err) {
     await client.query(format('ROLLBACK TO SAVEPOINT %I', name));
     throw err;
+  }
+}
+
+/**
+ * Runs `fn` on a session of its own checked out of `pool`, with `statement_timeout = 0` (for one
+ * long statement whose time grows with a table: reconciliation, repair reads, index builds,
+ * retirement). The session is discarded afterwards, never returned to the pool altered.
+ * @throws whatever `fn` or the database throws.
+ */
+export async function withLongSession<T>(pool: Pool, fn: (client: PoolClient) => Promise<T>): Promise<T> {
+  const client = await pool.connect();
+  try {
+    await client.query('SET statement_timeout = 0');
+    return await fn(client);
+  } finally {
+    client.release(true);
   }
 }
 

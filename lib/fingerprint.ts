@@ -4,8 +4,11 @@
  *
  * The fingerprint input of one job is the text `job id|status|end time|files|bytes`, each field in
  * its catalog text form (end time as UTC `YYYY-MM-DDTHH:MI:SS.USZ`), `\N` for NULL. A bucket's
- * fingerprint is the md5 of its jobs' inputs joined by newlines in key order.
+ * digest is order-independent: the sum modulo 2^64 of each job's 64-bit hash (the first 16 hex
+ * digits of the md5 of its input, read as a signed 64-bit integer), so PostgreSQL can compute it
+ * in parallel in one pass and two identical jobs add up instead of cancelling (unlike XOR).
  */
+import { createHash } from 'node:crypto';
 import { bareosUtcText } from './sources/bareos-columns';
 import type { SourceRow } from './sources/types';
 import { utcText } from './text-form';
@@ -28,3 +31,32 @@ export const BAREOS_FINGERPRINT_ROW = `j.jobid::text || '|' || coalesce(NULLIF(j
 
 /** SQL over a staged listing record aliased `x` (its fields already in text form). */
 export const STAGED_FINGERPRINT_ROW = `coalesce(x.job_id, '\\N') || '|' || coalesce(x.status, '\\N') || '|' || coalesce(x.end_time, '\\N') || '|' || coalesce(x.files, '\\N') || '|' || coalesce(x.bytes, '\\N')`;
+
+/** 2^64: bucket digests are sums modulo this. */
+const TWO_64 = 1n << 64n;
+
+/**
+ * SQL: a job's 64-bit hash from its fingerprint input `text` (an SQL expression): the first 16 hex
+ * digits of its md5 as a signed bigint.
+ */
+export const rowHashSql = (text: string): string => `('x' || substr(md5(${text}), 1, 16))::bit(64)::bigint`;
+
+/**
+ * SQL aggregate: the digest of a group of fingerprint inputs `text` (an SQL expression), as decimal
+ * text in [0, 2^64). `sum(bigint)` is exact (numeric result) and parallel-safe; no ORDER BY, no
+ * string_agg. The one definition every side uses.
+ */
+export const bucketDigestSql = (text: string): string =>
+  `((coalesce(sum(${rowHashSql(text)}), 0) % ${TWO_64} + ${TWO_64}) % ${TWO_64})::text`;
+
+/** Node: a job's 64-bit hash (unsigned, as BigInt) from its fingerprint input. */
+export function rowHash(fingerprintInput: string): bigint {
+  return BigInt(`0x${createHash('md5').update(fingerprintInput, 'utf8').digest('hex').slice(0, 16)}`);
+}
+
+/** Node: the digest of fingerprint inputs (any order), decimal text in [0, 2^64); same as {@link bucketDigestSql}. */
+export function bucketDigest(fingerprintInputs: Iterable<string>): string {
+  let sum = 0n;
+  for (const f of fingerprintInputs) sum = (sum + rowHash(f)) % TWO_64;
+  return sum.toString();
+}

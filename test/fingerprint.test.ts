@@ -8,8 +8,11 @@ import assert from 'node:assert/strict';
 import { Pool } from 'pg';
 import {
   BAREOS_FINGERPRINT_ROW,
+  bucketDigest,
+  bucketDigestSql,
   CATALOG_FINGERPRINT_ROW,
   fingerprintRow,
+  rowHash,
   STAGED_FINGERPRINT_ROW,
 } from '../lib/fingerprint';
 import { resolveAdminUrl } from '../dev/env/postgres';
@@ -109,4 +112,69 @@ test('Node, catalog, Bareos and staged fingerprints agree on the same rows', asy
     node,
     'staged-listing SQL = Node',
   );
+});
+
+/** The digest of `cases` computed by the catalog, Bareos and staged SQL aggregates (in that order). */
+async function sqlDigests(cases: Case[]): Promise<string[]> {
+  const arr = (f: (c: Case) => string | null) => cases.map(f);
+  const utc = [
+    arr((c) => c.jobid),
+    arr((c) => c.status),
+    arr((c) => c.utcEnd),
+    arr((c) => c.files),
+    arr((c) => c.bytes),
+  ];
+  const catalog = await pool.query<{ d: string }>(
+    `SELECT ${bucketDigestSql(CATALOG_FINGERPRINT_ROW)} AS d
+     FROM unnest($1::text[], $2::text[], $3::timestamptz[], $4::bigint[], $5::numeric(20,0)[]) AS t(job_id, status, end_time, files, bytes)`,
+    utc,
+  );
+  const bareos = await pool.query<{ d: string }>(
+    `SELECT ${bucketDigestSql(BAREOS_FINGERPRINT_ROW)} AS d
+     FROM unnest($2::bigint[], $3::char(1)[], $4::timestamp[], $5::bigint[], $6::bigint[]) AS j(jobid, jobstatus, endtime, jobfiles, jobbytes)`,
+    [
+      ZONE,
+      arr((c) => c.jobid),
+      arr((c) => c.status ?? ''),
+      arr((c) => c.naiveEnd),
+      arr((c) => c.files),
+      arr((c) => c.bytes),
+    ],
+  );
+  const staged = await pool.query<{ d: string }>(
+    `SELECT ${bucketDigestSql(STAGED_FINGERPRINT_ROW)} AS d
+     FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[]) AS x(job_id, status, end_time, files, bytes)`,
+    utc,
+  );
+  return [catalog.rows[0].d, bareos.rows[0].d, staged.rows[0].d];
+}
+
+const nodeDigest = (cases: Case[]) =>
+  bucketDigest(
+    cases.map((c) =>
+      fingerprintRow({ job_id: c.jobid, status: c.status, end_time: c.utcEnd, files: c.files, bytes: c.bytes }),
+    ),
+  );
+
+test('bucket digests: Node, catalog, Bareos and staged SQL agree; order-independent; duplicates do not cancel', async () => {
+  // More jobs, so that hashes with the top bit set (negative as bigint in SQL) are among them.
+  const more: Case[] = Array.from({ length: 30 }, (_, i) => ({ ...CASES[0], jobid: String(100 + i) }));
+  const rows = [...CASES, ...more];
+  const hashes = rows.map((c) =>
+    rowHash(fingerprintRow({ job_id: c.jobid, status: c.status, end_time: c.utcEnd, files: c.files, bytes: c.bytes })),
+  );
+  assert.ok(hashes.some((h) => h >= 1n << 63n) && hashes.some((h) => h < 1n << 63n), 'both signs of bigint covered');
+  const node = nodeDigest(rows);
+  assert.ok(BigInt(node) >= 0n && BigInt(node) < 1n << 64n);
+  assert.deepEqual(await sqlDigests(rows), [node, node, node], 'catalog, Bareos and staged SQL = Node');
+  assert.deepEqual(await sqlDigests([...rows].reverse()), [node, node, node], 'any order gives the same digest');
+  assert.equal(nodeDigest([...rows].reverse()), node);
+
+  const twice = [CASES[0], CASES[0]];
+  const d2 = nodeDigest(twice);
+  assert.notEqual(d2, '0', 'two identical jobs do not cancel');
+  assert.notEqual(d2, nodeDigest([CASES[0]]), 'a duplicated job changes the digest');
+  assert.deepEqual(await sqlDigests(twice), [d2, d2, d2]);
+  assert.deepEqual(await sqlDigests([]), ['0', '0', '0'], 'an empty group is 0');
+  assert.equal(nodeDigest([]), '0');
 });

@@ -4,7 +4,7 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { bucketName, compareBuckets, compareSample, sumBytes } from '../activities/reconcile-compare';
+import { bucketName, bucketSpans, compareBuckets, compareSample, sumBytes } from '../activities/reconcile-compare';
 import type { BucketStat, SourceRow } from '../lib/sources/types';
 import { JOB_COLUMNS } from '../lib/sources/types';
 
@@ -13,7 +13,8 @@ const stat = (
   count: number,
   fingerprint = `fp-${bucket}-${count}`,
   bytes = '0',
-): BucketStat => ({ bucket, count, fingerprint, bytes });
+  span: [string, string] = ['1', '1'],
+): BucketStat => ({ bucket, count, fingerprint, bytes, minKey: span[0], maxKey: span[1] });
 
 /** A row with every column NULL but the given ones. */
 function row(fields: Partial<SourceRow>): SourceRow {
@@ -119,4 +120,13 @@ test('byte totals are exact beyond 2^53', () => {
     '18014398509481986',
   );
   assert.equal(sumBytes([]), '0');
+});
+
+test('id spans of mismatched buckets: union of both sides, compared as integers', () => {
+  const src = [stat(null, 1, 'a', '0', ['5', '5']), stat('2024-05-01', 2, 'a', '0', ['9', '100000000010'])];
+  const cat = [stat('2024-05-01', 2, 'b', '0', ['10', '99']), stat('2024-05-02', 1, 'c', '0', ['7', '7'])];
+  assert.deepEqual(bucketSpans(['2024-05-01', '2024-05-02', '2024-05-03'], src, cat), {
+    '2024-05-01': { min: '9', max: '100000000010' },
+    '2024-05-02': { min: '7', max: '7' },
+  });
 });

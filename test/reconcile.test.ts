@@ -36,6 +36,7 @@ import {
 } from '../dev/harness/harness';
 import { rebuildResult, serverTimezone, workerOutputs } from '../dev/harness/fixture';
 import { sleep, waitFor } from '../dev/harness/wait';
+import { runActivity } from '../dev/harness/activity-env';
 
 const SOURCES = ['repair', 'unreadable', 'delta', 'shrink', 'rollback'] as const;
 type SourceName = (typeof SOURCES)[number];
@@ -742,7 +743,8 @@ test('retention 1 keeps exactly two versions with rows; rollback re-activates th
     });
     await blocker.query('BEGIN');
     await blocker.query(`SELECT count(*) FROM job WHERE version_id = $1`, [v4]);
-    retiring = acts.retireVersions({ catalog, retention: 0 }).catch((e: unknown) => e);
+    // An activity (it heartbeats): run in a mock activity environment.
+    retiring = runActivity(acts.retireVersions, { catalog, retention: 0 }).catch((e: unknown) => e);
     await waitFor(
       'the detach to wait for the reader',
       async () => {

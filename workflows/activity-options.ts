@@ -4,20 +4,43 @@
 import type { ActivityOptions } from '@temporalio/workflow';
 import { proxyActivities } from '@temporalio/workflow';
 import type { Activities } from '../activities';
-import { LONG_RETRY, PAGE_RETRY, PAGE_START_TO_CLOSE_FLOOR_MS, SHORT_RETRY } from './policies';
+import {
+  LONG_RETRY,
+  LONG_STEP_HEARTBEAT_TIMEOUT,
+  LONG_STEP_START_TO_CLOSE,
+  PAGE_RETRY,
+  PAGE_START_TO_CLOSE_FLOOR_MS,
+  SHORT_RETRY,
+} from './policies';
 
-/** Short database calls: plan, seal, publish, end, events. Bounded retries: an unreachable source fails the rebuild. */
-export const short = proxyActivities<Activities>({
+/** Short database calls: plan, end, events. Bounded retries: an unreachable source fails the rebuild. */
+const shortCalls = proxyActivities<Activities>({
   startToCloseTimeout: '2 minutes',
   heartbeatTimeout: '30 seconds',
   retry: SHORT_RETRY,
 });
 
-/** Long scans that heartbeat from a timer: reconcile, repair. */
+/**
+ * Long steps whose statements grow with the catalog (seal: reader index and ANALYZE; reconcile;
+ * repair; publish: the shrink guard's counts; retirement). They run their statements without
+ * statement timeout and heartbeat from a timer, so a dead worker is found by the heartbeat timeout;
+ * the start-to-close timeout only bounds a step that heartbeats but never ends.
+ */
 export const long = proxyActivities<Activities>({
-  startToCloseTimeout: '30 minutes',
-  heartbeatTimeout: '30 seconds',
+  startToCloseTimeout: LONG_STEP_START_TO_CLOSE,
+  heartbeatTimeout: LONG_STEP_HEARTBEAT_TIMEOUT,
   retry: LONG_RETRY,
+});
+
+/** Activities called through {@link short} that are long steps (run with the options of {@link long}). */
+const LONG_STEPS: ReadonlySet<PropertyKey> = new Set<keyof Activities>(['sealVersion', 'publishVersion']);
+
+/**
+ * The proxy of the workflows' short calls (plan, end, events); `sealVersion` and `publishVersion`
+ * called through it are long steps and get the options of {@link long}.
+ */
+export const short: Activities = new Proxy(shortCalls, {
+  get: (target, name) => (LONG_STEPS.has(name) ? long : target)[name as keyof Activities],
 });
 
 /**

@@ -37,8 +37,17 @@ export const SHORT_RETRY: RetryPolicy = {
   nonRetryableErrorTypes: [...NON_RETRYABLE_TYPES],
 };
 
-/** Retries of long scans that heartbeat (reconcile, repair, retire): 10 attempts. */
+/** Retries of long steps that heartbeat (seal, reconcile, repair, publish, retire): 10 attempts. */
 export const LONG_RETRY: RetryPolicy = { ...SHORT_RETRY };
+
+/**
+ * Start-to-close timeout of long steps: only a bound on a step that keeps heartbeating without
+ * ending; a dead worker is found by {@link LONG_STEP_HEARTBEAT_TIMEOUT}.
+ */
+export const LONG_STEP_START_TO_CLOSE = '24 hours';
+
+/** Heartbeat timeout of long steps (they heartbeat from a timer every quarter of it). */
+export const LONG_STEP_HEARTBEAT_TIMEOUT = '30 seconds';
 
 /** Retries of page activities: no maximum attempts (design.md); deterministic errors are not retried. */
 export const PAGE_RETRY: RetryPolicy = {

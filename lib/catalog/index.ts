@@ -3,7 +3,8 @@
  * `versions` (version rows, the fence, the publish lock), `partitions` (a version's table),
  * `ledger` (plan pages, the page ledger, attempts), `job-rows` (page writes, checksums, repair
  * reads and deletes), `rejects`, `events` (the event log), `publish` (the active pointer,
- * retention, the shrink guard), `rollback`, `reconcile` (the catalog side of reconciliation), and the
+ * retention, the shrink guard), `rollback`, `reconcile` (the catalog side of reconciliation), `repair`
+ * (a bucket's repair by id span), and the
  * client's reads: `status` (status fallback), `check` (the backup check), `event-reads` (the events listing).
  * Identifiers are escaped with pg-format's %I; values are always parameters.
  */
@@ -17,6 +18,7 @@ export * from './publish';
 export * from './rebuild-health';
 export * from './reconcile';
 export * from './reject-reads';
+export * from './repair';
 export * from './rejects';
 export * from './rollback';
 export * from './status';

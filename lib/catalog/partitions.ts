@@ -6,6 +6,7 @@
 import format from 'pg-format';
 import type { Pool } from 'pg';
 import type { Queryable } from '../db';
+import { withLongSession } from '../db';
 
 /**
  * Name of the table holding one version's rows: `job_v<id>`.
@@ -46,24 +47,21 @@ export async function partitionExists(db: Queryable, versionId: string): Promise
 
 /**
  * Creates the reader index (client, start time) on the version's table and ANALYZEs it, on one
- * session without statement timeout (both grow with the table). Idempotent.
+ * session of its own without statement timeout (both grow with the table; the session is discarded
+ * afterwards). Idempotent.
  */
 export async function createReaderIndex(pool: Pool, versionId: string): Promise<void> {
   const table = partitionName(versionId);
-  const c = await pool.connect();
-  try {
-    await c.query(`SET statement_timeout = 0`);
+  await withLongSession(pool, async (c) => {
     await c.query(format('CREATE INDEX IF NOT EXISTS %I ON %I (client, start_time)', `${table}_client_start`, table));
     await c.query(format('ANALYZE %I', table));
-  } finally {
-    c.release();
-  }
+  });
 }
 
 /**
  * Detaches the version's table from `job` (`DETACH PARTITION … CONCURRENTLY`, lock_timeout 5 s,
  * outside any transaction; a pending detach of an interrupted attempt is finished with `FINALIZE`)
- * and drops it.
+ * and drops it, on a session of its own without statement timeout (discarded afterwards).
  * @returns false when the table was already gone (nothing done), true when it was dropped now.
  * @throws the database error of the detach or drop (lock_timeout 55P03 is retryable).
  */
@@ -74,25 +72,17 @@ export async function detachAndDropPartition(pool: Pool, versionId: string): Pro
     `SELECT 1 FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid WHERE c.relname = $1`,
     [table],
   );
-  const client = await pool.connect();
-  try {
+  await withLongSession(pool, async (client) => {
     await client.query(`SET lock_timeout = '5s'`);
-    if (attached.rowCount) {
-      await client.query(format('ALTER TABLE job DETACH PARTITION %I CONCURRENTLY', table));
+    try {
+      if (attached.rowCount) await client.query(format('ALTER TABLE job DETACH PARTITION %I CONCURRENTLY', table));
+    } catch (err) {
+      // A pending detach from an interrupted attempt is finished by FINALIZE.
+      if (!/pending detach|FINALIZE/i.test((err as Error).message)) throw err;
+      await client.query(format('ALTER TABLE job DETACH PARTITION %I FINALIZE', table));
     }
     await client.query(format('DROP TABLE IF EXISTS %I', table));
-    await client.query(`RESET lock_timeout`);
-  } catch (err) {
-    // A pending detach from an interrupted attempt is finished by FINALIZE.
-    if (/pending detach|FINALIZE/i.test((err as Error).message)) {
-      await client.query(format('ALTER TABLE job DETACH PARTITION %I FINALIZE', table));
-      await client.query(format('DROP TABLE IF EXISTS %I', table));
-    } else {
-      client.release();
-      throw err;
-    }
-  }
-  client.release();
+  });
   return true;
 }
 

@@ -1,6 +1,6 @@
 /**
  * Publishing: the `active` pointer (one row per catalog: its published version), its flip, the
- * retirement of the version it replaces, retention, and the shrink guard's comparison of two versions.
+ * retirement of the version it replaces, retention, and the shrink guard's figures and comparison.
  */
 import format from 'pg-format';
 import type { PoolClient } from 'pg';
@@ -75,31 +75,48 @@ export interface ShrunkBucket {
   after: string;
 }
 
+/** Jobs of one dated bucket of a version (count as decimal text). */
+export interface BucketJobCount {
+  /** `YYYY-MM-DD`. */
+  bucket: string;
+  jobs: string;
+}
+
 /**
- * The shrink guard's query: dated buckets of version `previousId` that lost at least `minJobs`
- * jobs and more than `share` (0..1) of their jobs in version `newId`, by bucket. Buckets before the
- * new version's oldest dated job are pruned history, not shrinkage; a new version without dated
- * jobs prunes nothing (every old bucket is compared).
+ * The shrink guard's figures for one version: jobs per dated bucket, ordered by bucket. One scan of
+ * the version's table: run it on a session without statement timeout, outside the publish transaction.
  */
-export async function shrunkBuckets(
-  db: Queryable,
-  previousId: string,
-  newId: string,
-  limits: { minJobs: number; share: number },
-): Promise<ShrunkBucket[]> {
-  const { rows } = await db.query<ShrunkBucket>(
+export async function bucketJobCounts(db: Queryable, versionId: string): Promise<BucketJobCount[]> {
+  const { rows } = await db.query<BucketJobCount>(
     format(
-      `WITH o AS (SELECT bucket, count(*) AS n FROM %I WHERE bucket IS NOT NULL GROUP BY bucket),
-                      nw AS (SELECT bucket, count(*) AS n FROM %I WHERE bucket IS NOT NULL GROUP BY bucket),
-                      lo AS (SELECT coalesce(min(bucket), '-infinity'::date) AS b FROM nw)
-                 SELECT o.bucket::text, o.n::text AS before, coalesce(nw.n, 0)::text AS after
-                 FROM o CROSS JOIN lo LEFT JOIN nw ON nw.bucket = o.bucket
-                 WHERE o.bucket >= lo.b AND o.n - coalesce(nw.n, 0) >= $1 AND (o.n - coalesce(nw.n, 0)) > $2::numeric * o.n
-                 ORDER BY 1`,
-      partitionName(previousId),
-      partitionName(newId),
+      `SELECT bucket::text, count(*)::text AS jobs FROM %I WHERE bucket IS NOT NULL GROUP BY bucket ORDER BY bucket`,
+      partitionName(versionId),
     ),
-    [limits.minJobs, limits.share],
   );
   return rows;
+}
+
+/**
+ * The shrink guard: dated buckets of the previous version (`before`) that lost at least `minJobs`
+ * jobs and more than `share` (0..1) of their jobs in the new one (`after`), by bucket. Buckets
+ * before the new version's oldest dated job are pruned history, not shrinkage; a new version
+ * without dated jobs prunes nothing (every old bucket is compared). Pure.
+ */
+export function shrunkBuckets(
+  before: BucketJobCount[],
+  after: BucketJobCount[],
+  limits: { minJobs: number; share: number },
+): ShrunkBucket[] {
+  const now = new Map(after.map((b) => [b.bucket, BigInt(b.jobs)]));
+  const oldest = after.length ? after.reduce((lo, b) => (b.bucket < lo ? b.bucket : lo), after[0].bucket) : null;
+  const shrunk: ShrunkBucket[] = [];
+  for (const o of before) {
+    if (oldest !== null && o.bucket < oldest) continue;
+    const n = BigInt(o.jobs);
+    const left = now.get(o.bucket) ?? 0n;
+    const lost = n - left;
+    if (lost >= BigInt(limits.minJobs) && Number(lost) > limits.share * Number(n))
+      shrunk.push({ bucket: o.bucket, before: o.jobs, after: left.toString() });
+  }
+  return shrunk.sort((a, b) => (a.bucket < b.bucket ? -1 : a.bucket > b.bucket ? 1 : 0));
 }

@@ -5,35 +5,63 @@
  */
 import format from 'pg-format';
 import type { Queryable } from '../db';
-import { CATALOG_FINGERPRINT_ROW } from '../fingerprint';
-import type { BucketStat, SourceRow } from '../sources/types';
+import { bucketDigestSql, CATALOG_FINGERPRINT_ROW } from '../fingerprint';
+import type { BucketStat, SourceRow, StatRow } from '../sources/types';
+import { toBucketStat } from '../sources/types';
 import { CATALOG_ROW_AS_TEXT } from './job-rows';
 import { partitionName } from './partitions';
 
+/** Type, level and status codes the product knows (reconcile counts the jobs with any other). */
+export interface KnownCodes {
+  type: Iterable<string>;
+  level: Iterable<string>;
+  status: Iterable<string>;
+}
+
+/** The catalog side of a reconciliation pass: per-bucket statistics and jobs with an unknown code. */
+export interface CatalogStats {
+  /** Per bucket, rows plus quarantined records: count, digest, bytes, id span; ordered by bucket, `null` first. */
+  buckets: BucketStat[];
+  /** Rows with at least one type, level or status code not among the known ones. */
+  unknownCodeJobs: number;
+}
+
+/** True for a row of `t` with a non-NULL `col` not in the array parameter `param`. */
+const unknownCode = (col: string, param: string) =>
+  `(t.${col} IS NOT NULL AND NOT (t.${col} = ANY (${param}::text[])))`;
+
 /**
- * Per-bucket counts and fingerprints of a version: its rows together with its quarantined records
- * (`reject`, with the bucket and fingerprint input the source gave them), so that for every bucket
- * source = catalog + rejects. Same definition as the sources' (lib/fingerprint.ts). Ordered by
- * bucket, jobs without a start time first.
+ * Per-bucket counts, digests, bytes and id spans (min/max job key) of a version: its rows together
+ * with its quarantined records (`reject`, with the bucket and fingerprint input the source gave
+ * them), so that for every bucket source = catalog + rejects; plus the rows with an unknown code.
+ * One statement, one (parallel) scan of the version's table; same digest definition as the
+ * sources' (lib/fingerprint.ts). Run it on a session without statement timeout.
  */
-export async function catalogBucketStats(db: Queryable, versionId: string): Promise<BucketStat[]> {
+export async function catalogBucketStats(db: Queryable, versionId: string, known: KnownCodes): Promise<CatalogStats> {
   // A reject's bytes are the last field of its fingerprint input (job ids may hold '|').
-  const { rows } = await db.query<{ bucket: string | null; count: string; fingerprint: string; bytes: string }>(
+  const { rows } = await db.query<StatRow & { unknown: string }>(
     format(
-      `SELECT s.bucket::text AS bucket, count(*)::text AS count, md5(string_agg(s.fp, E'\\n' ORDER BY s.k)) AS fingerprint,
-              coalesce(sum(s.bytes), 0)::text AS bytes
-       FROM (SELECT t.bucket, t.job_key AS k, ${CATALOG_FINGERPRINT_ROW} AS fp, t.bytes FROM %I t
+      `SELECT s.bucket::text AS bucket, count(*)::text AS count, ${bucketDigestSql('s.fp')} AS fingerprint,
+              coalesce(sum(s.bytes), 0)::text AS bytes, min(s.k)::text AS min_key, max(s.k)::text AS max_key,
+              count(*) FILTER (WHERE s.unknown)::text AS unknown
+       FROM (SELECT t.bucket, t.job_key AS k, ${CATALOG_FINGERPRINT_ROW} AS fp, t.bytes,
+                    ${unknownCode('type', '$1')} OR ${unknownCode('level', '$2')} OR ${unknownCode('status', '$3')} AS unknown
+             FROM %I t
              UNION ALL
              SELECT r.bucket, r.job_key, r.fingerprint_row,
                     CASE WHEN substring(r.fingerprint_row FROM '[|]([^|]*)$') ~ '^-?[0-9]+$'
-                         THEN substring(r.fingerprint_row FROM '[|]([^|]*)$')::numeric END
+                         THEN substring(r.fingerprint_row FROM '[|]([^|]*)$')::numeric END, false
              FROM reject r WHERE r.version_id = %s) s
        GROUP BY 1 ORDER BY 1 NULLS FIRST`,
       partitionName(versionId),
       versionId,
     ),
+    [[...known.type], [...known.level], [...known.status]],
   );
-  return rows.map((r) => ({ bucket: r.bucket, count: Number(r.count), fingerprint: r.fingerprint, bytes: r.bytes }));
+  return {
+    buckets: rows.map(toBucketStat),
+    unknownCodeJobs: rows.reduce((n, r) => n + Number(r.unknown), 0),
+  };
 }
 
 /** Job names (`job`) that occur more than once in a version. */
@@ -81,7 +109,7 @@ export interface UnknownCodeCount {
 export async function unknownCodeCounts(
   db: Queryable,
   versionId: string,
-  known: { type: Iterable<string>; level: Iterable<string>; status: Iterable<string> },
+  known: KnownCodes,
 ): Promise<UnknownCodeCount[]> {
   const codes = await db.query<UnknownCodeCount>(
     format(

@@ -1,13 +1,14 @@
 import type { Pool } from 'pg';
-import { createPool } from '../db';
-import type { BucketStat, DstReport, JobSource, PageRange, PageWalkProgress, ReadRow, SourceWatermark } from './types';
-import { DST_RULE, ROW_WIDTH_SAMPLE } from './types';
+import { createPool, withLongSession } from '../db';
+import type { DstReport, JobSource, KeySpan, PageRange, PageWalkProgress, ReadRow, SourceWatermark } from './types';
+import { DST_RULE, ROW_WIDTH_SAMPLE, toBucketStat } from './types';
+import type { BucketStat, StatRow } from './types';
 import type { DatabaseSourceConfig } from '../config';
 import { BAREOS_JOB_SELECT as SELECT_JOB, bareosJobSelect } from './bareos-columns';
 import type { SourceTextMode } from './bareos-columns';
 import { openBareosPageRead } from './bareos-page';
 import type { PageRead, StreamingSource } from './types';
-import { BAREOS_FINGERPRINT_ROW as SOURCE_FINGERPRINT_ROW } from '../fingerprint';
+import { BAREOS_FINGERPRINT_ROW as SOURCE_FINGERPRINT_ROW, bucketDigestSql } from '../fingerprint';
 
 /** Keys one statement of the page walk reads at most (an index-only scan of about 0.1–1 s). */
 export const WALK_ROWS_PER_STATEMENT = 1_000_000;
@@ -229,20 +230,31 @@ export class BareosSource implements JobSource, StreamingSource {
 
   async bucketStats(maxKey: string): Promise<BucketStat[]> {
     const tz = await this.timezone();
-    const { rows } = await this.pool.query<{
-      bucket: string | null;
-      count: string;
-      fingerprint: string;
-      bytes: string;
-    }>(
-      `SELECT j.starttime::date::text AS bucket, count(*)::text AS count,
-              md5(string_agg(${SOURCE_FINGERPRINT_ROW}, E'\\n' ORDER BY j.jobid)) AS fingerprint,
-              coalesce(sum(j.jobbytes), 0)::text AS bytes
-       FROM job j WHERE j.jobid <= $2::bigint
-       GROUP BY 1 ORDER BY 1 NULLS FIRST`,
-      [tz, maxKey],
+    const { rows } = await withLongSession(this.pool, (c) =>
+      c.query<StatRow>(
+        `SELECT j.starttime::date::text AS bucket, count(*)::text AS count,
+                ${bucketDigestSql(SOURCE_FINGERPRINT_ROW)} AS fingerprint,
+                coalesce(sum(j.jobbytes), 0)::text AS bytes, min(j.jobid)::text AS min_key, max(j.jobid)::text AS max_key
+         FROM job j WHERE j.jobid <= $2::bigint
+         GROUP BY 1 ORDER BY 1 NULLS FIRST`,
+        [tz, maxKey],
+      ),
     );
-    return rows.map((r) => ({ bucket: r.bucket, count: Number(r.count), fingerprint: r.fingerprint, bytes: r.bytes }));
+    return rows.map(toBucketStat);
+  }
+
+  async readBucketInSpan(bucket: string | null, maxKey: string, span: KeySpan): Promise<ReadRow[]> {
+    const tz = await this.timezone();
+    const cond = bucket === null ? 'j.starttime IS NULL' : 'j.starttime >= $5::date AND j.starttime < $5::date + 1';
+    const params: unknown[] = [tz, maxKey, span.min, span.max];
+    if (bucket !== null) params.push(bucket);
+    const { rows } = await withLongSession(this.pool, (c) =>
+      c.query<ReadRow>(
+        `${SELECT_JOB} WHERE j.jobid BETWEEN $3::bigint AND least($4::bigint, $2::bigint) AND ${cond} ORDER BY j.jobid`,
+        params,
+      ),
+    );
+    return rows;
   }
 
   async dstReport(maxKey: string): Promise<DstReport> {

@@ -14,12 +14,13 @@ import type { FileSourceConfig } from '../config';
 import { SourceDataInvalidError } from '../errors';
 import { copyValue } from '../text-form';
 import { DST_COUNTS } from './bareos';
-import { STAGED_FINGERPRINT_ROW as STAGED_FINGERPRINT } from '../fingerprint';
+import { bucketDigestSql, STAGED_FINGERPRINT_ROW as STAGED_FINGERPRINT } from '../fingerprint';
+import { withLongSession } from '../db';
 import { STAGED_COPY_COLUMNS } from './listing';
 import type { ListingForStaging } from './listing-thread';
 import { parseListingInThread } from './listing-thread';
-import type { BucketStat, DstReport, JobSource, PageRange, ReadRow, SourceWatermark } from './types';
-import { densePages, DST_RULE, ROW_WIDTH_SAMPLE } from './types';
+import type { BucketStat, DstReport, JobSource, KeySpan, PageRange, ReadRow, SourceWatermark, StatRow } from './types';
+import { densePages, DST_RULE, ROW_WIDTH_SAMPLE, toBucketStat } from './types';
 
 /** Largest listing read from a command's standard output (bytes). */
 const MAX_LISTING_BYTES = 1 << 30;
@@ -241,18 +242,23 @@ export class StagedSource implements JobSource {
 
   async bucketStats(maxKey: string): Promise<BucketStat[]> {
     const tz = await this.timezone();
-    const { rows } = await this.pool.query<{
-      bucket: string | null;
-      count: string;
-      fingerprint: string;
-      bytes: string;
-    }>(
-      `SELECT x.bucket, count(*)::text AS count, md5(string_agg(${STAGED_FINGERPRINT}, E'\\n' ORDER BY x.seq)) AS fingerprint,
-              coalesce(sum(CASE WHEN x.bytes ~ '^-?[0-9]+$' THEN x.bytes::numeric END), 0)::text AS bytes
-       FROM (${SELECT_STAGED}) x WHERE x.seq <= $3::bigint GROUP BY 1 ORDER BY 1 NULLS FIRST`,
-      [tz, this.versionId, maxKey],
+    const { rows } = await withLongSession(this.pool, (c) =>
+      c.query<StatRow>(
+        `SELECT x.bucket, count(*)::text AS count, ${bucketDigestSql(STAGED_FINGERPRINT)} AS fingerprint,
+                coalesce(sum(CASE WHEN x.bytes ~ '^-?[0-9]+$' THEN x.bytes::numeric END), 0)::text AS bytes,
+                min(x.seq)::text AS min_key, max(x.seq)::text AS max_key
+         FROM (${SELECT_STAGED}) x WHERE x.seq <= $3::bigint GROUP BY 1 ORDER BY 1 NULLS FIRST`,
+        [tz, this.versionId, maxKey],
+      ),
     );
-    return rows.map((r) => ({ bucket: r.bucket, count: Number(r.count), fingerprint: r.fingerprint, bytes: r.bytes }));
+    return rows.map(toBucketStat);
+  }
+
+  readBucketInSpan(bucket: string | null, maxKey: string, span: KeySpan): Promise<ReadRow[]> {
+    return this.select(
+      'x.seq BETWEEN $3::bigint AND least($4::bigint, $5::bigint) AND x.bucket IS NOT DISTINCT FROM $6::text',
+      [span.min, span.max, maxKey, bucket],
+    );
   }
 
   async dstReport(maxKey: string): Promise<DstReport | null> {

@@ -70,16 +70,54 @@ export const DST_RULE =
   'a nonexistent wall-clock time is read with the UTC offset in force before the change (02:30 on a spring-forward day in Europe/Berlin is 01:30 UTC, shown as 03:30 local); ' +
   'an ambiguous one is read as standard time, the later of its two instants (02:30 on a fall-back day in Europe/Berlin is 01:30 UTC); the bucket is the wall-clock date as written';
 
-/** Count and fingerprint of one bucket (source-local day of the start time; `null` = no start time). */
+/**
+ * Count, digest and id span of one bucket (source-local day of the start time; `null` = no start
+ * time), computed in one pass per side (lib/fingerprint.ts `bucketDigestSql`).
+ */
 export interface BucketStat {
   /** `YYYY-MM-DD`, or null for jobs without a start time. */
   bucket: string | null;
   /** Jobs in the bucket at or below the watermark. */
   count: number;
-  /** md5 over the bucket's job ids in key order with status, end time, files and bytes. */
+  /**
+   * Digest of the bucket's jobs (id, status, end time, files, bytes): the sum modulo 2^64 of each
+   * job's 64-bit hash, decimal text; order-independent.
+   */
   fingerprint: string;
   /** Sum of the bucket's job bytes (decimal text, summed in SQL; values that are not whole numbers are left out). */
   bytes: string;
+  /** Lowest paging key of the bucket (decimal text). */
+  minKey: string;
+  /** Highest paging key of the bucket (decimal text). */
+  maxKey: string;
+}
+
+/** A bucket statistics row as the SQL of every side returns it (text columns). */
+export interface StatRow {
+  bucket: string | null;
+  count: string;
+  fingerprint: string;
+  bytes: string;
+  min_key: string;
+  max_key: string;
+}
+
+/** A {@link StatRow} as a {@link BucketStat}. */
+export function toBucketStat(r: StatRow): BucketStat {
+  return {
+    bucket: r.bucket,
+    count: Number(r.count),
+    fingerprint: r.fingerprint,
+    bytes: r.bytes,
+    minKey: r.min_key,
+    maxKey: r.max_key,
+  };
+}
+
+/** An inclusive range of paging keys (decimal text): a bucket's id span. */
+export interface KeySpan {
+  min: string;
+  max: string;
 }
 
 /** A record a page quarantines: where it was, why, and the record as read. */
@@ -215,8 +253,16 @@ export interface JobSource {
   dstReport(maxKey: string): Promise<DstReport | null>;
   /** Job ids at or below `maxKey` among `jobIds` (to tell deleted jobs from moved ones). */
   existingJobIds(jobIds: string[], maxKey: string): Promise<Set<string>>;
-  /** Per-bucket counts and fingerprints at or below `maxKey`. */
+  /**
+   * Per-bucket counts, digests, bytes and id spans at or below `maxKey`, in one statement on a
+   * session without statement timeout.
+   */
   bucketStats(maxKey: string): Promise<BucketStat[]>;
+  /**
+   * Rows of one bucket with `span.min <= key <= span.max` and key at or below `maxKey`, ascending
+   * by key, read by key range (no index on start time is needed) on a session without statement timeout.
+   */
+  readBucketInSpan(bucket: string | null, maxKey: string, span: KeySpan): Promise<ReadRow[]>;
   /** Jobs above the watermark now (the follow-up delta), as a count. */
   deltaCount(maxKey: string | null): Promise<number>;
   /** Closes the source's connections. */
