@@ -17,6 +17,7 @@ import type {
   RetireVersionsInput,
   RetireVersionsResult,
   SealVersionInput,
+  SealVersionResult,
 } from '../workflows/activity-types';
 import type {
   CopyPageInput,
@@ -77,7 +78,7 @@ export function createActivities(deps: ActivityDeps) {
     /** Copies one page in one catalog transaction (copy-page.ts). */
     copyPage: (input: CopyPageInput): Promise<CopyPageResult> => copyPage(ctx, input),
     /** Ends the copy phase: `verifying`, reader index, ANALYZE (version-lifecycle.ts). */
-    sealVersion: (input: SealVersionInput): Promise<void> => sealVersion(ctx, input),
+    sealVersion: (input: SealVersionInput): Promise<SealVersionResult> => sealVersion(ctx, input),
     /** One reconciliation round against the source at the watermark (reconcile.ts). */
     reconcile: (input: ReconcileInput): Promise<ReconcileSummary> => reconcile(ctx, input),
     /** Repairs one mismatched bucket (repair-bucket.ts). */

@@ -3,30 +3,44 @@
  * under `FOR UPDATE` on the version row, so page transactions in flight finish first and later
  * writes are refused by the fence.
  */
-import { createReaderIndex, lockVersion, lockVersionRow, markEnded, markVerifying } from '../lib/catalog';
+import {
+  createReaderIndex,
+  lockVersion,
+  lockVersionRow,
+  markEnded,
+  markVerifying,
+  missingLedgerPages,
+} from '../lib/catalog';
 import { withTransaction } from '../lib/db';
-import type { EndVersionInput, SealVersionInput } from '../workflows/activity-types';
+import type { EndVersionInput, SealVersionInput, SealVersionResult } from '../workflows/activity-types';
 import type { ActivityContext } from './context';
 import { guard } from './failures';
 import { withHeartbeat } from './heartbeat';
 
 /**
- * Ends the copy phase: the version becomes `verifying` under `FOR UPDATE` (waiting for page
- * transactions in flight; later page writes are refused), then gets its reader index and ANALYZE on
- * a session without statement timeout; heartbeats from a timer throughout (a long step: its
- * activity is found dead by heartbeat timeout). Idempotent.
+ * Ends the copy phase: under `FOR UPDATE` on the version row (waiting for page transactions in
+ * flight), proves that every planned page has its committed ledger row; if some have not, returns
+ * them and leaves the version `building` (the workflow re-runs them and seals again). Otherwise the
+ * version becomes `verifying` (later page writes are refused) and gets its paging-key and reader
+ * indexes and ANALYZE on a session without statement timeout; heartbeats from a timer throughout (a
+ * long step: its activity is found dead by heartbeat timeout). Idempotent.
  * @throws VERSION_FENCED when the version is neither building nor verifying.
  */
-export async function sealVersion(ctx: ActivityContext, input: SealVersionInput): Promise<void> {
+export async function sealVersion(ctx: ActivityContext, input: SealVersionInput): Promise<SealVersionResult> {
   return withHeartbeat(
     () => ({ stage: 'sealing' }),
     () =>
       guard(async () => {
-        await withTransaction(ctx.pool, async (c) => {
+        const missingPages = await withTransaction(ctx.pool, async (c) => {
           const status = await lockVersion(c, input.versionId, { mode: 'update', allowed: ['building', 'verifying'] });
-          if (status === 'building') await markVerifying(c, input.versionId);
+          if (status !== 'building') return [];
+          const missing = await missingLedgerPages(c, input.versionId, 1_000);
+          if (!missing.length) await markVerifying(c, input.versionId);
+          return missing;
         });
+        if (missingPages.length) return { missingPages };
         await createReaderIndex(ctx.pool, input.versionId);
+        return { missingPages: [] };
       }),
   );
 }

@@ -175,3 +175,32 @@ test('a retry ends the transaction of a frozen earlier attempt after the heartbe
   assert.equal(ended.rows.length, 1);
   await zombie.end().catch(() => undefined);
 });
+
+test('seal proves every planned page has its ledger row: a page whose ledger row was deleted is named, copied again (its rows exist: upserted), then sealed', async () => {
+  const planned = await plan('seal');
+  for (let p = 1; p <= planned.pagesTotal; p++) await copy('seal', planned.versionId, p);
+  const cat = fixture.dbs.catalogPool;
+  const table = await partitionOf(planned.versionId);
+  const before = await cat.query<{ n: number; x: string }>(
+    `SELECT count(*)::int AS n, sum(hashtext(t::text))::text AS x FROM "${table}" t`,
+  );
+  await cat.query(`DELETE FROM page WHERE version_id = $1 AND page_no = 2`, [planned.versionId]);
+  const seal = () =>
+    runActivity(acts.sealVersion as (i: unknown) => Promise<{ missingPages: number[] }>, {
+      versionId: planned.versionId,
+    });
+  assert.deepEqual(await seal(), { missingPages: [2] });
+  const status = async () =>
+    (await cat.query<{ s: string }>(`SELECT status AS s FROM version WHERE version_id = $1`, [planned.versionId]))
+      .rows[0].s;
+  assert.equal(await status(), 'building');
+  // The page is copied again as attempt 1: its COPY meets existing keys (23505) and upserts instead.
+  const again = await copy('seal', planned.versionId, 2);
+  assert.equal(again.rows, 1000);
+  assert.deepEqual(await seal(), { missingPages: [] });
+  assert.equal(await status(), 'verifying');
+  const after = await cat.query<{ n: number; x: string }>(
+    `SELECT count(*)::int AS n, sum(hashtext(t::text))::text AS x FROM "${table}" t`,
+  );
+  assert.deepEqual(after.rows[0], before.rows[0], 'same rows, same content');
+});

@@ -90,6 +90,7 @@ function mockActivities(opts: {
       },
       async sealVersion(input) {
         calls.push({ name: 'sealVersion', input });
+        return { missingPages: [] };
       },
       async reconcile(input) {
         calls.push({ name: 'reconcile', input });

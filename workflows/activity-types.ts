@@ -27,6 +27,15 @@ export interface SealVersionInput {
   versionId: string;
 }
 
+/** Result of `sealVersion`. */
+export interface SealVersionResult {
+  /**
+   * Planned pages without a committed ledger row (at most 1,000, ascending): the version was not
+   * sealed; re-run them and seal again. Empty when the version is sealed (`verifying`).
+   */
+  missingPages: number[];
+}
+
 /** Input of `reconcile`: one round of comparing a version with its source at the watermark. */
 export interface ReconcileInput {
   catalog: string;

@@ -57,8 +57,12 @@ export const PAGE_RETRY: RetryPolicy = {
   nonRetryableErrorTypes: [...NON_RETRYABLE_TYPES],
 };
 
-/** Floor of a page activity's start-to-close timeout (ms), above the sessions' 30 s statement_timeout. */
-export const PAGE_START_TO_CLOSE_FLOOR_MS = 60_000;
+/**
+ * Floor of a page activity's start-to-close timeout (ms): above the largest page statement timeout
+ * (30 s + 1 ms per planned row: 130 s for 100,000 rows, lib/page-cost.ts). A dead worker is found by
+ * the heartbeat timeout, not by this.
+ */
+export const PAGE_START_TO_CLOSE_FLOOR_MS = 300_000;
 
 /** Page attempts above this are reported (workflow log). */
 export const PAGE_ATTEMPTS_REPORTED_ABOVE = 5;

@@ -14,7 +14,7 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import type { PublishCatalogResult, RebuildCatalogInput, RebuildCatalogResult } from './definitions';
-import { short } from './activity-options';
+import { pageActivities, short } from './activity-options';
 import { copyPages } from './copy-window';
 import { publishWorkflowId } from './names';
 import { LEGACY_DEFAULT_PAGE_SIZE } from './policies';
@@ -44,7 +44,7 @@ export async function RebuildCatalog(input: RebuildCatalogInput): Promise<Rebuil
         maxPagesPerRun: settings.maxPagesPerRun,
         startInfo: info,
       });
-      await short.sealVersion({ versionId: state.carried.versionId });
+      await seal(state, settings.heartbeatTimeoutMs);
       await reconcileAndRepair(state, { maxRounds: settings.maxRepairRounds, workflowId: info.workflowId });
       const pub = await publish(state, settings.retention, info.workflowId);
       return state.result({ published: true, previousVersionId: pub.previousVersionId });
@@ -90,6 +90,36 @@ async function plan(state: RebuildState, pageSize: number | undefined, info: Wor
     `planned version ${planned.versionId}: ${planned.pagesTotal} pages of ${st.pageSize ?? '?'} rows (${st.pageSizing}), watermark job ${planned.watermark.jobKey ?? 'none'}`,
   );
   state.setPhase('copying');
+}
+
+/**
+ * Patch of the seal's proof: rebuilds with the marker re-run the planned pages that `sealVersion`
+ * finds without a committed ledger row, then seal again.
+ */
+export const SEAL_RERUNS_PAGES_PATCH = 'seal-reruns-missing-pages';
+
+/**
+ * Seals the version (`sealVersion`): it proves every planned page has its committed ledger row;
+ * pages without one (e.g. a ledger row deleted by hand) are copied again, one at a time, and the
+ * seal is retried until it holds. The counts are not changed (reconciliation counts the rows).
+ */
+async function seal(state: RebuildState, heartbeatTimeoutMs: number): Promise<void> {
+  const st = state.carried;
+  let sealed = await short.sealVersion({ versionId: st.versionId });
+  if (!patched(SEAL_RERUNS_PAGES_PATCH)) return;
+  while (sealed?.missingPages?.length) {
+    state.note(`seal: ${sealed.missingPages.length} planned pages have no committed ledger row; copying them again`);
+    for (const pageNo of sealed.missingPages) {
+      const acts = pageActivities(heartbeatTimeoutMs, st.pageDurationsMs, `page ${pageNo} again (seal)`);
+      await acts.copyPage({
+        catalog: state.input.catalog,
+        source: state.input.source,
+        versionId: st.versionId,
+        pageNo,
+      });
+    }
+    sealed = await short.sealVersion({ versionId: st.versionId });
+  }
 }
 
 /** Publishes the reconciled version with the `PublishCatalog` child (shrink guard, flip, retirement); then phase `done`. */

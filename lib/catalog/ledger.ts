@@ -265,3 +265,19 @@ export async function decodedValueCounts(db: Queryable, versionId: string): Prom
   );
   return Object.fromEntries(rows.map((r) => [r.col, r.n]));
 }
+
+/**
+ * Planned pages of a version without a committed ledger row, ascending, at most `limit` (one pass
+ * over the version's plan and ledger, both keyed by (version, page)).
+ */
+export async function missingLedgerPages(db: Queryable, versionId: string, limit: number): Promise<number[]> {
+  const { rows } = await db.query<{ page_no: number }>(
+    `SELECT p.page_no FROM plan_page p
+     WHERE p.version_id = $1
+       AND NOT EXISTS (SELECT 1 FROM page l WHERE l.version_id = p.version_id AND l.page_no = p.page_no
+                         AND l.committed_at IS NOT NULL)
+     ORDER BY p.page_no LIMIT $2`,
+    [versionId, limit],
+  );
+  return rows.map((r) => r.page_no);
+}

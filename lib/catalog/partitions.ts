@@ -18,9 +18,10 @@ export function partitionName(versionId: string): string {
 }
 
 /**
- * Creates the version's standalone table with `CHECK (version_id = n)`, its primary key and an
- * index on the paging key (`job_key`, read by each page's range checksum), then attaches it to
- * `job` (SHARE UPDATE EXCLUSIVE on the parent: readers are not blocked).
+ * Creates the version's standalone table with `CHECK (version_id = n)` and its primary key, then
+ * attaches it to `job` (SHARE UPDATE EXCLUSIVE on the parent: readers are not blocked). No other
+ * index while pages load: pages only COPY; the paging-key and reader indexes are built at seal
+ * ({@link createReaderIndex}).
  * Idempotent.
  * @returns the table's name.
  */
@@ -32,9 +33,6 @@ export async function createVersionPartition(db: Queryable, versionId: string): 
     format('ALTER TABLE %I ADD CONSTRAINT %I CHECK (version_id = %s)', table, `${table}_version`, versionId),
   );
   await db.query(format('ALTER TABLE %I ADD PRIMARY KEY (version_id, job_id)', table));
-  // The page checksum reads the page's key range: without this index every page would scan the
-  // whole partition (quadratic in the job count; docs/performance.md).
-  await db.query(format('CREATE INDEX %I ON %I (job_key)', `${table}_job_key`, table));
   await db.query(format('ALTER TABLE job ATTACH PARTITION %I FOR VALUES IN (%s)', table, versionId));
   return table;
 }
@@ -46,13 +44,15 @@ export async function partitionExists(db: Queryable, versionId: string): Promise
 }
 
 /**
- * Creates the reader index (client, start time) on the version's table and ANALYZEs it, on one
- * session of its own without statement timeout (both grow with the table; the session is discarded
- * afterwards). Idempotent.
+ * Creates the paging-key index (`job_key`: repair reads and deletes by job-id span) and the reader
+ * index (client, start time) on the version's table and ANALYZEs it, on one session of its own
+ * without statement timeout (all grow with the table; the session is discarded afterwards).
+ * Idempotent.
  */
 export async function createReaderIndex(pool: Pool, versionId: string): Promise<void> {
   const table = partitionName(versionId);
   await withLongSession(pool, async (c) => {
+    await c.query(format('CREATE INDEX IF NOT EXISTS %I ON %I (job_key)', `${table}_job_key`, table));
     await c.query(format('CREATE INDEX IF NOT EXISTS %I ON %I (client, start_time)', `${table}_client_start`, table));
     await c.query(format('ANALYZE %I', table));
   });
