@@ -108,19 +108,20 @@ test('a rebuild started by the previous release finishes on the new workers', { 
   building.catch(() => undefined); // awaited below; the setup runs meanwhile
 
   const temporal = await privateTemporal();
+  const workers: WorkerProcess[] = [];
+  let ctx: RebuildFixture | undefined;
+  // Runs before the fixture's cleanup (hooks run in the order registered), which drops the databases.
   t.after(async () => {
+    if (ctx)
+      await rebuildHandle(ctx.client, ctx.catalog)
+        .terminate('test cleanup')
+        .catch(() => undefined);
+    for (const w of workers) w.kill('SIGKILL');
+    await Promise.all(workers.map((w) => within(w.exited, 10_000)));
     await temporal.stop();
     fs.rmSync(temporal.dir, { recursive: true, force: true });
   });
-  const ctx = await rebuildFixture(t, { address: temporal.address, tag: 'prevrel', jobs: JOBS, seed: 11 });
-  const workers: WorkerProcess[] = [];
-  t.after(async () => {
-    await rebuildHandle(ctx.client, ctx.catalog)
-      .terminate('test cleanup')
-      .catch(() => undefined);
-    for (const w of workers) w.kill('SIGKILL');
-    await Promise.all(workers.map((w) => within(w.exited, 10_000)));
-  });
+  ctx = await rebuildFixture(t, { address: temporal.address, tag: 'prevrel', jobs: JOBS, seed: 11 });
   const outputs = () => workers.map((w) => `--- worker ${w.pid}\n${w.output().slice(-4000)}`).join('\n');
   const release = await building;
   t.diagnostic(
