@@ -126,14 +126,15 @@ export interface WorkerProcess {
 /**
  * Spawns a worker detached and resolves once it polls: by default the test worker entry
  * (`dist/dev/test-worker.js`, which adds the page hooks of `CATALOG_REBUILD_FAULTS`); with
- * `{ entry: 'product' }` the product's `dist/worker/main.js`, as benchmarks measure it.
+ * `{ entry: 'product' }` the product's `dist/worker/main.js`, as benchmarks measure it. `root` is
+ * the built tree it runs from (default this project; e.g. a previous release's build).
  */
 export async function spawnWorker(
   env: NodeJS.ProcessEnv,
-  opts: { entry?: 'test' | 'product' } = {},
+  opts: { entry?: 'test' | 'product'; root?: string } = {},
 ): Promise<WorkerProcess> {
   const entry = opts.entry === 'product' ? 'dist/worker/main.js' : 'dist/dev/test-worker.js';
-  const child = spawn(process.execPath, [path.join(projectRoot(), entry)], {
+  const child = spawn(process.execPath, [path.join(opts.root ?? projectRoot(), entry)], {
     env,
     detached: true,
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -183,15 +184,23 @@ export function runCliProcess(
   return { code: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 
-/** Runs the compiled CLI with `args` without blocking the event loop; resolves with exit code and output. */
+/**
+ * Runs the compiled CLI with `args` without blocking the event loop; resolves with exit code and
+ * output. `opts.root`: the built tree whose `bin/catalog-rebuild.js` runs (default this project);
+ * `opts.timeoutMs`: SIGKILL the CLI after this long (code null).
+ */
 export function runCliAsync(
   args: string[],
   env: NodeJS.ProcessEnv,
+  opts: { root?: string; timeoutMs?: number } = {},
 ): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, [path.join(projectRoot(), 'bin/catalog-rebuild.js'), ...args], {
+    const bin = path.join(opts.root ?? projectRoot(), 'bin/catalog-rebuild.js');
+    const child = spawn(process.execPath, [bin, ...args], {
       env,
       stdio: ['ignore', 'pipe', 'pipe'],
+      timeout: opts.timeoutMs,
+      killSignal: 'SIGKILL',
     });
     let stdout = '';
     let stderr = '';
