@@ -6,6 +6,7 @@ import { log } from '@temporalio/activity';
 import {
   catalogBucketStats,
   countRejects,
+  decodedValueCounts,
   duplicateJobNameCount,
   duplicateRecordCount,
   loadVersion,
@@ -102,6 +103,8 @@ async function reconcileRound(ctx: ActivityContext, input: ReconcileInput): Prom
     warnings: warnings.unknownCodes.reduce((n, c) => n + c.jobs, 0),
     unknownCodes: warnings.unknownCodes,
     duplicateRecords: warnings.duplicateRecords,
+    // Source text that was not UTF-8, decoded from the source's legacyEncoding, per catalog column.
+    decodedValues: await decodedValueCounts(ctx.pool, input.versionId),
     ...(warnings.dst ? { dst: warnings.dst } : {}),
   };
   await saveReconciliation(ctx.pool, input.versionId, input.round, summary.ok, report);

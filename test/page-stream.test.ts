@@ -91,6 +91,15 @@ test('SQL_ASCII source with Latin-1 bytes: every job kept, text decoded (valid U
   assert.equal(summary.ok, true, JSON.stringify(summary));
   assert.equal(summary.sampleMismatches, 0);
   assert.equal(summary.catalogRows, JOBS);
+  const report = await fixture.dbs.catalogPool.query<{ d: Record<string, number> }>(
+    `SELECT report->'decodedValues' AS d FROM reconciliation WHERE version_id = $1 AND round = 1`,
+    [planned.versionId],
+  );
+  assert.deepEqual(
+    report.rows[0].d,
+    { client: client1Jobs, comment: 5 },
+    'the report counts decoded values per column',
+  );
 });
 
 test('a value the catalog refuses is quarantined alone; a record failing the source checks is quarantined with its reason', async () => {

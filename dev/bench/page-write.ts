@@ -6,7 +6,7 @@
  */
 import type { PoolClient, Pool } from 'pg';
 import format from 'pg-format';
-import { copyOrUpsertRows, partitionName, rangeChecksum, upsertRows } from '../../lib/catalog';
+import { copyOrUpsertRows, partitionName, upsertRows } from '../../lib/catalog';
 import { withTransaction } from '../../lib/db';
 import type { JobSource, SourceRow } from '../../lib/sources/types';
 import { JOB_COLUMNS } from '../../lib/sources/types';
@@ -67,7 +67,6 @@ export async function runPageWrite(ctx: BenchContext, scratch: Pool, src: JobSou
   const wal: Record<string, number[]> = Object.fromEntries(names.map((n) => [n, []]));
   const replayMs: number[] = [];
   const replayWal: number[] = [];
-  const checksumMs: number[] = [];
   const readMs: number[] = [];
   const elapsedMs = (t0: bigint) => Number(process.hrtime.bigint() - t0) / 1e6;
   for (let p = 0; p < pages.length; p++) {
@@ -86,9 +85,6 @@ export async function runPageWrite(ctx: BenchContext, scratch: Pool, src: JobSou
     replayWal.push(await walSince(scratch, lsn));
     const first = pages[p][0].job_key!;
     const last = pages[p][pages[p].length - 1].job_key!;
-    const t1 = process.hrtime.bigint();
-    await rangeChecksum(scratch, versionOf(0), first, last);
-    checksumMs.push(elapsedMs(t1));
     const t2 = process.hrtime.bigint();
     await src.readRange(first, last);
     readMs.push(elapsedMs(t2));
@@ -102,8 +98,8 @@ export async function runPageWrite(ctx: BenchContext, scratch: Pool, src: JobSou
   );
   ctx.figures.add(
     'page parts (alone)',
-    `source read (readRange) ${median(readMs).toFixed(1)} ms, range checksum ${median(checksumMs).toFixed(1)} ms per page of ${fmtInt(rows)} rows, median of ${pages.length}`,
-    { readMs: +median(readMs).toFixed(1), checksumMs: +median(checksumMs).toFixed(1) },
+    `source read (readRange) ${median(readMs).toFixed(1)} ms per page of ${fmtInt(rows)} rows, median of ${pages.length}`,
+    { readMs: +median(readMs).toFixed(1) },
   );
   ctx.figures.add(
     'page write (replay, identical rows)',

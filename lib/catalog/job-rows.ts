@@ -1,5 +1,5 @@
 /**
- * Job rows of a version's table: page writes (unnest upsert, COPY), the page checksum, the reads
+ * Job rows of a version's table: page writes (unnest upsert, COPY, streamed COPY), the reads
  * and deletes of a bucket's repair, and the comparison of job ids between two versions.
  * Identifiers are escaped with pg-format's %I; values are always parameters.
  */
@@ -158,28 +158,6 @@ export async function copyOrUpsertRows(
     await db.query('ROLLBACK TO SAVEPOINT page_copy');
     return { rows: await upsertRows(db, versionId, pageNo, rows), method: 'upsert' };
   }
-}
-
-/**
- * Row count and md5 of the catalog rows with keys in [firstKey, lastKey], in key order.
- * The checksum covers every field, so a replay that changes nothing leaves it equal.
- */
-export async function rangeChecksum(
-  db: Queryable,
-  versionId: string,
-  firstKey: string,
-  lastKey: string,
-): Promise<{ rows: number; checksum: string }> {
-  const { rows } = await db.query<{ rows: number; checksum: string }>(
-    format(
-      `SELECT count(*)::int AS rows, md5(coalesce(string_agg(s::text, E'\\n' ORDER BY s.k), '')) AS checksum
-       FROM (SELECT t.job_key AS k, ${CATALOG_ROW_AS_TEXT} FROM %I t
-             WHERE t.job_key BETWEEN $1::bigint AND $2::bigint) s`,
-      partitionName(versionId),
-    ),
-    [firstKey, lastKey],
-  );
-  return rows[0];
 }
 
 /** A catalog row's job id and paging key (decimal text). */

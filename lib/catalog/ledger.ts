@@ -163,7 +163,7 @@ export async function claimPage(
 export interface PageTotals {
   /** Catalog rows in the page's key range after the write. */
   rows: number;
-  /** md5 of those rows in key order (see rangeChecksum). */
+  /** Empty: pages are not read back (reconciliation verifies per bucket); earlier releases stored an md5 of the page's rows. */
   checksum: string;
   /** Quarantined source records of the page. */
   rejects: number;
