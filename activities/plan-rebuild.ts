@@ -120,6 +120,7 @@ async function storePlan(
       time: wm.time,
       snapshot: prepared.snapshot,
       duplicates: prepared.duplicates,
+      decoded: prepared.decoded,
     }),
     details: {
       pagesTotal: firstKeys.length,
@@ -128,6 +129,9 @@ async function storePlan(
       watermarkTime: wm.time,
       sourceRows: wm.rows,
       ...(prepared.snapshot ? { snapshotSha256: prepared.snapshot, duplicateRecords: prepared.duplicates } : {}),
+      ...(prepared.decoded
+        ? { legacyEncoding: prepared.decoded.encoding, decodedValues: prepared.decoded.values }
+        : {}),
     },
   });
   return {

@@ -25,6 +25,8 @@ export interface PreparedSource {
   snapshot: string | null;
   /** Listing records dropped as repeats of an id (file sources). */
   duplicates: number;
+  /** Listing values that were not UTF-8, decoded from `legacyEncoding`, by field name (file sources). */
+  decoded?: { encoding: string; values: Record<string, number> };
   /** Stages the listing for the new version, inside the plan transaction (file sources only). */
   stage?(c: PoolClient, versionId: string): Promise<void>;
 }
@@ -95,6 +97,7 @@ export class SourceRegistry {
       timezone: config.timezone ?? 'UTC',
       snapshot: listing.sha256,
       duplicates: listing.duplicates,
+      decoded: { encoding: config.legacyEncoding ?? 'LATIN1', values: listing.decoded },
       pageFirstKeys: async (maxKey, size) => stagedPageFirstKeys(maxKey, size),
       stage: (c, versionId) => stageListing(c, versionId, listing),
     };
