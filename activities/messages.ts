@@ -36,12 +36,19 @@ export interface PlannedFacts {
   duplicates: number;
   /** For pages sized `auto`, why this size (e.g. `16 MiB of row text at 212 bytes a row`); absent when fixed. */
   autoSizing?: string;
+  /** Listing values that were not UTF-8, decoded from `encoding`, by field name. */
+  decoded?: { encoding: string; values: Record<string, number> };
 }
 
 /** The `planned` event's message: pages, page size and the watermark (a listing's sha256 or the highest job id). */
 export function plannedMessage(p: PlannedFacts): string {
+  const decoded = Object.entries(p.decoded?.values ?? {});
+  const n = decoded.reduce((a, [, c]) => a + c, 0);
+  const decodedText = n
+    ? `, ${n} values that were not UTF-8 decoded from ${p.decoded!.encoding} (${decoded.map(([f, c]) => `${f} ${c}`).join(', ')})`
+    : '';
   const watermark = p.snapshot
-    ? `listing sha256 ${p.snapshot} (${p.rows} records staged${p.duplicates ? `, ${p.duplicates} repeated ids dropped, the last listed kept` : ''})`
+    ? `listing sha256 ${p.snapshot} (${p.rows} records staged${p.duplicates ? `, ${p.duplicates} repeated ids dropped, the last listed kept` : ''}${decodedText})`
     : `job ${p.maxKey ?? 'none'}`;
   const sizing = p.autoSizing ? ` (auto: ${p.autoSizing})` : '';
   return `planned version ${p.versionId}: ${p.pagesTotal} pages of ${p.pageSize} jobs${sizing}, watermark ${watermark} at ${p.time}`;

@@ -197,6 +197,7 @@ async function storePlan(
       snapshot: prepared.snapshot,
       duplicates: prepared.duplicates,
       autoSizing: sizing.auto?.why,
+      decoded: prepared.decoded,
     }),
     details: {
       pagesTotal: pages.length,
@@ -207,6 +208,9 @@ async function storePlan(
       watermarkTime: wm.time,
       sourceRows: rows,
       ...(prepared.snapshot ? { snapshotSha256: prepared.snapshot, duplicateRecords: prepared.duplicates } : {}),
+      ...(prepared.decoded
+        ? { legacyEncoding: prepared.decoded.encoding, decodedValues: prepared.decoded.values }
+        : {}),
     },
   });
   return {

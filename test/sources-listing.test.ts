@@ -373,8 +373,8 @@ describe('listing edge cases (no services)', () => {
       /listing is empty \(0 bytes\); restic prints \[\] or null/,
     );
     assert.throws(
-      () => parseListing('restic-json', Buffer.from([0x5b, 0x22, 0xff, 0x22, 0x5d]), { source: 's' }),
-      /not valid UTF-8 \(byte 2\)/,
+      () => parseListing('restic-json', Buffer.from([0x5b, 0xff, 0x5d]), { source: 's' }),
+      /not valid UTF-8 \(byte 1\)/,
     );
     assert.throws(
       () => parseListing('restic-json', Buffer.from('[{"id":"a"},,{"id":"b"}]'), { source: 's' }),

@@ -30,6 +30,8 @@ export interface PreparedSource {
   snapshot: string | null;
   /** Listing records dropped as repeats of an id (file sources). */
   duplicates: number;
+  /** Listing values that were not UTF-8, decoded from `legacyEncoding`, by field name (file sources). */
+  decoded?: { encoding: string; values: Record<string, number> };
   /** Stages the listing for the new version, inside the plan transaction (file sources only). */
   stage?(c: PoolClient, versionId: string): Promise<void>;
 }
@@ -106,6 +108,7 @@ export class SourceRegistry {
       // Not staged yet: the width of a record is that of its staged COPY text.
       averageRowBytes: async () => (n ? listing.copyText.length / n : null),
       countRowsUpTo: async (maxKey, limit) => Math.min(Number(maxKey), limit),
+      decoded: { encoding: config.legacyEncoding ?? 'LATIN1', values: listing.decoded },
       stage: (c, versionId) => stageListing(c, versionId, listing),
     };
   }

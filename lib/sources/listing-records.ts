@@ -149,32 +149,43 @@ function compact(o: Record<string, unknown>): string {
   return JSON.stringify(out);
 }
 
-/** Path of the first string (value or key) holding a NUL character, which PostgreSQL text cannot store. */
-function nulPath(v: unknown, at: string[] = []): string | null {
-  if (typeof v === 'string') return v.includes('\u0000') ? at.join('.') || 'record' : null;
+/** Path of the first string (value or key) for which `bad` is true. */
+function stringPath(v: unknown, bad: (s: string) => boolean, at: string[] = []): string | null {
+  if (typeof v === 'string') return bad(v) ? at.join('.') || 'record' : null;
   if (Array.isArray(v)) {
     for (let i = 0; i < v.length; i++) {
-      const p = nulPath(v[i], [...at, String(i)]);
+      const p = stringPath(v[i], bad, [...at, String(i)]);
       if (p) return p;
     }
     return null;
   }
   if (v && typeof v === 'object' && !isLosslessNumber(v)) {
     for (const [k, x] of Object.entries(v)) {
-      if (k.includes('\u0000')) return [...at, k.replace(/\u0000/g, '\\u0000')].join('.');
-      const p = nulPath(x, [...at, k]);
+      if (bad(k)) return [...at, k.replace(/\u0000/g, '\\u0000')].join('.');
+      const p = stringPath(x, bad, [...at, k]);
       if (p) return p;
     }
   }
   return null;
 }
 
-/** Problems that make a record unusable before its fields are read: not an object, a NUL character. */
-function recordProblem(rec: unknown): string | null {
+/**
+ * Problems that make a record unusable before its fields are read: not an object, a NUL character,
+ * a string that is not UTF-8 and holds a byte its legacy encoding leaves undefined (`undecodable`:
+ * such decoded strings, with the reason).
+ */
+function recordProblem(rec: unknown, undecodable?: Map<string, string>): string | null {
   if (rec === null || typeof rec !== 'object' || Array.isArray(rec) || isLosslessNumber(rec))
     return 'record: is not a JSON object';
-  const nul = nulPath(rec);
-  return nul ? `${nul}: contains a NUL character (\\u0000), which PostgreSQL text cannot store` : null;
+  const nul = stringPath(rec, (s) => s.includes('\u0000'));
+  if (nul) return `${nul}: contains a NUL character (\\u0000), which PostgreSQL text cannot store`;
+  if (!undecodable?.size) return null;
+  let reason = '';
+  const at = stringPath(rec, (s) => {
+    reason = undecodable.get(s) ?? '';
+    return !!reason;
+  });
+  return at ? `${at}: ${reason}` : null;
 }
 
 /** A quarantined record: the id and names that can be read safely, the reason, the raw record. */
@@ -223,10 +234,13 @@ export function presentTime(t: string | null | undefined): string | null {
   return t && !GO_ZERO_TIME.test(t) ? t : null;
 }
 
-/** Maps one restic snapshot; invalid snapshots keep their id and carry the reason. */
-export function resticRecord(rec: unknown): StagedRecord {
+/**
+ * Maps one restic snapshot; invalid snapshots keep their id and carry the reason.
+ * @param undecodable decoded strings holding a byte undefined in the legacy encoding, with the reason.
+ */
+export function resticRecord(rec: unknown, undecodable?: Map<string, string>): StagedRecord {
   const raw = () => stringify(rec) ?? 'null';
-  const problem = recordProblem(rec);
+  const problem = recordProblem(rec, undecodable);
   if (problem) return rejected(rec, problem, raw(), {});
   const parsed = resticSnapshot.safeParse(rec);
   if (!parsed.success) return rejected(rec, issues(parsed.error), raw(), {});
@@ -276,10 +290,13 @@ export function resticRecord(rec: unknown): StagedRecord {
 /** Borg names checkpoint archives `<name>.checkpoint` (or `.checkpoint.N`): partial backups. */
 const CHECKPOINT = /\.checkpoint(\.\d+)?$/;
 
-/** Maps one borg archive; `client` is the configured client name (borg listings carry none). */
-export function borgRecord(rec: unknown, client: string | null): StagedRecord {
+/**
+ * Maps one borg archive; `client` is the configured client name (borg listings carry none).
+ * @param undecodable decoded strings holding a byte undefined in the legacy encoding, with the reason.
+ */
+export function borgRecord(rec: unknown, client: string | null, undecodable?: Map<string, string>): StagedRecord {
   const raw = () => stringify(rec) ?? 'null';
-  const problem = recordProblem(rec);
+  const problem = recordProblem(rec, undecodable);
   const name =
     typeof (rec as { name?: unknown } | null)?.name === 'string' ? (rec as { name: string }).name || null : null;
   const known = {

@@ -11,7 +11,7 @@ import { parseListing, toCopyText } from './listing';
 interface Job {
   kind: 'restic-json' | 'borg-json';
   bytes: Uint8Array;
-  opts: { source: string; client?: string | null };
+  opts: { source: string; client?: string | null; legacyEncoding?: string };
   withIds: boolean;
 }
 
@@ -27,6 +27,8 @@ export interface ListingForStaging {
   listed: number;
   /** restic `--group-by` groups flattened. */
   groups: number;
+  /** Values that were not UTF-8, decoded from the source's legacy encoding, by field name. */
+  decoded: Record<string, number>;
   /** `COPY staged_record (STAGED_COPY_COLUMNS) FROM STDIN` text, UTF-8. */
   copyText: Uint8Array;
   /** Ids of the staged records (when asked for). */
@@ -109,6 +111,7 @@ if (!isMainThread && parentPort && (workerData as Job | undefined)?.kind) {
         duplicates: l.duplicates,
         listed: l.listed,
         groups: l.groups,
+        decoded: l.decoded,
         copyText,
         ids,
       },

@@ -10,6 +10,7 @@ import { SourceDataInvalidError } from '../errors';
 
 import type { StagedRecord } from './listing-records';
 import { borgRecord, mapRecord, resticRecord } from './listing-records';
+import { decodeListing } from './legacy-text';
 
 export type { StagedRecord } from './listing-records';
 export { normalizeTime, presentTime } from './listing-records';
@@ -26,28 +27,43 @@ export interface StagedListing {
   listed: number;
   /** restic `--group-by` groups flattened (0 for a plain listing). */
   groups: number;
+  /** Values that were not UTF-8, decoded from the legacy encoding, by field name (empty for a UTF-8 listing). */
+  decoded: Record<string, number>;
 }
 
 const UTF8 = new TextDecoder('utf-8', { fatal: true });
 
-/** The listing's text: UTF-8 (as restic and borg write JSON), a leading byte order mark dropped. */
-function listingText(kind: string, bytes: Buffer, source: string): string {
+/**
+ * The listing's text, a leading byte order mark dropped: the bytes as UTF-8 (as restic and borg
+ * write JSON) when they all are; else each JSON string decoded on its own (see `legacy-text.ts`).
+ */
+function listingText(
+  kind: string,
+  bytes: Buffer,
+  source: string,
+  legacyEncoding: string,
+): { text: string; decoded: Record<string, number>; undecodable: Map<string, string> } {
   let text: string;
+  let decoded: Record<string, number> = {};
+  let undecodable = new Map<string, string>();
   try {
     text = UTF8.decode(bytes);
+    if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
   } catch {
-    const at = firstInvalidUtf8(bytes);
-    throw new SourceDataInvalidError(
-      `source ${source}: the ${kind} listing is not valid UTF-8 (byte ${at}); restic and borg write UTF-8 JSON: is the file damaged or converted?`,
-    );
+    const d = decodeListing(bytes, legacyEncoding);
+    if ('badByte' in d) {
+      throw new SourceDataInvalidError(
+        `source ${source}: the ${kind} listing is not valid UTF-8 (byte ${firstInvalidUtf8(bytes)}) and holds a byte above 0x7F outside any JSON string (byte ${d.badByte}); restic and borg write UTF-8 JSON: is the file damaged or converted?`,
+      );
+    }
+    ({ text, decoded, undecodable } = d);
   }
-  if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
   if (!text.trim()) {
     throw new SourceDataInvalidError(
       `source ${source}: the ${kind} listing is empty (${bytes.length} bytes); ${kind === 'restic-json' ? 'restic prints [] or null when a repository has no snapshots' : 'borg prints {"archives": []} for an empty repository'}`,
     );
   }
-  return text;
+  return { text, decoded, undecodable };
 }
 
 /** Offset of the first byte that does not start or continue a valid UTF-8 sequence. */
@@ -111,15 +127,19 @@ function arrayElements(text: string): { index: number; start: number; text: stri
  * (`[{ "group_key": …, "snapshots": [...] }]`, flattened). borg: `{ "archives": [...] }`.
  * Of the valid records with the same id the last one listed is kept (the others are counted as
  * duplicates); invalid records are all kept, to be quarantined with their reason.
- * @throws SourceDataInvalidError when the listing is empty, not UTF-8, not JSON, or not of the kind's shape.
+ * A string that is not valid UTF-8 is decoded from `opts.legacyEncoding` (PostgreSQL name, default
+ * LATIN1); a record holding one with a byte that encoding leaves undefined is quarantined.
+ * @throws SourceDataInvalidError when the listing is empty, not JSON (a byte above 0x7F outside a
+ *   string: "not valid UTF-8"), or not of the kind's shape.
  */
 export function parseListing(
   kind: 'restic-json' | 'borg-json',
   bytes: Buffer,
-  opts: { source: string; client?: string | null },
+  opts: { source: string; client?: string | null; legacyEncoding?: string },
 ): StagedListing {
   const sha256 = createHash('sha256').update(bytes).digest('hex');
-  const text = listingText(kind, bytes, opts.source);
+  const { text, decoded, undecodable } = listingText(kind, bytes, opts.source, opts.legacyEncoding ?? 'LATIN1');
+  const restic = (rec: unknown) => resticRecord(rec, undecodable);
   const invalid = (err: unknown, where = '') =>
     new SourceDataInvalidError(
       `source ${opts.source}: the ${kind} listing is not valid JSON${where}: ${(err as Error).message}`,
@@ -141,7 +161,7 @@ export function parseListing(
       const isGroup = !!item && typeof item === 'object' && !Array.isArray(item) && 'group_key' in item;
       grouped ??= isGroup;
       if (!grouped) {
-        records.push(mapRecord(resticRecord, item));
+        records.push(mapRecord(restic, item));
         continue;
       }
       const g = item as Record<string, unknown>;
@@ -151,7 +171,7 @@ export function parseListing(
         );
       }
       groups++;
-      for (const snap of (g.snapshots as unknown[] | null) ?? []) records.push(mapRecord(resticRecord, snap));
+      for (const snap of (g.snapshots as unknown[] | null) ?? []) records.push(mapRecord(restic, snap));
     }
   } else {
     let doc: unknown;
@@ -179,14 +199,21 @@ export function parseListing(
         );
       }
       records = (doc as { archives: unknown[] }).archives.map((a) =>
-        mapRecord((x) => borgRecord(x, opts.client ?? null), a),
+        mapRecord((x) => borgRecord(x, opts.client ?? null, undecodable), a),
       );
     }
   }
   const last = new Map<string, number>();
   records.forEach((r, i) => r.jobId !== null && r.rejectReason === null && last.set(r.jobId, i));
   const unique = records.filter((r, i) => r.jobId === null || r.rejectReason !== null || last.get(r.jobId) === i);
-  return { sha256, records: unique, duplicates: records.length - unique.length, listed: records.length, groups };
+  return {
+    sha256,
+    records: unique,
+    duplicates: records.length - unique.length,
+    listed: records.length,
+    groups,
+    decoded,
+  };
 }
 
 /** Columns of `staged_record` in the order of {@link toCopyText} (version_id comes from the session's default). */

@@ -96,12 +96,16 @@ function runListingCommand(name: string, argv: string[], timeoutMs: number): Pro
   });
 }
 
-/** Reads a file source's listing and parses it in a worker thread (the event loop keeps heartbeating). */
+/**
+ * Reads a file source's listing and parses it in a worker thread (the event loop keeps heartbeating).
+ * Strings that are not UTF-8 are decoded from the source's `legacyEncoding` (default LATIN1), counted
+ * in `decoded`; the sha256 is over the bytes as read.
+ */
 export async function readListing(name: string, config: FileSourceConfig, withIds = false): Promise<ListingForStaging> {
   return parseListingInThread(
     config.kind,
     await readListingBytes(name, config),
-    { source: name, client: config.client ?? null },
+    { source: name, client: config.client ?? null, legacyEncoding: config.legacyEncoding ?? 'LATIN1' },
     withIds,
   );
 }
