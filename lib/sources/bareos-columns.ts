@@ -137,35 +137,53 @@ function problem(field: string, message: string, value: string): string {
   );
 }
 
-/** True when a naive time cannot be written as a catalog instant (infinite, or outside years 1–9999 in UTC). */
-function badTime(col: string, zone: string): string {
-  return `(NOT isfinite(${col}) OR extract(year FROM (${col} AT TIME ZONE ${zone}) AT TIME ZONE 'UTC') NOT BETWEEN 1 AND 9999)`;
+/**
+ * True when a naive time cannot be written as a catalog instant: infinite, or not safely inside
+ * years 1–9999 (a day of margin at each end covers any zone's offset). Plain comparisons: no zone
+ * conversion per row.
+ */
+function badTime(col: string): string {
+  return `NOT (${col} > '0001-01-02' AND ${col} < '9999-12-30')`;
 }
 
 /**
- * The reason a Bareos/Bacula job row is quarantined, NULL for a good row: the checks of
- * lib/validate.ts that such a row can fail (client name longer than 1,024 bytes, a time that is not
- * a finite instant of years 1–9999, negative files or bytes), `; `-joined, worded as there.
+ * The checks lib/validate.ts makes that a Bareos/Bacula job row can fail, as (condition, reason)
+ * pairs over `j` and `c`: client name longer than 1,024 bytes (an index key), a time that is not a
+ * finite instant of years 1–9999, negative files or bytes. Reasons are worded as there.
  */
-export function bareosRejectReason(mode: SourceTextMode, zone: string): string {
+function rowChecks(mode: SourceTextMode): [string, string][] {
   const client = sourceText(BAREOS_TEXT_COLUMNS.client, mode);
-  const times = [
+  const times: [string, string][] = [
     ['sched_time', 'j.schedtime'],
     ['start_time', 'j.starttime'],
     ['end_time', 'j.endtime'],
     ['real_end_time', 'j.realendtime'],
-  ].map(
-    ([field, col]) =>
-      `CASE WHEN ${col} IS NOT NULL AND ${badTime(col, zone)} THEN ${problem(field, 'is not a time', `${col}::text`)} END`,
-  );
-  return `NULLIF(concat_ws('; ',
-    CASE WHEN octet_length(${client}) > ${MAX_KEY_BYTES} THEN ${problem('client', `is longer than ${MAX_KEY_BYTES} bytes (an index key)`, client)} END,
-    ${times.join(',\n    ')},
-    CASE WHEN j.jobfiles < 0 THEN ${problem('files', 'must be a non-negative whole number', 'j.jobfiles::text')} END,
-    CASE WHEN j.jobbytes < 0 THEN ${problem('bytes', 'must be a non-negative whole number of at most 20 digits', 'j.jobbytes::text')} END,
-    CASE WHEN j.readbytes < 0 THEN ${problem('read_bytes', 'must be a non-negative whole number of at most 20 digits', 'j.readbytes::text')} END,
-    CASE WHEN j.starttime IS NOT NULL AND NOT isfinite(j.starttime) THEN ${problem('bucket', 'is not a date', 'j.starttime::date::text')} END
-  ), '')`;
+  ].map(([field, col]) => [`${col} IS NOT NULL AND ${badTime(col)}`, problem(field, 'is not a time', `${col}::text`)]);
+  const bytes = 'must be a non-negative whole number of at most 20 digits';
+  return [
+    [
+      `octet_length(${client}) > ${MAX_KEY_BYTES}`,
+      problem('client', `is longer than ${MAX_KEY_BYTES} bytes (an index key)`, client),
+    ],
+    ...times,
+    ['j.jobfiles < 0', problem('files', 'must be a non-negative whole number', 'j.jobfiles::text')],
+    ['j.jobbytes < 0', problem('bytes', bytes, 'j.jobbytes::text')],
+    ['j.readbytes < 0', problem('read_bytes', bytes, 'j.readbytes::text')],
+  ];
+}
+
+/** True for a Bareos/Bacula job row that is quarantined (cheap: no text is built for good rows). */
+function isRejected(mode: SourceTextMode): string {
+  return `(${rowChecks(mode)
+    .map(([cond]) => `coalesce(${cond}, false)`)
+    .join(' OR ')})`;
+}
+
+/** The reason a Bareos/Bacula job row is quarantined (the failed checks `; `-joined), NULL for a good row. */
+export function bareosRejectReason(mode: SourceTextMode): string {
+  return `NULLIF(concat_ws('; ', ${rowChecks(mode)
+    .map(([cond, reason]) => `CASE WHEN ${cond} THEN ${reason} END`)
+    .join(', ')}), '')`;
 }
 
 /** True when a job row carries a type, level or status code not among `known` (counted as a warning). */
@@ -218,34 +236,37 @@ function rangeCondition(r: KeyRange): string {
 }
 
 /**
- * One query over a page's job-id range: its quarantined records (`rejects`: a JSON array of
- * `{ job_key, job_id, bucket, fingerprint_row, reason, raw }`, raw being the row's SourceRow text
- * form as JSON) and how many good rows carry an unknown code (`warnings`). `fingerprintRow` is the
- * fingerprint input over `j` (lib/fingerprint.ts) with the zone as `$1`.
+ * One query over a page's job-id range that builds no text for good rows: the job ids of its
+ * quarantined records (`reject_ids`, a bigint array literal), how many good rows carry an unknown
+ * code (`warnings`), and the values decoded from the legacy encoding per column (`decoded`, JSON).
  */
 export function bareosPageCheckQuery(
   mode: SourceTextMode,
-  zone: string,
   range: KeyRange,
-  fingerprintRow: string,
   known: { type: string[]; level: string[]; status: string[] },
 ): string {
-  const z = format('%L', zone);
-  return `SELECT coalesce(json_agg(json_build_object('job_key', s.job_key, 'job_id', s.job_id, 'bucket', s.bucket,
-                   'fingerprint_row', s.fingerprint_row, 'reason', s.reject_reason, 'raw', s.raw)
-                 ) FILTER (WHERE s.reject_reason IS NOT NULL), '[]')::text AS rejects,
-            count(*) FILTER (WHERE s.reject_reason IS NULL AND s.unknown_code)::int AS warnings,
+  return `SELECT coalesce(array_agg(s.jobid) FILTER (WHERE s.rejected), '{}')::text AS reject_ids,
+            count(*) FILTER (WHERE NOT s.rejected AND s.unknown_code)::int AS warnings,
             ${decodedCounts(mode)} AS decoded
-     FROM (SELECT m.job_key, m.job_id, m.bucket, m.reject_reason, m.unknown_code, m.fingerprint_row, m.legacy,
-                  CASE WHEN m.reject_reason IS NOT NULL
-                       THEN json_build_object(${COLUMN_PAIRS})::text END AS raw
-           FROM (SELECT ${selectList(mode, 'text', z)},
-                        ${bareosRejectReason(mode, z)} AS reject_reason,
-                        ${unknownCode(mode, known)} AS unknown_code,
-                        ${fingerprintRow.replaceAll('$1', z)} AS fingerprint_row,
-                        ${legacyColumns(mode)} AS legacy
-                 ${FROM_JOB}
-                 WHERE ${rangeCondition(range)}) m) s`;
+     FROM (SELECT j.jobid, ${isRejected(mode)} AS rejected, ${unknownCode(mode, known)} AS unknown_code,
+                  ${legacyColumns(mode)} AS legacy
+           ${FROM_JOB}
+           WHERE ${rangeCondition(range)}) s`;
+}
+
+/**
+ * The quarantined records among `jobIds` (from {@link bareosPageCheckQuery}): `job_key, job_id,
+ * bucket, fingerprint_row, reason, raw` (raw: the row's SourceRow text form as JSON).
+ * `fingerprintRow` is the fingerprint input over `j` (lib/fingerprint.ts) with the zone as `$1`.
+ */
+export function bareosRejectsQuery(mode: SourceTextMode, zone: string, jobIds: string, fingerprintRow: string): string {
+  const z = format('%L', zone);
+  return `SELECT m.job_key, m.job_id, m.bucket, m.fingerprint_row, m.reason, json_build_object(${COLUMN_PAIRS})::text AS raw
+     FROM (SELECT ${selectList(mode, 'text', z)}, ${bareosRejectReason(mode)} AS reason,
+                  ${fingerprintRow.replaceAll('$1', z)} AS fingerprint_row
+           ${FROM_JOB}
+           WHERE j.jobid = ANY (${format('%L', jobIds)}::bigint[])) m
+     ORDER BY m.job_key::bigint`;
 }
 
 const COLUMNS = [
@@ -278,7 +299,7 @@ const COLUMNS = [
 const COLUMN_PAIRS = COLUMNS.map((c) => `'${c}', m.${c}`).join(', ');
 
 /**
- * `COPY (SELECT …) TO STDOUT` of a page's good rows (no reject reason), in the column order of
+ * `COPY (SELECT …) TO STDOUT` of a page's good rows (all but `rejectIds`), in the column order of
  * the catalog's page COPY (`version_id, page_no`, then JOB_COLUMNS), times as timestamptz (the
  * session must run with `TimeZone` UTC and `DateStyle` ISO). Every value is a literal: COPY takes
  * no parameters.
@@ -287,11 +308,11 @@ export function bareosPageCopyQuery(
   mode: SourceTextMode,
   zone: string,
   range: KeyRange,
-  versionId: string,
-  pageNo: number,
+  page: { versionId: string; pageNo: number; rejectIds: string },
 ): string {
-  if (!/^\d+$/.test(versionId) || !Number.isInteger(pageNo)) throw new Error('bad version or page number');
+  if (!/^\d+$/.test(page.versionId) || !Number.isInteger(page.pageNo)) throw new Error('bad version or page number');
   const z = format('%L', zone);
-  return `COPY (SELECT ${versionId}, ${pageNo}, ${selectList(mode, 'native', z)}${FROM_JOB}
-          WHERE ${rangeCondition(range)} AND ${bareosRejectReason(mode, z)} IS NULL) TO STDOUT`;
+  const skip = page.rejectIds === '{}' ? '' : format(' AND j.jobid <> ALL (%L::bigint[])', page.rejectIds);
+  return `COPY (SELECT ${page.versionId}, ${page.pageNo}, ${selectList(mode, 'native', z)}${FROM_JOB}
+          WHERE ${rangeCondition(range)}${skip}) TO STDOUT`;
 }

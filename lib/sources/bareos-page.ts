@@ -10,7 +10,7 @@ import { to as copyTo } from 'pg-copy-streams';
 import { BAREOS_FINGERPRINT_ROW } from '../fingerprint';
 import { KNOWN_CODES } from '../validate';
 import type { KeyRange, SourceTextMode } from './bareos-columns';
-import { bareosJobSelect, bareosPageCheckQuery, bareosPageCopyQuery } from './bareos-columns';
+import { bareosJobSelect, bareosPageCheckQuery, bareosPageCopyQuery, bareosRejectsQuery } from './bareos-columns';
 import type { PageRead, PageRejectRecord, ReadRow } from './types';
 
 const KNOWN = {
@@ -44,14 +44,20 @@ export async function openBareosPageRead(pool: Pool, range: KeyRange, s: PageRea
                                set_config('DateStyle', 'ISO, YMD', true)`,
       [String(s.statementTimeoutMs)],
     );
-    const { rows } = await client.query<{ rejects: string; warnings: number; decoded: string }>(
-      bareosPageCheckQuery(s.mode, s.zone, range, BAREOS_FINGERPRINT_ROW, KNOWN),
+    const { rows } = await client.query<{ reject_ids: string; warnings: number; decoded: string }>(
+      bareosPageCheckQuery(s.mode, range, KNOWN),
     );
-    const rejects = (JSON.parse(rows[0].rejects) as RawReject[]).map(toReject);
+    const rejectIds = rows[0].reject_ids;
+    const rejects =
+      rejectIds === '{}'
+        ? []
+        : (
+            await client.query<RawReject>(bareosRejectsQuery(s.mode, s.zone, rejectIds, BAREOS_FINGERPRINT_ROW))
+          ).rows.map(toReject);
     const decoded = Object.fromEntries(
       Object.entries(JSON.parse(rows[0].decoded) as Record<string, number>).filter(([, n]) => n > 0),
     );
-    return new BareosPageRead(client, range, s, rejects, rows[0].warnings, decoded);
+    return new BareosPageRead(client, range, s, { rejectIds, rejects, warnings: rows[0].warnings, decoded });
   } catch (err) {
     client.release(err as Error);
     throw err;
@@ -66,6 +72,15 @@ interface RawReject {
   fingerprint_row: string;
   reason: string;
   raw: string;
+}
+
+/** What the page's check found. */
+interface PageCheck {
+  /** Job ids of the quarantined records, as a bigint array literal (`{}` for none). */
+  rejectIds: string;
+  rejects: PageRejectRecord[];
+  warnings: number;
+  decoded: Record<string, number>;
 }
 
 function toReject(r: RawReject): PageRejectRecord {
@@ -87,16 +102,28 @@ class BareosPageRead implements PageRead {
     private readonly client: PoolClient,
     private readonly range: KeyRange,
     private readonly settings: PageReadSettings,
-    readonly rejects: PageRejectRecord[],
-    readonly warnings: number,
-    readonly decoded: Record<string, number>,
+    private readonly check: PageCheck,
   ) {}
+
+  get rejects(): PageRejectRecord[] {
+    return this.check.rejects;
+  }
+
+  get warnings(): number {
+    return this.check.warnings;
+  }
+
+  get decoded(): Record<string, number> {
+    return this.check.decoded;
+  }
 
   copyOut(versionId: string, pageNo: number): Readable {
     if (this.streamed) throw new Error('a page read streams its rows once');
     this.streamed = true;
     const { mode, zone } = this.settings;
-    return this.client.query(copyTo(bareosPageCopyQuery(mode, zone, this.range, versionId, pageNo)));
+    return this.client.query(
+      copyTo(bareosPageCopyQuery(mode, zone, this.range, { versionId, pageNo, rejectIds: this.check.rejectIds })),
+    );
   }
 
   async readRows(): Promise<ReadRow[]> {
