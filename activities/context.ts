@@ -24,8 +24,8 @@ export interface PageHooks {
   /** After the attempt read its rows from the source, before its transaction begins. */
   afterRead?(page: PageAttempt): Promise<void>;
   /**
-   * Inside the page transaction, after the ledger row was claimed and the version fenced, before
-   * the rows are written; `db` is the transaction's client.
+   * Inside the page transaction, after the ledger row was claimed, the version fenced and the rows
+   * written, before the rejects and the ledger's totals; `db` is the transaction's client.
    */
   insideTransaction?(page: PageAttempt, db: PoolClient): Promise<void>;
   /** A streamed page only: once its first rows were read from the source, before they are written on. */

@@ -53,8 +53,8 @@ export async function writePage(
   if (!claimed) return null; // another attempt committed: roll back, report its result
   await lockVersion(c, versionId, { mode: 'share', allowed: ['building'] });
   await tagPageSession(c, claim, statementTimeoutMs);
-  await ctx.hooks?.insideTransaction?.({ pageNo, attempt }, c);
   const written = await write(c);
+  await ctx.hooks?.insideTransaction?.({ pageNo, attempt }, c);
   const rejects = written.rejects.length;
   if (rejects) {
     await writeRejects(c, versionId, pageNo, written.rejects);

@@ -5,6 +5,7 @@
 import { log } from '@temporalio/activity';
 import {
   catalogBucketStats,
+  catalogHashProbe,
   countRejects,
   decodedValueCounts,
   duplicateJobNameCount,
@@ -20,6 +21,7 @@ import type { CatalogStats } from '../lib/catalog';
 import { withLongSession } from '../lib/db';
 import type { BucketStat, JobSource } from '../lib/sources/types';
 import { KNOWN_CODES } from '../lib/validate';
+import type { RowHashKind } from '../lib/fingerprint';
 import type { ReconcileInput } from '../workflows/activity-types';
 import type { ReconcileSummary } from '../workflows/definitions';
 import type { ActivityContext } from './context';
@@ -52,10 +54,11 @@ async function reconcileRound(ctx: ActivityContext, input: ReconcileInput): Prom
   const v = await loadVersion(ctx.pool, input.versionId);
   const source = ctx.sources.get(input.source, input.versionId);
   const maxKey = v.watermark_key;
+  const hash = await rowHashKind(ctx, source);
   // One pass per side, the two sides at once (each on a session without statement timeout).
   const [catalogSide, sourceSide] = await Promise.all([
-    readCatalogSide(ctx, input.versionId),
-    readSourceStats(input, source, maxKey),
+    readCatalogSide(ctx, input.versionId, hash),
+    readSourceStats(input, source, maxKey, hash),
   ]);
   const cat = catalogSide.stats.buckets;
   if ('unreadable' in sourceSide) return reportUnreadable(ctx, input, maxKey, cat, sourceSide.unreadable);
@@ -105,6 +108,8 @@ async function reconcileRound(ctx: ActivityContext, input: ReconcileInput): Prom
     duplicateRecords: warnings.duplicateRecords,
     // Source text that was not UTF-8, decoded from the source's legacyEncoding, per catalog column.
     decodedValues: await decodedValueCounts(ctx.pool, input.versionId),
+    // The bucket digests' row hash (lib/fingerprint.ts): hashtext64 when both servers hash alike.
+    rowHash: hash,
     ...(warnings.dst ? { dst: warnings.dst } : {}),
   };
   await saveReconciliation(ctx.pool, input.versionId, input.round, summary.ok, report);
@@ -129,13 +134,29 @@ async function reconcileRound(ctx: ActivityContext, input: ReconcileInput): Prom
   return summary;
 }
 
+/**
+ * The row hash both sides use: `hashtext64` when the source server hashes the probe text as the
+ * catalog server does (same hash function and byte order), else `md5`. A source that cannot answer
+ * is left to the stats read, which names it.
+ */
+async function rowHashKind(ctx: ActivityContext, source: JobSource): Promise<RowHashKind> {
+  if (!source.hashProbe) return 'hashtext64';
+  try {
+    const [mine, theirs] = await Promise.all([catalogHashProbe(ctx.pool), source.hashProbe()]);
+    return mine === theirs ? 'hashtext64' : 'md5';
+  } catch {
+    return 'md5';
+  }
+}
+
 /** The catalog side of a round: per-bucket statistics (one scan), duplicate job names, rejects. */
 async function readCatalogSide(
   ctx: ActivityContext,
   versionId: string,
+  hash: RowHashKind,
 ): Promise<{ stats: CatalogStats; duplicateJobNames: number; rejects: number }> {
   return withLongSession(ctx.pool, async (c) => ({
-    stats: await catalogBucketStats(c, versionId, KNOWN_CODES),
+    stats: await catalogBucketStats(c, versionId, KNOWN_CODES, hash),
     duplicateJobNames: await duplicateJobNameCount(c, versionId),
     rejects: await countRejects(c, versionId),
   }));
@@ -149,11 +170,12 @@ async function readSourceStats(
   input: ReconcileInput,
   source: JobSource,
   maxKey: string | null,
+  hash: RowHashKind,
 ): Promise<{ src: BucketStat[]; delta: number } | { unreadable: SourceUnreadable }> {
   try {
     const [src, delta] = await Promise.all([
       readSource(`source ${input.source}`, () =>
-        maxKey ? source.bucketStats(maxKey) : Promise.resolve([] as BucketStat[]),
+        maxKey ? source.bucketStats(maxKey, hash) : Promise.resolve([] as BucketStat[]),
       ),
       readSource(`source ${input.source}`, () => source.deltaCount(maxKey)),
     ]);

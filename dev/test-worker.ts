@@ -2,7 +2,7 @@
  * Entrypoint of the workers that tests spawn: the production worker (`createWorker`, as
  * worker/main.ts runs it) with page hooks built from `CATALOG_REBUILD_FAULTS`, a JSON object:
  * - `slowPage: { pageNo, ms }`: attempt 1 of page `pageNo` sleeps `ms` (pg_sleep) inside its page
- *   transaction, after the version fence, before its rows are written;
+ *   transaction, after its rows are written, before it commits;
  * - `holdAfterRead: { pageNo, attempt, heldFile, releaseFile }`: that attempt of page `pageNo`,
  *   after reading its rows, writes its process id to `heldFile` and waits until `releaseFile` exists;
  * - `holdWhileStreaming: { pageNo, attempt, heldFile, releaseFile }`: the same, in the middle of a

@@ -16,6 +16,7 @@ import {
   STAGED_FINGERPRINT_ROW,
 } from '../lib/fingerprint';
 import { resolveAdminUrl } from '../dev/env/postgres';
+import type { RowHashKind } from '../lib/fingerprint';
 
 /** One job in source form: naive Bareos end time in the source zone, and the UTC text the catalog holds. */
 interface Case {
@@ -115,7 +116,7 @@ test('Node, catalog, Bareos and staged fingerprints agree on the same rows', asy
 });
 
 /** The digest of `cases` computed by the catalog, Bareos and staged SQL aggregates (in that order). */
-async function sqlDigests(cases: Case[]): Promise<string[]> {
+async function sqlDigests(cases: Case[], hash: RowHashKind = 'md5'): Promise<string[]> {
   const arr = (f: (c: Case) => string | null) => cases.map(f);
   const utc = [
     arr((c) => c.jobid),
@@ -125,12 +126,12 @@ async function sqlDigests(cases: Case[]): Promise<string[]> {
     arr((c) => c.bytes),
   ];
   const catalog = await pool.query<{ d: string }>(
-    `SELECT ${bucketDigestSql(CATALOG_FINGERPRINT_ROW)} AS d
+    `SELECT ${bucketDigestSql(CATALOG_FINGERPRINT_ROW, hash)} AS d
      FROM unnest($1::text[], $2::text[], $3::timestamptz[], $4::bigint[], $5::numeric(20,0)[]) AS t(job_id, status, end_time, files, bytes)`,
     utc,
   );
   const bareos = await pool.query<{ d: string }>(
-    `SELECT ${bucketDigestSql(BAREOS_FINGERPRINT_ROW)} AS d
+    `SELECT ${bucketDigestSql(BAREOS_FINGERPRINT_ROW, hash)} AS d
      FROM unnest($2::bigint[], $3::char(1)[], $4::timestamp[], $5::bigint[], $6::bigint[]) AS j(jobid, jobstatus, endtime, jobfiles, jobbytes)`,
     [
       ZONE,
@@ -142,7 +143,7 @@ async function sqlDigests(cases: Case[]): Promise<string[]> {
     ],
   );
   const staged = await pool.query<{ d: string }>(
-    `SELECT ${bucketDigestSql(STAGED_FINGERPRINT_ROW)} AS d
+    `SELECT ${bucketDigestSql(STAGED_FINGERPRINT_ROW, hash)} AS d
      FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[]) AS x(job_id, status, end_time, files, bytes)`,
     utc,
   );
@@ -177,4 +178,17 @@ test('bucket digests: Node, catalog, Bareos and staged SQL agree; order-independ
   assert.deepEqual(await sqlDigests(twice), [d2, d2, d2]);
   assert.deepEqual(await sqlDigests([]), ['0', '0', '0'], 'an empty group is 0');
   assert.equal(nodeDigest([]), '0');
+});
+
+test('bucket digests with the hashtext64 row hash: catalog, Bareos and staged SQL agree; order-independent; duplicates add', async () => {
+  const more: Case[] = Array.from({ length: 30 }, (_, i) => ({ ...CASES[0], jobid: String(100 + i) }));
+  const rows = [...CASES, ...more];
+  const [catalog, bareos, staged] = await sqlDigests(rows, 'hashtext64');
+  assert.equal(bareos, catalog);
+  assert.equal(staged, catalog);
+  assert.notEqual(catalog, (await sqlDigests(rows, 'md5'))[0], 'a different row hash');
+  assert.equal((await sqlDigests([...rows].reverse(), 'hashtext64'))[0], catalog, 'order-independent');
+  const twice = (await sqlDigests([...rows, rows[0]], 'hashtext64'))[0];
+  assert.notEqual(twice, catalog, 'a repeated job changes the digest');
+  assert.notEqual((await sqlDigests([rows[0], rows[0]], 'hashtext64'))[0], '0', 'two identical rows do not cancel');
 });

@@ -5,7 +5,8 @@
  */
 import format from 'pg-format';
 import type { Queryable } from '../db';
-import { bucketDigestSql, CATALOG_FINGERPRINT_ROW } from '../fingerprint';
+import { bucketDigestSql, CATALOG_FINGERPRINT_ROW, HASH_PROBE_SQL } from '../fingerprint';
+import type { RowHashKind } from '../fingerprint';
 import type { BucketStat, SourceRow, StatRow } from '../sources/types';
 import { toBucketStat } from '../sources/types';
 import { CATALOG_ROW_AS_TEXT } from './job-rows';
@@ -37,11 +38,16 @@ const unknownCode = (col: string, param: string) =>
  * One statement, one (parallel) scan of the version's table; same digest definition as the
  * sources' (lib/fingerprint.ts). Run it on a session without statement timeout.
  */
-export async function catalogBucketStats(db: Queryable, versionId: string, known: KnownCodes): Promise<CatalogStats> {
+export async function catalogBucketStats(
+  db: Queryable,
+  versionId: string,
+  known: KnownCodes,
+  hash: RowHashKind = 'md5',
+): Promise<CatalogStats> {
   // A reject's bytes are the last field of its fingerprint input (job ids may hold '|').
   const { rows } = await db.query<StatRow & { unknown: string }>(
     format(
-      `SELECT s.bucket::text AS bucket, count(*)::text AS count, ${bucketDigestSql('s.fp')} AS fingerprint,
+      `SELECT s.bucket::text AS bucket, count(*)::text AS count, ${bucketDigestSql('s.fp', hash)} AS fingerprint,
               coalesce(sum(s.bytes), 0)::text AS bytes, min(s.k)::text AS min_key, max(s.k)::text AS max_key,
               count(*) FILTER (WHERE s.unknown)::text AS unknown
        FROM (SELECT t.bucket, t.job_key AS k, ${CATALOG_FINGERPRINT_ROW} AS fp, t.bytes,
@@ -76,8 +82,11 @@ export async function duplicateJobNameCount(db: Queryable, versionId: string): P
 }
 
 /**
- * A pseudo-random sample of `size` rows of a version in SourceRow text form (for the
- * field-by-field comparison), ordered by md5(job id || `seed`): the same seed gives the same sample.
+ * A pseudo-random sample of `size` rows of a version in SourceRow text form (for the field-by-field
+ * comparison): the table's blocks are sampled (`TABLESAMPLE SYSTEM`, about 4 × `size` rows by the
+ * table's row estimate, all of it when small), the sampled rows ordered by hashtext(job id ||
+ * `seed`), and only the `size` first are rendered as text. Reads a share of the table that shrinks as
+ * it grows; the same seed on the same table gives the same sample.
  */
 export async function sampleCatalogRows(
   db: Queryable,
@@ -85,12 +94,23 @@ export async function sampleCatalogRows(
   seed: string,
   size: number,
 ): Promise<SourceRow[]> {
+  const table = partitionName(versionId);
+  const est = await db.query<{ n: number }>(
+    `SELECT greatest(reltuples, 0)::float8 AS n FROM pg_class WHERE relname = $1`,
+    [table],
+  );
+  const rows = est.rows[0]?.n ?? 0;
+  const percent = rows > 0 ? Math.min(100, (400 * size) / rows) : 100;
   const sample = await db.query<SourceRow>(
     format(
-      `SELECT ${CATALOG_ROW_AS_TEXT} FROM %I t ORDER BY md5(t.job_id || $1::text) LIMIT $2`,
-      partitionName(versionId),
+      `WITH picked AS (SELECT s.job_id FROM %I s TABLESAMPLE SYSTEM ($3) REPEATABLE (hashtext($1))
+                       ORDER BY hashtext(s.job_id || $1::text) LIMIT $2)
+       SELECT ${CATALOG_ROW_AS_TEXT} FROM %I t JOIN picked p ON p.job_id = t.job_id AND t.version_id = %s`,
+      table,
+      table,
+      versionId,
     ),
-    [seed, size],
+    [seed, size, percent],
   );
   return sample.rows;
 }
@@ -155,4 +175,10 @@ export async function latestReconciliationPassed(db: Queryable, versionId: strin
     [versionId],
   );
   return !!rec.rows[0]?.ok;
+}
+
+/** The catalog server's answer to lib/fingerprint.ts HASH_PROBE_SQL. */
+export async function catalogHashProbe(db: Queryable): Promise<string> {
+  const { rows } = await db.query<{ h: string }>(HASH_PROBE_SQL);
+  return rows[0].h;
 }

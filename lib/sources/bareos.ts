@@ -8,7 +8,8 @@ import { BAREOS_JOB_SELECT as SELECT_JOB, bareosJobSelect } from './bareos-colum
 import type { SourceTextMode } from './bareos-columns';
 import { openBareosPageRead } from './bareos-page';
 import type { PageRead, StreamingSource } from './types';
-import { BAREOS_FINGERPRINT_ROW as SOURCE_FINGERPRINT_ROW, bucketDigestSql } from '../fingerprint';
+import { BAREOS_FINGERPRINT_ROW as SOURCE_FINGERPRINT_ROW, bucketDigestSql, HASH_PROBE_SQL } from '../fingerprint';
+import type { RowHashKind } from '../fingerprint';
 
 /** Keys one statement of the page walk reads at most (an index-only scan of about 0.1–1 s). */
 export const WALK_ROWS_PER_STATEMENT = 1_000_000;
@@ -228,12 +229,17 @@ export class BareosSource implements JobSource, StreamingSource {
     return new Set(rows.map((r) => r.id));
   }
 
-  async bucketStats(maxKey: string): Promise<BucketStat[]> {
+  async hashProbe(): Promise<string> {
+    const { rows } = await this.pool.query<{ h: string }>(HASH_PROBE_SQL);
+    return rows[0].h;
+  }
+
+  async bucketStats(maxKey: string, hash: RowHashKind = 'md5'): Promise<BucketStat[]> {
     const tz = await this.timezone();
     const { rows } = await withLongSession(this.pool, (c) =>
       c.query<StatRow>(
         `SELECT j.starttime::date::text AS bucket, count(*)::text AS count,
-                ${bucketDigestSql(SOURCE_FINGERPRINT_ROW)} AS fingerprint,
+                ${bucketDigestSql(SOURCE_FINGERPRINT_ROW, hash)} AS fingerprint,
                 coalesce(sum(j.jobbytes), 0)::text AS bytes, min(j.jobid)::text AS min_key, max(j.jobid)::text AS max_key
          FROM job j WHERE j.jobid <= $2::bigint
          GROUP BY 1 ORDER BY 1 NULLS FIRST`,
@@ -259,9 +265,19 @@ export class BareosSource implements JobSource, StreamingSource {
 
   async dstReport(maxKey: string): Promise<DstReport> {
     const tz = await this.timezone();
-    const { rows } = await this.pool.query<{ nonexistent: number; ambiguous: number }>(
-      `SELECT ${DST_COUNTS('s', '$1')} FROM (SELECT starttime AS s FROM job WHERE jobid <= $2::bigint AND starttime IS NOT NULL) j`,
-      [tz, maxKey],
+    // Only days on which the zone's offset changes can hold such times: the per-row test runs on
+    // those alone (a cheap date filter for the rest), on a session without statement timeout.
+    const { rows } = await withLongSession(this.pool, (c) =>
+      c.query<{ nonexistent: number; ambiguous: number }>(
+        `WITH span AS (SELECT min(starttime)::date AS lo, max(starttime)::date AS hi FROM job
+                       WHERE jobid <= $2::bigint AND starttime > '0001-01-02' AND starttime < '9999-12-30'),
+              days AS (SELECT array_agg(d::date) AS d FROM span, generate_series(span.lo - 1, span.hi + 1, interval '1 day') AS d
+                       WHERE ((d + interval '1 day')::timestamp AT TIME ZONE $1) - (d::timestamp AT TIME ZONE $1) <> interval '24 hours')
+         SELECT ${DST_COUNTS('s', '$1')} FROM (
+           SELECT starttime AS s FROM job, days
+           WHERE jobid <= $2::bigint AND starttime IS NOT NULL AND starttime::date = ANY (days.d)) j`,
+        [tz, maxKey],
+      ),
     );
     return { zone: tz, nonexistent: rows[0].nonexistent, ambiguous: rows[0].ambiguous, rule: DST_RULE };
   }

@@ -15,6 +15,7 @@ import { SourceDataInvalidError } from '../errors';
 import { copyValue } from '../text-form';
 import { DST_COUNTS } from './bareos';
 import { bucketDigestSql, STAGED_FINGERPRINT_ROW as STAGED_FINGERPRINT } from '../fingerprint';
+import type { RowHashKind } from '../fingerprint';
 import { withLongSession } from '../db';
 import { STAGED_COPY_COLUMNS } from './listing';
 import type { ListingForStaging } from './listing-thread';
@@ -244,11 +245,11 @@ export class StagedSource implements JobSource {
     return new Set(rows.map((r) => r.k));
   }
 
-  async bucketStats(maxKey: string): Promise<BucketStat[]> {
+  async bucketStats(maxKey: string, hash: RowHashKind = 'md5'): Promise<BucketStat[]> {
     const tz = await this.timezone();
     const { rows } = await withLongSession(this.pool, (c) =>
       c.query<StatRow>(
-        `SELECT x.bucket, count(*)::text AS count, ${bucketDigestSql(STAGED_FINGERPRINT)} AS fingerprint,
+        `SELECT x.bucket, count(*)::text AS count, ${bucketDigestSql(STAGED_FINGERPRINT, hash)} AS fingerprint,
                 coalesce(sum(CASE WHEN x.bytes ~ '^-?[0-9]+$' THEN x.bytes::numeric END), 0)::text AS bytes,
                 min(x.seq)::text AS min_key, max(x.seq)::text AS max_key
          FROM (${SELECT_STAGED}) x WHERE x.seq <= $3::bigint GROUP BY 1 ORDER BY 1 NULLS FIRST`,

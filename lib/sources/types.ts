@@ -1,4 +1,5 @@
 import type { Readable } from 'node:stream';
+import type { RowHashKind } from '../fingerprint';
 
 /**
  * The source side of a rebuild: where job records come from.
@@ -257,7 +258,12 @@ export interface JobSource {
    * Per-bucket counts, digests, bytes and id spans at or below `maxKey`, in one statement on a
    * session without statement timeout.
    */
-  bucketStats(maxKey: string): Promise<BucketStat[]>;
+  bucketStats(maxKey: string, hash?: RowHashKind): Promise<BucketStat[]>;
+  /**
+   * The source server's answer to lib/fingerprint.ts HASH_PROBE_SQL; absent for sources read from
+   * the catalog database (staged listings), which hash alike by definition.
+   */
+  hashProbe?(): Promise<string>;
   /**
    * Rows of one bucket with `span.min <= key <= span.max` and key at or below `maxKey`, ascending
    * by key, read by key range (no index on start time is needed) on a session without statement timeout.
