@@ -4,6 +4,7 @@
  */
 import type { JobKeyPair } from '../lib/catalog';
 import {
+  ensurePagingKeyIndex,
   bucketCountWithRejects,
   bucketCountInSpan,
   bucketJobKeys,
@@ -58,6 +59,7 @@ async function repair(ctx: ActivityContext, input: RepairBucketInput): Promise<R
   const v = await loadVersion(ctx.pool, input.versionId);
   if (!v.watermark_key) return { bucket: input.bucket, upserted: 0, deleted: 0, ok: true };
   const source = ctx.sources.get(input.source, input.versionId);
+  await ensurePagingKeyIndex(ctx.pool, input.versionId);
   // The bucket's id span from the latest reconciliation: both sides are read by key range.
   const span = await recordedBucketSpan(ctx.pool, input.versionId, input.bucket);
   const { read, moved, gone } = await readBucket(ctx, input, source, v.watermark_key, span);

@@ -44,15 +44,13 @@ export async function partitionExists(db: Queryable, versionId: string): Promise
 }
 
 /**
- * Creates the paging-key index (`job_key`: repair reads and deletes by job-id span) and the reader
- * index (client, start time) on the version's table and ANALYZEs it, on one session of its own
- * without statement timeout (all grow with the table; the session is discarded afterwards).
- * Idempotent.
+ * Creates the reader index (client, start time) on the version's table and ANALYZEs it, on one
+ * session of its own without statement timeout (both grow with the table; the session is discarded
+ * afterwards). Idempotent.
  */
 export async function createReaderIndex(pool: Pool, versionId: string): Promise<void> {
   const table = partitionName(versionId);
   await withLongSession(pool, async (c) => {
-    await c.query(format('CREATE INDEX IF NOT EXISTS %I ON %I (job_key)', `${table}_job_key`, table));
     await c.query(format('CREATE INDEX IF NOT EXISTS %I ON %I (client, start_time)', `${table}_client_start`, table));
     await c.query(format('ANALYZE %I', table));
   });
@@ -124,4 +122,23 @@ export async function deleteStagedRecordsOfFinishedVersions(db: Queryable, catal
            WHERE s.version_id = v.version_id AND v.catalog_name = $1 AND v.status IN ('active', 'retired', 'dropped')`,
     [catalog],
   );
+}
+
+/**
+ * Creates the paging-key index (`job_key`) of the version's table unless it exists, on a session
+ * without statement timeout: only repairs read and delete by job-id span, so the first repair of a
+ * version builds it (a rebuild without repairs never pays for it). Of two repairs racing to build
+ * it, the one that commits second meets a duplicate name (23505 or 42P07) and goes on: it exists.
+ */
+export async function ensurePagingKeyIndex(pool: Pool, versionId: string): Promise<void> {
+  const table = partitionName(versionId);
+  await withLongSession(pool, async (c) => {
+    try {
+      await c.query(format('CREATE INDEX IF NOT EXISTS %I ON %I (job_key)', `${table}_job_key`, table));
+    } catch (err) {
+      // Another repair built it at the same time and committed first: the index exists.
+      const code = (err as { code?: unknown } | null)?.code;
+      if (code !== '23505' && code !== '42P07') throw err;
+    }
+  });
 }

@@ -172,33 +172,25 @@ function rowChecks(mode: SourceTextMode): [string, string][] {
   ];
 }
 
-/** True for a Bareos/Bacula job row that is quarantined (cheap: no text is built for good rows). */
-function isRejected(mode: SourceTextMode): string {
-  return `(${rowChecks(mode)
-    .map(([cond]) => `coalesce(${cond}, false)`)
-    .join(' OR ')})`;
+/**
+ * True for a Bareos/Bacula job row that is quarantined (cheap: no text is built for good rows).
+ * In `utf8` mode the client name check is `j.clientid = ANY (longClientIds)` (ids from
+ * {@link LONG_CLIENT_IDS_SQL}), so the check reads `job` alone.
+ */
+function isRejected(mode: SourceTextMode, longClientIds: string): string {
+  const checks = rowChecks(mode).map(([cond]) => cond);
+  if (mode.kind === 'utf8') checks[0] = format('j.clientid = ANY (%L::bigint[])', longClientIds);
+  return `(${checks.map((cond) => `coalesce(${cond}, false)`).join(' OR ')})`;
 }
+
+/** SQL returning (as `ids`, a bigint array literal) the clients whose name is longer than an index key. */
+export const LONG_CLIENT_IDS_SQL = `SELECT coalesce(array_agg(clientid), '{}')::text AS ids FROM client WHERE octet_length(name) > ${MAX_KEY_BYTES}`;
 
 /** The reason a Bareos/Bacula job row is quarantined (the failed checks `; `-joined), NULL for a good row. */
 export function bareosRejectReason(mode: SourceTextMode): string {
   return `NULLIF(concat_ws('; ', ${rowChecks(mode)
     .map(([cond, reason]) => `CASE WHEN ${cond} THEN ${reason} END`)
     .join(', ')}), '')`;
-}
-
-/** True when a job row carries a type, level or status code not among `known` (counted as a warning). */
-function unknownCode(mode: SourceTextMode, known: { type: string[]; level: string[]; status: string[] }): string {
-  const test = (col: string, codes: string[]) =>
-    format(
-      `(NULLIF(%s, '') IS NOT NULL AND NOT (NULLIF(%s, '') = ANY (%L::text[])))`,
-      col,
-      col,
-      `{${codes.join(',')}}`,
-    );
-  return `(${test(sourceText(BAREOS_TEXT_COLUMNS.type, mode), known.type)} OR ${test(
-    sourceText(BAREOS_TEXT_COLUMNS.level, mode),
-    known.level,
-  )} OR ${test(sourceText(BAREOS_TEXT_COLUMNS.status, mode), known.status)})`;
 }
 
 /**
@@ -237,20 +229,16 @@ function rangeCondition(r: KeyRange): string {
 
 /**
  * One query over a page's job-id range that builds no text for good rows: the job ids of its
- * quarantined records (`reject_ids`, a bigint array literal), how many good rows carry an unknown
- * code (`warnings`), and the values decoded from the legacy encoding per column (`decoded`, JSON).
+ * quarantined records (`reject_ids`, a bigint array literal) and the values decoded from the legacy
+ * encoding per column (`decoded`, JSON). `longClientIds`: the result of {@link LONG_CLIENT_IDS_SQL}.
+ * Unknown type, level and status codes are counted by reconciliation, per bucket, not here.
  */
-export function bareosPageCheckQuery(
-  mode: SourceTextMode,
-  range: KeyRange,
-  known: { type: string[]; level: string[]; status: string[] },
-): string {
+export function bareosPageCheckQuery(mode: SourceTextMode, range: KeyRange, longClientIds: string): string {
+  const from = mode.kind === 'utf8' ? 'FROM job j' : FROM_JOB;
   return `SELECT coalesce(array_agg(s.jobid) FILTER (WHERE s.rejected), '{}')::text AS reject_ids,
-            count(*) FILTER (WHERE NOT s.rejected AND s.unknown_code)::int AS warnings,
             ${decodedCounts(mode)} AS decoded
-     FROM (SELECT j.jobid, ${isRejected(mode)} AS rejected, ${unknownCode(mode, known)} AS unknown_code,
-                  ${legacyColumns(mode)} AS legacy
-           ${FROM_JOB}
+     FROM (SELECT j.jobid, ${isRejected(mode, longClientIds)} AS rejected, ${legacyColumns(mode)} AS legacy
+           ${from}
            WHERE ${rangeCondition(range)}) s`;
 }
 

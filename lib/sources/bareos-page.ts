@@ -8,16 +8,15 @@ import type { Readable } from 'node:stream';
 import type { Pool, PoolClient } from 'pg';
 import { to as copyTo } from 'pg-copy-streams';
 import { BAREOS_FINGERPRINT_ROW } from '../fingerprint';
-import { KNOWN_CODES } from '../validate';
 import type { KeyRange, SourceTextMode } from './bareos-columns';
-import { bareosJobSelect, bareosPageCheckQuery, bareosPageCopyQuery, bareosRejectsQuery } from './bareos-columns';
+import {
+  bareosJobSelect,
+  bareosPageCheckQuery,
+  bareosPageCopyQuery,
+  bareosRejectsQuery,
+  LONG_CLIENT_IDS_SQL,
+} from './bareos-columns';
 import type { PageRead, PageRejectRecord, ReadRow } from './types';
-
-const KNOWN = {
-  type: [...KNOWN_CODES.type],
-  level: [...KNOWN_CODES.level],
-  status: [...KNOWN_CODES.status],
-};
 
 /** What a page read needs to know of its source. */
 export interface PageReadSettings {
@@ -44,8 +43,9 @@ export async function openBareosPageRead(pool: Pool, range: KeyRange, s: PageRea
                                set_config('DateStyle', 'ISO, YMD', true)`,
       [String(s.statementTimeoutMs)],
     );
-    const { rows } = await client.query<{ reject_ids: string; warnings: number; decoded: string }>(
-      bareosPageCheckQuery(s.mode, range, KNOWN),
+    const long = await client.query<{ ids: string }>(LONG_CLIENT_IDS_SQL);
+    const { rows } = await client.query<{ reject_ids: string; decoded: string }>(
+      bareosPageCheckQuery(s.mode, range, long.rows[0].ids),
     );
     const rejectIds = rows[0].reject_ids;
     const rejects =
@@ -57,7 +57,7 @@ export async function openBareosPageRead(pool: Pool, range: KeyRange, s: PageRea
     const decoded = Object.fromEntries(
       Object.entries(JSON.parse(rows[0].decoded) as Record<string, number>).filter(([, n]) => n > 0),
     );
-    return new BareosPageRead(client, range, s, { rejectIds, rejects, warnings: rows[0].warnings, decoded });
+    return new BareosPageRead(client, range, s, { rejectIds, rejects, warnings: 0, decoded });
   } catch (err) {
     client.release(err as Error);
     throw err;
