@@ -17,6 +17,7 @@ import type {
   RetireVersionsInput,
   RetireVersionsResult,
   SealVersionInput,
+  IndexVersionInput,
   SealVersionResult,
 } from '../workflows/activity-types';
 import type {
@@ -35,7 +36,7 @@ import { reconcile } from './reconcile';
 import { recordEvent } from './record-event';
 import { repairBucket } from './repair-bucket';
 import { retireVersions } from './retire-versions';
-import { endVersion, sealVersion } from './version-lifecycle';
+import { endVersion, indexVersion, sealVersion } from './version-lifecycle';
 
 export type { ActivityContext, PageAttempt, PageHooks } from './context';
 
@@ -79,6 +80,7 @@ export function createActivities(deps: ActivityDeps) {
     copyPage: (input: CopyPageInput): Promise<CopyPageResult> => copyPage(ctx, input),
     /** Ends the copy phase: `verifying`, reader index, ANALYZE (version-lifecycle.ts). */
     sealVersion: (input: SealVersionInput): Promise<SealVersionResult> => sealVersion(ctx, input),
+    indexVersion: (input: IndexVersionInput): Promise<void> => indexVersion(ctx, input),
     /** One reconciliation round against the source at the watermark (reconcile.ts). */
     reconcile: (input: ReconcileInput): Promise<ReconcileSummary> => reconcile(ctx, input),
     /** Repairs one mismatched bucket (repair-bucket.ts). */

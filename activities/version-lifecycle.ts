@@ -12,7 +12,12 @@ import {
   missingLedgerPages,
 } from '../lib/catalog';
 import { withTransaction } from '../lib/db';
-import type { EndVersionInput, SealVersionInput, SealVersionResult } from '../workflows/activity-types';
+import type {
+  EndVersionInput,
+  IndexVersionInput,
+  SealVersionInput,
+  SealVersionResult,
+} from '../workflows/activity-types';
 import type { ActivityContext } from './context';
 import { guard } from './failures';
 import { withHeartbeat } from './heartbeat';
@@ -39,9 +44,21 @@ export async function sealVersion(ctx: ActivityContext, input: SealVersionInput)
           return missing;
         });
         if (missingPages.length) return { missingPages };
-        await createReaderIndex(ctx.pool, input.versionId);
+        if (input.index !== false) await createReaderIndex(ctx.pool, input.versionId);
         return { missingPages: [] };
       }),
+  );
+}
+
+/**
+ * Builds the sealed version's reader index (client, start time) and ANALYZEs it, on a session
+ * without statement timeout, heartbeating from a timer; the workflow runs it beside the
+ * reconciliation (both read the sealed table), before the publish. Idempotent.
+ */
+export async function indexVersion(ctx: ActivityContext, input: IndexVersionInput): Promise<void> {
+  return withHeartbeat(
+    () => ({ stage: 'indexing' }),
+    () => guard(() => createReaderIndex(ctx.pool, input.versionId)),
   );
 }
 

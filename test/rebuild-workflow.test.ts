@@ -92,6 +92,9 @@ function mockActivities(opts: {
         calls.push({ name: 'sealVersion', input });
         return { missingPages: [] };
       },
+      async indexVersion(input) {
+        calls.push({ name: 'indexVersion', input });
+      },
       async reconcile(input) {
         calls.push({ name: 'reconcile', input });
         return opts.reconcile
@@ -181,14 +184,11 @@ test('progress shows the plan (pagesTotal, checkpoint 0) before any page commits
       'each page scheduled exactly once',
     );
     const order = mock.calls.map((c) => c.name).filter((n) => n !== 'copyPage');
-    assert.deepEqual(order, [
-      'planRebuild',
-      'recordEvent',
-      'sealVersion',
-      'reconcile',
-      'publishVersion',
-      'retireVersions',
-    ]);
+    assert.deepEqual(order.slice(0, 3), ['planRebuild', 'recordEvent', 'sealVersion']);
+    // The reader index is built beside the reconciliation, both before the publish.
+    assert.deepEqual(order.slice(3, 5).sort(), ['indexVersion', 'reconcile']);
+    assert.deepEqual(order.slice(5), ['publishVersion', 'retireVersions']);
+    assert.equal((mock.calls.find((c) => c.name === 'sealVersion')?.input as { index?: boolean }).index, false);
     const copied = mock.calls.find((c) => c.name === 'recordEvent')?.input as {
       kind: string;
       details: { rowsUpserted: number };

@@ -33,7 +33,11 @@ export const long = proxyActivities<Activities>({
 });
 
 /** Activities called through {@link short} that are long steps (run with the options of {@link long}). */
-const LONG_STEPS: ReadonlySet<PropertyKey> = new Set<keyof Activities>(['sealVersion', 'publishVersion']);
+const LONG_STEPS: ReadonlySet<PropertyKey> = new Set<keyof Activities>([
+  'sealVersion',
+  'indexVersion',
+  'publishVersion',
+]);
 
 /**
  * The proxy of the workflows' short calls (plan, end, events); `sealVersion` and `publishVersion`

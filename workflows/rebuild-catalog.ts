@@ -44,8 +44,14 @@ export async function RebuildCatalog(input: RebuildCatalogInput): Promise<Rebuil
         maxPagesPerRun: settings.maxPagesPerRun,
         startInfo: info,
       });
-      await seal(state, settings.heartbeatTimeoutMs);
-      await reconcileAndRepair(state, { maxRounds: settings.maxRepairRounds, workflowId: info.workflowId });
+      const indexApart = patched(INDEX_BESIDE_RECONCILE_PATCH);
+      await seal(state, settings.heartbeatTimeoutMs, !indexApart);
+      const reconciled = reconcileAndRepair(state, {
+        maxRounds: settings.maxRepairRounds,
+        workflowId: info.workflowId,
+      });
+      if (indexApart) await Promise.all([reconciled, short.indexVersion({ versionId: state.carried.versionId })]);
+      else await reconciled;
       const pub = await publish(state, settings.retention, info.workflowId);
       return state.result({ published: true, previousVersionId: pub.previousVersionId });
     });
@@ -93,6 +99,13 @@ async function plan(state: RebuildState, pageSize: number | undefined, info: Wor
 }
 
 /**
+ * Patch of the reader index build: rebuilds with the marker seal without it and build it
+ * (`indexVersion`) beside the reconciliation; both are CPU-bound scans of the sealed table, and
+ * together they keep both cores busy (docs/performance.md).
+ */
+export const INDEX_BESIDE_RECONCILE_PATCH = 'index-beside-reconcile';
+
+/**
  * Patch of the seal's proof: rebuilds with the marker re-run the planned pages that `sealVersion`
  * finds without a committed ledger row, then seal again.
  */
@@ -103,9 +116,10 @@ export const SEAL_RERUNS_PAGES_PATCH = 'seal-reruns-missing-pages';
  * pages without one (e.g. a ledger row deleted by hand) are copied again, one at a time, and the
  * seal is retried until it holds. The counts are not changed (reconciliation counts the rows).
  */
-async function seal(state: RebuildState, heartbeatTimeoutMs: number): Promise<void> {
+async function seal(state: RebuildState, heartbeatTimeoutMs: number, index: boolean): Promise<void> {
   const st = state.carried;
-  let sealed = await short.sealVersion({ versionId: st.versionId });
+  const input = index ? { versionId: st.versionId } : { versionId: st.versionId, index: false };
+  let sealed = await short.sealVersion(input);
   if (!patched(SEAL_RERUNS_PAGES_PATCH)) return;
   while (sealed?.missingPages?.length) {
     state.note(`seal: ${sealed.missingPages.length} planned pages have no committed ledger row; copying them again`);
@@ -118,7 +132,7 @@ async function seal(state: RebuildState, heartbeatTimeoutMs: number): Promise<vo
         pageNo,
       });
     }
-    sealed = await short.sealVersion({ versionId: st.versionId });
+    sealed = await short.sealVersion(input);
   }
 }
 
