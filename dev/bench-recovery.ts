@@ -1,14 +1,15 @@
 /**
  * `npm run bench:recovery`: recovery from worker deaths with default settings (heartbeat timeout
- * 15 s, page size 2,000, 4 pages in flight). On a private Temporal dev server (free ports) and fresh
+ * 15 s, pages sized by the plan, 4 pages in flight). On a private Temporal dev server (free ports) and fresh
  * databases, two workers rebuild a generated Bareos source while the bench SIGKILLs a worker inside a
  * page transaction (found through pg_stat_activity, frozen with SIGSTOP, checked, killed) at least
  * `--kills` times, starting a replacement right after each kill. It prints per kill the time from
  * SIGKILL to the commit of each page the dead worker had in flight (ledger `committed_at` of the
  * retry minus the kill time) and the rows written again, then median and max.
  *
- * Options: --jobs N (default 200,000), --kills N (default 6), --pause-ms N (pause between page
- * starts, default 300: stretches the copy phase so that every kill lands inside it).
+ * Options: --jobs N (default 200,000), --kills N (default 3), --pause-ms N (pause between page
+ * starts, default 300: stretches the copy phase so that every kill lands inside it), --page-size N
+ * (fixes rows per page; default: the plan sizes them).
  */
 import { Command } from 'commander';
 import { getProgress, startRebuild, waitForResult } from '../client';
@@ -36,10 +37,11 @@ interface KillRecord {
 async function main(): Promise<void> {
   const o = new Command('bench-recovery')
     .option('--jobs <n>', 'jobs in the generated source', (v) => Number(v), 200_000)
-    .option('--kills <n>', 'kills inside page transactions (at least 5)', (v) => Number(v), 6)
+    .option('--kills <n>', 'kills inside page transactions', (v) => Number(v), 3)
+    .option('--page-size <n>', 'rows per page (default: sized by the plan)', (v) => Number(v))
     .option('--pause-ms <n>', 'pause between page starts (ms)', (v) => Number(v), 300)
     .parse()
-    .opts<{ jobs: number; kills: number; pauseMs: number }>();
+    .opts<{ jobs: number; kills: number; pauseMs: number; pageSize?: number }>();
   const heartbeatTimeoutMs = LIMITS.heartbeatTimeoutMs.default;
   const log = (s: string) => console.log(s);
 
@@ -59,13 +61,15 @@ async function main(): Promise<void> {
     // Defaults: page size, concurrency and heartbeat timeout are not set.
     const { handle } = await startRebuild(
       tc.client,
-      { catalog, source: 'director', pauseBetweenPagesMs: o.pauseMs },
+      { catalog, source: 'director', pauseBetweenPagesMs: o.pauseMs, ...(o.pageSize ? { pageSize: o.pageSize } : {}) },
       { taskQueue },
     );
     const versionId = await waitFor('the plan', async () => (await getProgress(handle)).versionId, { intervalMs: 50 });
+    const planned = await getProgress(handle);
+    const pageSize = `${planned.pageSize ?? '?'} rows (${planned.pageSizing ?? '?'})`;
     const started = Date.now();
     log(
-      `rebuild: version ${versionId}, page size ${LIMITS.pageSize.default}, ${LIMITS.concurrency.default} pages in flight, ` +
+      `rebuild: version ${versionId}, ${planned.pagesTotal} pages of ${pageSize}, ${LIMITS.concurrency.default} pages in flight, ` +
         `heartbeat timeout ${heartbeatTimeoutMs} ms (default), sticky schedule-to-start 3 s, ${o.pauseMs} ms between page starts, 2 workers`,
     );
 
@@ -157,7 +161,7 @@ async function main(): Promise<void> {
         `max ${(Math.max(...recoveries) / 1000).toFixed(2)} s; target < ${target / 1000} s (heartbeat timeout + 3 s): ${Math.max(...recoveries) < target ? 'met' : 'MISSED'}`,
     );
     log(
-      `work lost per kill: median ${median(rewritten)} rows, max ${Math.max(...rewritten)} rows (page size ${LIMITS.pageSize.default}; at most one page per page in flight)`,
+      `work lost per kill: median ${median(rewritten)} rows, max ${Math.max(...rewritten)} rows (pages of ${pageSize}; at most one page per page in flight)`,
     );
     log(
       `rebuild: published version ${result.versionId}, ${result.pagesTotal} pages, ${result.rowsUpserted} rows, ${result.retries} retries, ${(result.durationMs / 1000).toFixed(1)} s; catalog equals source (${cmp.rows} rows)`,

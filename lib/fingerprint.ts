@@ -9,7 +9,8 @@
  * in parallel in one pass and two identical jobs add up instead of cancelling (unlike XOR).
  */
 import { createHash } from 'node:crypto';
-import { bareosUtcText } from './sources/bareos-columns';
+import { bareosUtcText, sourceText, UTF8_MODE } from './sources/bareos-columns';
+import type { SourceTextMode } from './sources/bareos-columns';
 import type { SourceRow } from './sources/types';
 import { utcText } from './text-form';
 
@@ -24,10 +25,18 @@ export const CATALOG_FINGERPRINT_ROW = `t.job_id || '|' || coalesce(t.status, '\
   't.end_time',
 )}, '\\N') || '|' || coalesce(t.files::text, '\\N') || '|' || coalesce(t.bytes::text, '\\N')`;
 
-/** SQL over a Bareos/Bacula `job` row aliased `j`; `$1` is the source's IANA zone (naive times). */
-export const BAREOS_FINGERPRINT_ROW = `j.jobid::text || '|' || coalesce(NULLIF(j.jobstatus::text, ''), '\\N') || '|' || coalesce(${bareosUtcText(
-  'j.endtime',
-)}, '\\N') || '|' || coalesce(j.jobfiles::text, '\\N') || '|' || coalesce(j.jobbytes::text, '\\N')`;
+/**
+ * SQL over a Bareos/Bacula `job` row aliased `j`; `$1` is the source's IANA zone (naive times). The
+ * status is read as the page path reads it (`mode`: decoded from the legacy encoding when it is not
+ * UTF-8), so both sides hash the same text.
+ */
+export const bareosFingerprintRow = (mode: SourceTextMode): string =>
+  `j.jobid::text || '|' || coalesce(NULLIF(${sourceText('j.jobstatus::text', mode)}, ''), '\\N') || '|' || coalesce(${bareosUtcText(
+    'j.endtime',
+  )}, '\\N') || '|' || coalesce(j.jobfiles::text, '\\N') || '|' || coalesce(j.jobbytes::text, '\\N')`;
+
+/** {@link bareosFingerprintRow} of a source database that checks its encoding. */
+export const BAREOS_FINGERPRINT_ROW = bareosFingerprintRow(UTF8_MODE);
 
 /** SQL over a staged listing record aliased `x` (its fields already in text form). */
 export const STAGED_FINGERPRINT_ROW = `coalesce(x.job_id, '\\N') || '|' || coalesce(x.status, '\\N') || '|' || coalesce(x.end_time, '\\N') || '|' || coalesce(x.files, '\\N') || '|' || coalesce(x.bytes, '\\N')`;

@@ -15,6 +15,8 @@ import { activityFixture, runActivity } from '../dev/harness/activity-env';
 import type { CopyPageResult, PlanResult, ReconcileSummary } from '../workflows/definitions';
 
 const JOBS = 5_000;
+/** legacyEncoding of the next source opened (sources are opened once per name). */
+let encoding: 'LATIN1' | 'WIN1252' = 'LATIN1';
 let fixture: ActivityFixture;
 let acts: Activities;
 
@@ -22,7 +24,13 @@ let acts: Activities;
 const bytes = (hex: string): string => `convert_from('\\x${hex}'::bytea, 'SQL_ASCII')`;
 
 before(async () => {
-  fixture = await activityFixture('stream', { jobs: JOBS, seed: 11, sqlAscii: true });
+  fixture = await activityFixture('stream', {
+    jobs: JOBS,
+    seed: 11,
+    sqlAscii: true,
+    // Source `win1252` reads text that is not UTF-8 as WIN1252; every other name as LATIN1.
+    source: (dbs) => ({ kind: 'bareos', databaseUrl: dbs.sourceUrl, legacyEncoding: encoding }),
+  });
   acts = fixture.acts;
   const src = fixture.dbs.sourcePool;
   // 'Müller-fd' in Latin-1 (0xfc), five comments holding 0xe9 ('é'), one comment in valid UTF-8.
@@ -212,4 +220,37 @@ test('seal proves every planned page has its ledger row: a page whose ledger row
     `SELECT count(*)::int AS n, sum(hashtext(t::text))::text AS x FROM "${table}" t`,
   );
   assert.deepEqual(after.rows[0], before.rows[0], 'same rows, same content');
+});
+
+test('WIN1252 leaves 0x81 undefined: the job holding it is quarantined alone with its bytes escaped; the page commits', async () => {
+  const src = fixture.dbs.sourcePool;
+  const ids = (await src.query<{ id: string }>(`SELECT jobid::text AS id FROM job ORDER BY jobid LIMIT 1000`)).rows;
+  const bad = ids[300].id;
+  await src.query(`UPDATE job SET comment = 'w-' || ${bytes('81')} WHERE jobid = $1`, [bad]);
+  encoding = 'WIN1252';
+  try {
+    const planned = await runActivity(acts.planRebuild, {
+      catalog: 'win',
+      source: 'win1252',
+      pageSize: 1000,
+      workflowId: 'catalog-rebuild/win',
+      firstRunId: 'run1',
+    });
+    const r = await runActivity(
+      acts.copyPage as (i: Parameters<Activities['copyPage']>[0]) => Promise<CopyPageResult>,
+      { catalog: 'win', source: 'win1252', versionId: planned.versionId, pageNo: 1 },
+    );
+    assert.equal(r.rows, 999);
+    assert.equal(r.rejects, 1);
+    const rej = await fixture.dbs.catalogPool.query<{ job_key: string; reason: string; raw: string }>(
+      `SELECT job_key::text, reason, raw FROM reject WHERE version_id = $1`,
+      [planned.versionId],
+    );
+    assert.equal(rej.rows[0].job_key, bad);
+    assert.match(rej.rows[0].reason, /neither UTF-8 nor WIN1252: .*0x81.*SQLSTATE 22P05/);
+    assert.match(rej.rows[0].raw, /"comment" : "w-\\\\201"|"comment":"w-\\\\201"/);
+  } finally {
+    encoding = 'LATIN1';
+    await src.query(`UPDATE job SET comment = NULL WHERE jobid = $1`, [bad]);
+  }
 });

@@ -105,7 +105,8 @@ function selectList(mode: SourceTextMode, form: TimeForm, zone: string): string 
        NULL::text                            AS extra`;
 }
 
-const FROM_JOB = `
+/** The FROM clause of the mapping: `job j` LEFT JOINed to client `c`, pool `p`, fileset `f`. */
+export const BAREOS_FROM_JOB = `
 FROM job j
 LEFT JOIN client c  ON c.clientid = j.clientid
 LEFT JOIN pool p    ON p.poolid = j.poolid
@@ -117,7 +118,7 @@ LEFT JOIN fileset f ON f.filesetid = j.filesetid`;
  * decoded per `mode`; `$1` is the source's zone.
  */
 export function bareosJobSelect(mode: SourceTextMode): string {
-  return `SELECT ${selectList(mode, 'text', '$1')}${FROM_JOB}`;
+  return `SELECT ${selectList(mode, 'text', '$1')}${BAREOS_FROM_JOB}`;
 }
 
 /** {@link bareosJobSelect} of a source database that checks its encoding. */
@@ -148,7 +149,8 @@ function badTime(col: string): string {
 
 /**
  * The checks lib/validate.ts makes that a Bareos/Bacula job row can fail, as (condition, reason)
- * pairs over `j` and `c`: client name longer than 1,024 bytes (an index key), a time that is not a
+ * pairs over `j` and `c` (the client check first): client name longer than 1,024 bytes (an index
+ * key), a negative job id (the paging key), a time that is not a
  * finite instant of years 1–9999, negative files or bytes. Reasons are worded as there.
  */
 function rowChecks(mode: SourceTextMode): [string, string][] {
@@ -160,11 +162,14 @@ function rowChecks(mode: SourceTextMode): [string, string][] {
     ['real_end_time', 'j.realendtime'],
   ].map(([field, col]) => [`${col} IS NOT NULL AND ${badTime(col)}`, problem(field, 'is not a time', `${col}::text`)]);
   const bytes = 'must be a non-negative whole number of at most 20 digits';
+  // Decoding at most triples a name's bytes: only a name above a third of the limit is decoded here.
+  const tooLong =
+    mode.kind === 'legacy'
+      ? `CASE WHEN octet_length(c.name) * 3 <= ${MAX_KEY_BYTES} THEN false ELSE octet_length(${client}) > ${MAX_KEY_BYTES} END`
+      : `octet_length(${client}) > ${MAX_KEY_BYTES}`;
   return [
-    [
-      `octet_length(${client}) > ${MAX_KEY_BYTES}`,
-      problem('client', `is longer than ${MAX_KEY_BYTES} bytes (an index key)`, client),
-    ],
+    [tooLong, problem('client', `is longer than ${MAX_KEY_BYTES} bytes (an index key)`, client)],
+    ['j.jobid < 0', problem('job_key', 'paging key must be a non-negative whole number', 'j.jobid::text')],
     ...times,
     ['j.jobfiles < 0', problem('files', 'must be a non-negative whole number', 'j.jobfiles::text')],
     ['j.jobbytes < 0', problem('bytes', bytes, 'j.jobbytes::text')],
@@ -214,6 +219,14 @@ function decodedCounts(mode: SourceTextMode): string {
   return `json_build_object(${counts.join(', ')})::text`;
 }
 
+/**
+ * A job row's text columns as escaped bytes (`encode(…, 'escape')`: bytes above 0x7F as `\\ooo`),
+ * JSON text: readable whatever the bytes, for a row whose text cannot be decoded.
+ */
+export const BAREOS_ESCAPED_ROW = `json_build_object('job_id', j.jobid::text, ${Object.entries(BAREOS_TEXT_COLUMNS)
+  .map(([name, col]) => `'${name}', encode(convert_to(${col}, 'SQL_ASCII'), 'escape')`)
+  .join(', ')})::text`;
+
 /** The job-id range of one page, as validated decimal literals. */
 export interface KeyRange {
   /** First job id (decimal text). */
@@ -223,7 +236,7 @@ export interface KeyRange {
 }
 
 function rangeCondition(r: KeyRange): string {
-  for (const k of [r.firstKey, r.lastKey]) if (!/^\d{1,19}$/.test(k)) throw new Error(`not a job id: ${k}`);
+  for (const k of [r.firstKey, r.lastKey]) if (!/^-?\d{1,19}$/.test(k)) throw new Error(`not a job id: ${k}`);
   return `j.jobid BETWEEN ${r.firstKey} AND ${r.lastKey}`;
 }
 
@@ -234,7 +247,7 @@ function rangeCondition(r: KeyRange): string {
  * Unknown type, level and status codes are counted by reconciliation, per bucket, not here.
  */
 export function bareosPageCheckQuery(mode: SourceTextMode, range: KeyRange, longClientIds: string): string {
-  const from = mode.kind === 'utf8' ? 'FROM job j' : FROM_JOB;
+  const from = mode.kind === 'utf8' ? 'FROM job j' : BAREOS_FROM_JOB;
   return `SELECT coalesce(array_agg(s.jobid) FILTER (WHERE s.rejected), '{}')::text AS reject_ids,
             ${decodedCounts(mode)} AS decoded
      FROM (SELECT j.jobid, ${isRejected(mode, longClientIds)} AS rejected, ${legacyColumns(mode)} AS legacy
@@ -252,7 +265,7 @@ export function bareosRejectsQuery(mode: SourceTextMode, zone: string, jobIds: s
   return `SELECT m.job_key, m.job_id, m.bucket, m.fingerprint_row, m.reason, json_build_object(${COLUMN_PAIRS})::text AS raw
      FROM (SELECT ${selectList(mode, 'text', z)}, ${bareosRejectReason(mode)} AS reason,
                   ${fingerprintRow.replaceAll('$1', z)} AS fingerprint_row
-           ${FROM_JOB}
+           ${BAREOS_FROM_JOB}
            WHERE j.jobid = ANY (${format('%L', jobIds)}::bigint[])) m
      ORDER BY m.job_key::bigint`;
 }
@@ -301,6 +314,6 @@ export function bareosPageCopyQuery(
   if (!/^\d+$/.test(page.versionId) || !Number.isInteger(page.pageNo)) throw new Error('bad version or page number');
   const z = format('%L', zone);
   const skip = page.rejectIds === '{}' ? '' : format(' AND j.jobid <> ALL (%L::bigint[])', page.rejectIds);
-  return `COPY (SELECT ${page.versionId}, ${page.pageNo}, ${selectList(mode, 'native', z)}${FROM_JOB}
+  return `COPY (SELECT ${page.versionId}, ${page.pageNo}, ${selectList(mode, 'native', z)}${BAREOS_FROM_JOB}
           WHERE ${rangeCondition(range)}${skip}) TO STDOUT`;
 }

@@ -7,15 +7,18 @@
 import type { Readable } from 'node:stream';
 import type { Pool, PoolClient } from 'pg';
 import { to as copyTo } from 'pg-copy-streams';
-import { BAREOS_FINGERPRINT_ROW } from '../fingerprint';
+import { bareosFingerprintRow } from '../fingerprint';
 import type { KeyRange, SourceTextMode } from './bareos-columns';
 import {
   bareosJobSelect,
   bareosPageCheckQuery,
   bareosPageCopyQuery,
   bareosRejectsQuery,
+  BAREOS_ESCAPED_ROW,
+  BAREOS_FROM_JOB,
   LONG_CLIENT_IDS_SQL,
 } from './bareos-columns';
+import { isDataError } from '../db';
 import type { PageRead, PageRejectRecord, ReadRow } from './types';
 
 /** What a page read needs to know of its source. */
@@ -52,7 +55,7 @@ export async function openBareosPageRead(pool: Pool, range: KeyRange, s: PageRea
       rejectIds === '{}'
         ? []
         : (
-            await client.query<RawReject>(bareosRejectsQuery(s.mode, s.zone, rejectIds, BAREOS_FINGERPRINT_ROW))
+            await client.query<RawReject>(bareosRejectsQuery(s.mode, s.zone, rejectIds, bareosFingerprintRow(s.mode)))
           ).rows.map(toReject);
     const decoded = Object.fromEntries(
       Object.entries(JSON.parse(rows[0].decoded) as Record<string, number>).filter(([, n]) => n > 0),
@@ -128,12 +131,58 @@ class BareosPageRead implements PageRead {
 
   async readRows(): Promise<ReadRow[]> {
     if (this.streamed) throw new Error('rows already streamed: open a new page read');
-    const { rows } = await this.client.query<ReadRow>(
-      `${bareosJobSelect(this.settings.mode)} WHERE j.jobid BETWEEN $2::bigint AND $3::bigint
-       AND j.jobid <> ALL ($4::bigint[]) ORDER BY j.jobid`,
-      [this.settings.zone, this.range.firstKey, this.range.lastKey, this.rejects.map((r) => r.jobKey)],
+    const { rows } = await this.client.query<{ id: string }>(
+      `SELECT jobid::text AS id FROM job WHERE jobid BETWEEN $1::bigint AND $2::bigint
+       AND jobid <> ALL ($3::bigint[]) ORDER BY jobid`,
+      [this.range.firstKey, this.range.lastKey, this.rejects.map((r) => r.jobKey)],
     );
-    return rows;
+    return this.readIds(rows.map((r) => r.id));
+  }
+
+  /**
+   * The rows of `ids` in SourceRow text form. A read the source refuses on a value (SQLSTATE class
+   * 22: text the legacy encoding does not define) is split in halves inside a savepoint until the
+   * refused rows stand alone; each is quarantined with its text as escaped bytes.
+   */
+  private async readIds(ids: string[]): Promise<ReadRow[]> {
+    if (!ids.length) return [];
+    await this.client.query('SAVEPOINT page_read');
+    try {
+      const { rows } = await this.client.query<ReadRow>(
+        `${bareosJobSelect(this.settings.mode)} WHERE j.jobid = ANY ($2::bigint[]) ORDER BY j.jobid`,
+        [this.settings.zone, ids],
+      );
+      await this.client.query('RELEASE SAVEPOINT page_read');
+      return rows;
+    } catch (err) {
+      await this.client.query('ROLLBACK TO SAVEPOINT page_read');
+      if (!isDataError(err)) throw err;
+      if (ids.length === 1) {
+        this.check.rejects.push(await this.undecodable(ids[0], err as Error & { code: string }));
+        return [];
+      }
+      const half = Math.ceil(ids.length / 2);
+      return [...(await this.readIds(ids.slice(0, half))), ...(await this.readIds(ids.slice(half)))];
+    }
+  }
+
+  /** The quarantined record of a job whose text the source cannot decode: its text columns as escaped bytes. */
+  private async undecodable(id: string, err: Error & { code: string }): Promise<PageRejectRecord> {
+    const { mode } = this.settings;
+    const { rows } = await this.client.query<{ bucket: string | null; fp: string; raw: string }>(
+      `SELECT j.starttime::date::text AS bucket, ${bareosFingerprintRow(mode)} AS fp, ${BAREOS_ESCAPED_ROW} AS raw
+       ${BAREOS_FROM_JOB} WHERE j.jobid = $2::bigint`,
+      [this.settings.zone, id],
+    );
+    const r = rows[0];
+    return {
+      jobKey: id,
+      jobId: id,
+      bucket: r.bucket,
+      fingerprintRow: r.fp,
+      reason: `text is neither UTF-8 nor ${mode.legacyEncoding}: ${err.message} (SQLSTATE ${err.code}); LATIN1 defines every byte`,
+      raw: r.raw,
+    };
   }
 
   async close(err?: Error): Promise<void> {

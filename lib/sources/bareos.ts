@@ -8,7 +8,7 @@ import { BAREOS_JOB_SELECT as SELECT_JOB, bareosJobSelect } from './bareos-colum
 import type { SourceTextMode } from './bareos-columns';
 import { openBareosPageRead } from './bareos-page';
 import type { PageRead, StreamingSource } from './types';
-import { BAREOS_FINGERPRINT_ROW as SOURCE_FINGERPRINT_ROW, bucketDigestSql, HASH_PROBE_SQL } from '../fingerprint';
+import { bareosFingerprintRow, bucketDigestSql, HASH_PROBE_SQL } from '../fingerprint';
 import type { RowHashKind } from '../fingerprint';
 
 /** Keys one statement of the page walk reads at most (an index-only scan of about 0.1–1 s). */
@@ -235,11 +235,11 @@ export class BareosSource implements JobSource, StreamingSource {
   }
 
   async bucketStats(maxKey: string, hash: RowHashKind = 'md5'): Promise<BucketStat[]> {
-    const tz = await this.timezone();
+    const [tz, mode] = await Promise.all([this.timezone(), this.textMode()]);
     const { rows } = await withLongSession(this.pool, (c) =>
       c.query<StatRow>(
         `SELECT j.starttime::date::text AS bucket, count(*)::text AS count,
-                ${bucketDigestSql(SOURCE_FINGERPRINT_ROW, hash)} AS fingerprint,
+                ${bucketDigestSql(bareosFingerprintRow(mode), hash)} AS fingerprint,
                 coalesce(sum(j.jobbytes), 0)::text AS bytes, min(j.jobid)::text AS min_key, max(j.jobid)::text AS max_key
          FROM job j WHERE j.jobid <= $2::bigint
          GROUP BY 1 ORDER BY 1 NULLS FIRST`,
@@ -250,13 +250,13 @@ export class BareosSource implements JobSource, StreamingSource {
   }
 
   async readBucketInSpan(bucket: string | null, maxKey: string, span: KeySpan): Promise<ReadRow[]> {
-    const tz = await this.timezone();
+    const [tz, select] = await Promise.all([this.timezone(), this.select()]);
     const cond = bucket === null ? 'j.starttime IS NULL' : 'j.starttime >= $5::date AND j.starttime < $5::date + 1';
     const params: unknown[] = [tz, maxKey, span.min, span.max];
     if (bucket !== null) params.push(bucket);
     const { rows } = await withLongSession(this.pool, (c) =>
       c.query<ReadRow>(
-        `${SELECT_JOB} WHERE j.jobid BETWEEN $3::bigint AND least($4::bigint, $2::bigint) AND ${cond} ORDER BY j.jobid`,
+        `${select} WHERE j.jobid BETWEEN $3::bigint AND least($4::bigint, $2::bigint) AND ${cond} ORDER BY j.jobid`,
         params,
       ),
     );
