@@ -225,6 +225,38 @@ test('without a page size the plan sizes pages: progress shows pageSizing auto a
   });
 });
 
+test('a seal that finds planned pages without a ledger row: they are copied again and recorded, then the seal holds', async () => {
+  const mock = mockActivities({ pages: 3, autoRelease: true });
+  let seals = 0;
+  mock.activities.sealVersion = async (input) => {
+    mock.calls.push({ name: 'sealVersion', input });
+    return { missingPages: ++seals === 1 ? [2] : [] };
+  };
+  await withWorker(mock, async (taskQueue) => {
+    const h = await env.client.workflow.start('RebuildCatalog', {
+      taskQueue,
+      workflowId: `t-${randomBytes(3).toString('hex')}`,
+      args: [{ catalog: 'c-seal', source: 's', pageSize: 100 }],
+    });
+    const r = await h.result();
+    assert.equal(r.published, true);
+    const names = mock.calls.map((c) =>
+      c.name === 'copyPage' ? `copyPage ${(c.input as CopyPageInput).pageNo}` : c.name,
+    );
+    const firstSeal = names.indexOf('sealVersion');
+    assert.deepEqual(names.slice(firstSeal, firstSeal + 4), [
+      'sealVersion',
+      'recordEvent',
+      'copyPage 2',
+      'sealVersion',
+    ]);
+    const recopied = mock.calls.find(
+      (c) => c.name === 'recordEvent' && (c.input as { kind: string }).kind === 'pages_recopied',
+    )?.input as { details: { pages: number[] } };
+    assert.deepEqual(recopied.details.pages, [2]);
+  });
+});
+
 test('pause stops scheduling; in-flight pages finish (draining); resume continues from the checkpoint', async () => {
   const mock = mockActivities({ pages: 6 });
   await withWorker(mock, async (taskQueue) => {

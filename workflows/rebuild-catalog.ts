@@ -122,7 +122,15 @@ async function seal(state: RebuildState, heartbeatTimeoutMs: number, index: bool
   let sealed = await short.sealVersion(input);
   if (!patched(SEAL_RERUNS_PAGES_PATCH)) return;
   while (sealed?.missingPages?.length) {
-    state.note(`seal: ${sealed.missingPages.length} planned pages have no committed ledger row; copying them again`);
+    const message = `seal: ${sealed.missingPages.length} planned pages have no committed ledger row (${sealed.missingPages.slice(0, 20).join(', ')}); copying them again`;
+    state.note(message);
+    await short.recordEvent({
+      catalog: state.input.catalog,
+      versionId: st.versionId,
+      kind: 'pages_recopied',
+      message,
+      details: { pages: sealed.missingPages },
+    });
     for (const pageNo of sealed.missingPages) {
       const acts = pageActivities(heartbeatTimeoutMs, st.pageDurationsMs, `page ${pageNo} again (seal)`);
       await acts.copyPage({
