@@ -6,6 +6,7 @@ import { finished } from 'node:stream/promises';
 import type { Client as PgClient, Pool } from 'pg';
 import format from 'pg-format';
 import { from as copyFrom } from 'pg-copy-streams';
+import { withLongSession } from '../../lib/db';
 import { BAREOS_JOB_SELECT } from '../../lib/sources/bareos-columns';
 import type { SourceRow } from '../../lib/sources/types';
 import { JOB_COLUMNS } from '../../lib/sources/types';
@@ -119,10 +120,13 @@ export async function rowSetFingerprint(db: Pool, table: string, zone: string): 
   const cols = P_COLUMNS.map(([c]) =>
     TIME_COLUMNS.has(c) ? format('(%I AT TIME ZONE %L)', c, zone) : format('%I', c),
   );
-  const { rows } = await db.query<{ rows: number; sum: string }>(
-    format(
-      `SELECT count(*)::int AS rows, coalesce(sum(('x' || substr(md5(row(${cols.join(', ')})::text), 1, 15))::bit(60)::bigint), 0)::text AS sum FROM %I`,
-      table,
+  // One scan of the whole table: on a session of its own without statement timeout (10M rows take minutes).
+  const { rows } = await withLongSession(db, (c) =>
+    c.query<{ rows: number; sum: string }>(
+      format(
+        `SELECT count(*)::int AS rows, coalesce(sum(('x' || substr(md5(row(${cols.join(', ')})::text), 1, 15))::bit(60)::bigint), 0)::text AS sum FROM %I`,
+        table,
+      ),
     ),
   );
   return rows[0];
