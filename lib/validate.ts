@@ -4,7 +4,7 @@
  * and repeated job ids are de-duplicated with a fixed winner.
  */
 import { z } from 'zod';
-import type { ReadRow, SourceRow } from './sources/types';
+import type { PageRejectRecord, ReadRow, SourceRow } from './sources/types';
 import { JOB_COLUMNS } from './sources/types';
 import { fingerprintRow } from './fingerprint';
 
@@ -113,21 +113,8 @@ export const KNOWN_CODES = {
   ]),
 } as const;
 
-/** A quarantined record: where it was, why, and the record as read. */
-export interface RejectRecord {
-  /** Paging key (decimal text). */
-  jobKey: string;
-  /** Job id when the record had one. */
-  jobId: string | null;
-  /** Bucket the source assigns the record (NULL when its time is unusable). */
-  bucket: string | null;
-  /** The record's fingerprint input, the same text the source's bucket fingerprint uses. */
-  fingerprintRow: string;
-  /** Why it was quarantined: `field: problem (value)`, joined with `; `. */
-  reason: string;
-  /** The record as the source wrote it (listings) or as read (database sources, JSON of the row). */
-  raw: string;
-}
+/** A quarantined record: where it was, why, and the record as read (lib/sources/types.ts). */
+export type RejectRecord = PageRejectRecord;
 
 /** The outcome of validating one page's rows. */
 export interface ValidatedRows {

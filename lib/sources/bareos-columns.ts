@@ -5,6 +5,7 @@
  * unless a builder is given the zone as a literal.
  */
 import format from 'pg-format';
+import { JOB_COLUMNS } from './types';
 
 /** Text form of a naive source timestamp as a UTC instant, in the source's zone (`zone`, default `$1`). */
 export const bareosUtcText = (col: string, zone = '$1'): string =>
@@ -270,34 +271,7 @@ export function bareosRejectsQuery(mode: SourceTextMode, zone: string, jobIds: s
      ORDER BY m.job_key::bigint`;
 }
 
-const COLUMNS = [
-  'job_key',
-  'job_id',
-  'job',
-  'job_name',
-  'client',
-  'type',
-  'level',
-  'status',
-  'sched_time',
-  'start_time',
-  'end_time',
-  'real_end_time',
-  'files',
-  'bytes',
-  'read_bytes',
-  'job_errors',
-  'pool',
-  'fileset',
-  'prior_job_id',
-  'job_tdate',
-  'vol_session_id',
-  'vol_session_time',
-  'comment',
-  'bucket',
-  'extra',
-];
-const COLUMN_PAIRS = COLUMNS.map((c) => `'${c}', m.${c}`).join(', ');
+const COLUMN_PAIRS = JOB_COLUMNS.map((c) => `'${c}', m.${c}`).join(', ');
 
 /**
  * `COPY (SELECT …) TO STDOUT` of a page's good rows (all but `rejectIds`), in the column order of
