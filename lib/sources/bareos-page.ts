@@ -18,7 +18,7 @@ import {
   BAREOS_FROM_JOB,
   LONG_CLIENT_IDS_SQL,
 } from './bareos-columns';
-import { isDataError } from '../db';
+import { isDataError, withSavepoint } from '../db';
 import type { PageRead, PageRejectRecord, ReadRow } from './types';
 
 /** What a page read needs to know of its source. */
@@ -60,7 +60,7 @@ export async function openBareosPageRead(pool: Pool, range: KeyRange, s: PageRea
     const decoded = Object.fromEntries(
       Object.entries(JSON.parse(rows[0].decoded) as Record<string, number>).filter(([, n]) => n > 0),
     );
-    return new BareosPageRead(client, range, s, { rejectIds, rejects, warnings: 0, decoded });
+    return new BareosPageRead(client, range, s, { rejectIds, rejects, decoded });
   } catch (err) {
     client.release(err as Error);
     throw err;
@@ -82,7 +82,6 @@ interface PageCheck {
   /** Job ids of the quarantined records, as a bigint array literal (`{}` for none). */
   rejectIds: string;
   rejects: PageRejectRecord[];
-  warnings: number;
   decoded: Record<string, number>;
 }
 
@@ -110,10 +109,6 @@ class BareosPageRead implements PageRead {
 
   get rejects(): PageRejectRecord[] {
     return this.check.rejects;
-  }
-
-  get warnings(): number {
-    return this.check.warnings;
   }
 
   get decoded(): Record<string, number> {
@@ -146,16 +141,15 @@ class BareosPageRead implements PageRead {
    */
   private async readIds(ids: string[]): Promise<ReadRow[]> {
     if (!ids.length) return [];
-    await this.client.query('SAVEPOINT page_read');
     try {
-      const { rows } = await this.client.query<ReadRow>(
-        `${bareosJobSelect(this.settings.mode)} WHERE j.jobid = ANY ($2::bigint[]) ORDER BY j.jobid`,
-        [this.settings.zone, ids],
+      const { rows } = await withSavepoint(this.client, 'page_read', () =>
+        this.client.query<ReadRow>(
+          `${bareosJobSelect(this.settings.mode)} WHERE j.jobid = ANY ($2::bigint[]) ORDER BY j.jobid`,
+          [this.settings.zone, ids],
+        ),
       );
-      await this.client.query('RELEASE SAVEPOINT page_read');
       return rows;
     } catch (err) {
-      await this.client.query('ROLLBACK TO SAVEPOINT page_read');
       if (!isDataError(err)) throw err;
       if (ids.length === 1) {
         this.check.rejects.push(await this.undecodable(ids[0], err as Error & { code: string }));

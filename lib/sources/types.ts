@@ -145,11 +145,6 @@ export interface PageRejectRecord {
 export interface PageRead {
   /** Records of the page quarantined by the source's checks (with reasons). */
   readonly rejects: PageRejectRecord[];
-  /**
-   * Good rows whose type, level or status code is unknown (kept verbatim); 0 when the source leaves
-   * counting them to reconciliation (database sources: per bucket, in one pass).
-   */
-  readonly warnings: number;
   /** Values decoded from the source's legacyEncoding (not valid UTF-8), per catalog column; empty when none. */
   readonly decoded: Record<string, number>;
   /**
