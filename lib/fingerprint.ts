@@ -78,3 +78,45 @@ export function bucketDigest(fingerprintInputs: Iterable<string>): string {
   for (const f of fingerprintInputs) sum = (sum + rowHash(f)) % TWO_64;
   return sum.toString();
 }
+
+/**
+ * The columns a file record's fingerprint input is made of, as SQL expressions of one side. `path`
+ * and `name` are text; `pathBytes` / `nameBytes` are bytea expressions, NULL when the text is the
+ * exact source bytes (valid UTF-8), else those bytes.
+ */
+export interface FileFingerprintColumns {
+  fileId: string;
+  jobId: string;
+  path: string;
+  pathBytes: string;
+  name: string;
+  nameBytes: string;
+  fileIndex: string;
+  deltaSeq: string;
+  lstat: string;
+  md5: string;
+}
+
+/** SQL: a path or name in its fingerprint form: the text when exact, else `\x` and its bytes in hex. */
+const fileTextForm = (text: string, bytes: string): string =>
+  `coalesce('\\x' || encode(${bytes}, 'hex'), ${text}, '\\N')`;
+
+/**
+ * SQL: the fingerprint input of one file record, the text
+ * `file id|job id|path|name|file index|delta seq|lstat|md5` (`\N` for NULL; a path or name that is
+ * not valid UTF-8 as `\x` and the hex of its bytes, so the fingerprint hashes the source's bytes).
+ * The one definition of the source side, the catalog side and quarantined file records.
+ */
+export function fileFingerprintRow(c: FileFingerprintColumns): string {
+  const v = (x: string) => `coalesce((${x})::text, '\\N')`;
+  return [
+    v(c.fileId),
+    v(c.jobId),
+    fileTextForm(c.path, c.pathBytes),
+    fileTextForm(c.name, c.nameBytes),
+    v(c.fileIndex),
+    v(c.deltaSeq),
+    v(c.lstat),
+    v(c.md5),
+  ].join(` || '|' || `);
+}

@@ -242,10 +242,12 @@ test('(a) the temporal CLI pauses, queries, lists and resumes a rebuild; status 
     mark('follow exited');
     assert.equal(code, 0, `${follow.output()}\n${follow.errors()}`);
     const lines = follow.output().trim().split('\n');
-    // A progress line (paused or not: after the resume the rebuild may finish between two samples).
+    // A progress line (paused, draining or neither: after the resume the rebuild may finish between two samples).
     assert.ok(
       lines.some((l) =>
-        /x: copying( \(paused\))? · page \d+\/30 \(\d+%\) · \d+ rows · \d+ rows\/s · eta \S+ · 0 retries/.test(l),
+        /x: copying( \((paused|draining)\))* · page \d+\/30 \(\d+%\) · \d+ rows · \d+ rows\/s · eta \S+ · 0 retries/.test(
+          l,
+        ),
       ),
       follow.output(),
     );
