@@ -30,6 +30,7 @@ import { eventsCommand } from './commands/events';
 import { rejectsCommand } from './commands/rejects';
 import { rollbackCommand } from './commands/rollback';
 import { migrateCommand } from './commands/migrate';
+import { FIND_DEFAULT_LIMIT, filesCommand, findCommand, findPatternProblem } from './commands/files';
 
 export { ExitCode } from './commands/context';
 
@@ -99,6 +100,11 @@ function addStart(program: Command, ctx: CommandContext, err: (s: string) => voi
       `pages in flight (${LIMITS.concurrency.min}..${LIMITS.concurrency.max})`,
       intOption('--concurrency', LIMITS.concurrency.min, LIMITS.concurrency.max),
       LIMITS.concurrency.default,
+    )
+    .option(
+      '--files',
+      "rebuild each job's file records too (Bareos/Bacula File and Path; restic/borg through the source's filesCommand)",
+      false,
     )
     .option('--allow-shrink', 'publish even if buckets shrank beyond the shrink guard', false)
     .option(
@@ -245,6 +251,39 @@ function addCatalogCommands(program: Command, ctx: CommandContext): void {
     .action(run(() => migrateCommand(ctx)));
 }
 
+/** `files`, `find`: file records of the active catalog version (`active_files`). */
+function addFileCommands(program: Command, ctx: CommandContext, err: (s: string) => void): void {
+  const limit = intOption('--limit', 1, 1_000_000);
+  program
+    .command('files')
+    .description("list a job's file records in the active version (rebuilt with --files)")
+    .requiredOption('--catalog <name>', 'catalog', catalogName)
+    .requiredOption('--job <id>', 'job id, as active_jobs.job_id shows it', (v: string) => {
+      if (!v.trim()) throw new InvalidArgumentError('--job needs a job id');
+      return v;
+    })
+    .option('--limit <n>', 'at most N file records (default: all of the job)', limit)
+    .option('--json', 'one JSON array', false)
+    .action(run((o) => filesCommand(ctx, o, err)));
+
+  program
+    .command('find')
+    .description('which jobs hold a path, newest job first: PATTERN is an exact path+name or a prefix ending in *')
+    .requiredOption('--catalog <name>', 'catalog', catalogName)
+    .requiredOption(
+      '--path <pattern>',
+      'exact path+name (/etc/hosts) or a prefix ending in * (/home/alice/*)',
+      (v: string) => {
+        const problem = findPatternProblem(v);
+        if (problem) throw new InvalidArgumentError(problem);
+        return v;
+      },
+    )
+    .option('--limit <n>', 'at most N hits', limit, FIND_DEFAULT_LIMIT)
+    .option('--json', 'one JSON array', false)
+    .action(run((o) => findCommand(ctx, o, err)));
+}
+
 /**
  * Builds the command tree (the help lists the commands in this order). `out` receives normal
  * output, `err` diagnostics; `ctx` defaults to this process's Temporal and catalog database.
@@ -264,6 +303,7 @@ export function buildCli(
   addCheck(program, ctx);
   addControlCommands(program, ctx);
   addCatalogCommands(program, ctx);
+  addFileCommands(program, ctx, err);
   return program;
 }
 

@@ -54,9 +54,43 @@ export async function connectTemporal(env: NodeJS.ProcessEnv = process.env): Pro
 /**
  * Flags that identify a rebuild; `start` with different ones on a running rebuild is refused.
  * `pageSize` is the number given, or `auto` without one (the plan sizes pages), so an omitted page
- * size attaches to a running auto-sized rebuild.
+ * size attaches to a running auto-sized rebuild. `files` is `start --files`.
  */
-const IDENTITY_FLAGS = ['source', 'pageSize', 'concurrency', 'allowShrink'] as const;
+const IDENTITY_FLAGS = ['source', 'pageSize', 'concurrency', 'allowShrink', 'files'] as const;
+
+/** The identifying flags of a rebuild, as `startRebuild` records them in the workflow's memo. */
+export interface RebuildFlags {
+  source: string;
+  /** `--page-size`, or `auto` without one. */
+  pageSize: number | 'auto';
+  concurrency: number;
+  allowShrink: boolean;
+  /** `--files`. */
+  files: boolean;
+}
+
+/** The identifying flags of `input` (defaults filled in: page size `auto`, concurrency 4, booleans false). */
+export function rebuildFlags(input: RebuildCatalogInput): RebuildFlags {
+  return {
+    source: input.source,
+    pageSize: input.pageSize ?? 'auto',
+    concurrency: input.concurrency ?? 4,
+    allowShrink: !!input.allowShrink,
+    files: !!input.files,
+  };
+}
+
+/**
+ * The identifying flags in which `requested` differs from the running rebuild's memo flags, as
+ * `name: running X, requested Y` (JSON values). A flag the running rebuild did not record is not
+ * compared, except `files`: a rebuild started by a release without `--files` has none (false).
+ */
+export function flagConflicts(running: Record<string, unknown>, requested: RebuildFlags): string[] {
+  const known: Record<string, unknown> = { files: false, ...running };
+  return IDENTITY_FLAGS.filter((k) => known[k] !== undefined && known[k] !== requested[k]).map(
+    (k) => `${k}: running ${JSON.stringify(known[k])}, requested ${JSON.stringify(requested[k])}`,
+  );
+}
 
 /** Result of `startRebuild`. */
 export interface StartResult {
@@ -78,12 +112,7 @@ export async function startRebuild(
   opts: { taskQueue?: string } = {},
 ): Promise<StartResult> {
   const token = randomUUID();
-  const flags = {
-    source: input.source,
-    pageSize: input.pageSize ?? 'auto',
-    concurrency: input.concurrency ?? 4,
-    allowShrink: !!input.allowShrink,
-  };
+  const flags = rebuildFlags(input);
   const pageSizeText = input.pageSize === undefined ? 'jobs sized by the plan' : `${input.pageSize} jobs`;
   const handle = await client.workflow.start('RebuildCatalog', {
     taskQueue: opts.taskQueue ?? defaultTaskQueue(),
@@ -92,8 +121,8 @@ export async function startRebuild(
     workflowIdConflictPolicy: 'USE_EXISTING',
     workflowIdReusePolicy: 'ALLOW_DUPLICATE',
     memo: { startToken: token, flags },
-    staticSummary: `Rebuild catalog ${input.catalog} from source ${input.source}, ${pageSizeText} per page`,
-    staticDetails: `catalog: ${input.catalog}\nsource: ${input.source}\npage size: ${pageSizeText}\nconcurrency: ${flags.concurrency}\nallow shrink: ${flags.allowShrink}`,
+    staticSummary: `Rebuild catalog ${input.catalog} from source ${input.source}${flags.files ? ' with files' : ''}, ${pageSizeText} per page`,
+    staticDetails: `catalog: ${input.catalog}\nsource: ${input.source}\nfiles: ${flags.files}\npage size: ${pageSizeText}\nconcurrency: ${flags.concurrency}\nallow shrink: ${flags.allowShrink}`,
     typedSearchAttributes: [
       { key: CatalogNameKey, value: input.catalog },
       { key: RebuildPhaseKey, value: 'planning' },
@@ -102,11 +131,7 @@ export async function startRebuild(
   const desc = await handle.describe();
   const memo = (desc.memo ?? {}) as { startToken?: string; flags?: Record<string, unknown> };
   if (memo.startToken === token) return { handle, attached: false, conflicts: [] };
-  const running = memo.flags ?? {};
-  const conflicts = IDENTITY_FLAGS.filter((k) => running[k] !== undefined && running[k] !== flags[k]).map(
-    (k) => `${k}: running ${JSON.stringify(running[k])}, requested ${JSON.stringify(flags[k])}`,
-  );
-  return { handle, attached: true, conflicts };
+  return { handle, attached: true, conflicts: flagConflicts(memo.flags ?? {}, flags) };
 }
 
 /** Handle of a catalog's rebuild (the latest run). */

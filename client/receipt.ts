@@ -83,6 +83,8 @@ export interface Receipt {
   taskQueue: string;
   /** True when `start` attached to a running rebuild of the catalog. */
   attached: boolean;
+  /** The rebuild includes file records (`start --files`). */
+  files: boolean;
   /** False when the rebuild was not planned within the wait (it runs on). */
   planned: boolean;
   /** Version being built (decimal text); null when not planned. */
@@ -103,11 +105,13 @@ export interface Receipt {
 
 /** The receipt of a rebuild from what `start` knows and the plan seen (null: not planned in time). */
 export function buildReceipt(
-  known: Pick<Receipt, 'catalog' | 'workflowId' | 'taskQueue' | 'attached' | 'pageSize' | 'pageSizing'>,
+  known: Pick<Receipt, 'catalog' | 'workflowId' | 'taskQueue' | 'attached' | 'pageSize' | 'pageSizing'> &
+    Partial<Pick<Receipt, 'files'>>,
   plan: SeenPlan | null,
 ): Receipt {
   return {
     ...known,
+    files: !!known.files,
     pageSize: plan?.pageSize ?? known.pageSize,
     pageSizing: plan?.pageSizing ?? known.pageSizing,
     planned: !!plan,
@@ -121,7 +125,7 @@ export function buildReceipt(
 
 /**
  * The receipt as text lines, e.g.
- * `planned version 12 of catalog main:`, `  pages: 40 (500 jobs per page, fixed by --page-size)` (or
+ * `planned version 12 of catalog main:` (`… main with files:` with `--files`), `  pages: 40 (500 jobs per page, fixed by --page-size)` (or
  * `sized by the plan from measured cost`),
  * `  rows: 20000 source rows at the watermark`, `  watermark: job 20000 at 2026-11-01T20:00:00.000000Z`;
  * when not planned, one line saying so after `waitedMs` (ms).
@@ -136,7 +140,7 @@ export function formatReceipt(r: Receipt, waitedMs: number): string[] {
   const w = r.watermark;
   const watermark = !w ? 'unknown' : `${w.jobKey === null ? 'no jobs (empty source)' : `job ${w.jobKey}`} at ${w.time}`;
   return [
-    `planned version ${r.versionId} of catalog ${r.catalog}:`,
+    `planned version ${r.versionId} of catalog ${r.catalog}${r.files ? ' with files' : ''}:`,
     `  pages: ${r.pagesTotal} (${r.pageSize} jobs per page, ${sizing})`,
     `  rows: ${r.sourceRows === null ? 'unknown (the catalog database did not answer)' : r.sourceRows} source rows at the watermark`,
     `  watermark: ${watermark}`,

@@ -28,7 +28,7 @@ export function formatProgress(p: RebuildProgress): string {
   const eta = p.etaSeconds === null ? '?' : `${p.etaSeconds}s`;
   const sizing = formatPageSizing(p);
   return (
-    `${p.catalog}: ${p.phase}${p.paused ? ' (paused)' : ''}${p.draining ? ' (draining)' : ''} · version ${p.versionId ?? '-'} · ` +
+    `${p.catalog}: ${p.phase}${p.paused ? ' (paused)' : ''}${p.draining ? ' (draining)' : ''} · version ${p.versionId ?? '-'}${p.files ? ' with files' : ''} · ` +
     `page ${p.pagesDone}/${p.pagesTotal} (${pct}%)${sizing ? ` · ${sizing}` : ''} · checkpoint ${p.checkpoint} · ${p.rowsUpserted} rows · ` +
     `${p.rowsPerSecond} rows/s · eta ${eta} · ${p.retries} retries · ${p.rejects} rejects\nlast event: ${p.lastEvent}`
   );

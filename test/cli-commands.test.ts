@@ -1,19 +1,23 @@
 /**
  * CLI command handlers and their output without Temporal or PostgreSQL: the result lines of a
- * closed rebuild, event lines, the Nagios status line from a check snapshot, and handlers run
- * through the commander layer over a fake context (fake pool, no Temporal connection).
+ * closed rebuild, event lines, the Nagios status line from a check snapshot, handlers run through
+ * the commander layer over a fake context (fake pool, no Temporal connection), the usage of `files`
+ * and `find` and their output over fake reads, and the `--files` flag of `start`.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Pool } from 'pg';
-import { buildCli, ExitCode } from '../client/cli';
+import { buildCli, ExitCode, runCli } from '../client/cli';
 import { checkResult } from '../client/check';
 import { checkCommand } from '../client/commands/check';
 import type { CommandContext } from '../client/commands/context';
 import { formatEvent } from '../client/commands/events';
 import { formatRebuildResult } from '../client/commands/outcome';
 import { throttleCommand } from '../client/commands/throttle';
+import { filesCommand, findCommand } from '../client/commands/files';
+import type { ActiveFileVersion, FileHit, FileReads } from '../client/commands/file-reads';
 import type { RebuildCatalogResult } from '../client';
+import { flagConflicts, rebuildFlags } from '../client';
 import type { EventRow } from '../lib/catalog/event-reads';
 
 const RESULT: RebuildCatalogResult = {
@@ -227,4 +231,85 @@ test('events through the command tree: options parsed, rows printed oldest first
     '2026-11-01T20:01:00.000Z  v2  published    published',
   ]);
   assert.ok(ended, 'the pool is ended');
+});
+
+test('files and find: usage errors exit 2 before any connection; start --help shows --files', async () => {
+  const run = async (argv: string[]) => {
+    const lines: string[] = [];
+    const code = await runCli(
+      argv,
+      (l) => lines.push(l),
+      (l) => lines.push(l),
+    );
+    return { code, text: lines.join('\n') };
+  };
+  const noJob = await run(['files', '--catalog', 'main']);
+  assert.equal(noJob.code, 2);
+  assert.match(noJob.text, /--job <id>/);
+  assert.equal((await run(['files', '--catalog', 'main', '--job', ' '])).code, 2);
+  assert.equal((await run(['find', '--catalog', 'main'])).code, 2);
+  const star = await run(['find', '--catalog', 'main', '--path', '*']);
+  assert.equal(star.code, 2);
+  assert.match(star.text, /prefix before the trailing \*/);
+  assert.equal((await run(['find', '--catalog', 'main', '--path', '/etc/*', '--limit', '0'])).code, 2);
+  const help = await run(['start', '--help']);
+  assert.equal(help.code, 0);
+  assert.match(help.text, /--files +rebuild each job's file records too/);
+});
+
+test('start attaching to a running rebuild compares --files like the other identifying flags', () => {
+  const flags = rebuildFlags({ catalog: 'main', source: 'director', files: true });
+  assert.deepEqual(flags, { source: 'director', pageSize: 'auto', concurrency: 4, allowShrink: false, files: true });
+  assert.deepEqual(flagConflicts({ ...flags }, flags), []);
+  assert.deepEqual(flagConflicts({ ...flags, files: false }, flags), ['files: running false, requested true']);
+  // A rebuild started by a release without --files recorded no `files` flag: it has none.
+  const { files: _, ...old } = flags;
+  assert.deepEqual(flagConflicts(old, flags), ['files: running false, requested true']);
+  assert.deepEqual(flagConflicts(old, { ...flags, files: false }), []);
+});
+
+test('files and find print one line per hit or one JSON array, and name a catalog without file records', async () => {
+  const hit = (jobId: string, name: string): FileHit => ({
+    jobId,
+    startTime: '2026-11-01T20:00:00.000Z',
+    path: '/etc/',
+    name,
+    size: '158',
+    mtime: null,
+  });
+  const calls: unknown[][] = [];
+  let active: ActiveFileVersion | null = { versionId: '7', files: true };
+  const reads: FileReads = {
+    activeFileVersion: async () => active,
+    listJobFiles: async (_db, ...args) => (calls.push(['list', ...args]), [hit('12', 'hosts'), hit('12', '')]),
+    findFiles: async (_db, ...args) => (calls.push(['find', ...args]), [hit('12', 'hosts'), hit('9', 'hosts')]),
+  };
+  const lines: string[] = [];
+  const notes: string[] = [];
+  const ctx = fakeContext({ end: (async () => undefined) as Pool['end'] }, lines);
+  const note = (l: string) => notes.push(l);
+  assert.equal(await filesCommand(ctx, { catalog: 'main', job: '12', json: false }, note, reads), 0);
+  assert.deepEqual(lines, [
+    '12  2026-11-01T20:00:00.000Z  /etc/hosts  158  -',
+    '12  2026-11-01T20:00:00.000Z  /etc/  158  -',
+  ]);
+  lines.length = 0;
+  assert.equal(await findCommand(ctx, { catalog: 'main', path: '/etc/hosts', limit: 1, json: true }, note, reads), 0);
+  assert.deepEqual(JSON.parse(lines[0]), [hit('12', 'hosts')]);
+  assert.deepEqual(notes, ['first 1 hits shown (newest jobs); more with a higher --limit']);
+  assert.deepEqual(calls, [
+    ['list', 'main', '12', undefined],
+    ['find', 'main', '/etc/hosts', 2],
+  ]);
+  active = { versionId: '7', files: false };
+  await assert.rejects(
+    findCommand(ctx, { catalog: 'main', path: '/etc/*', limit: 5, json: false }, note, reads),
+    (e: unknown) =>
+      e instanceof ExitCode && e.code === 1 && /version 7 of catalog main has no file records/.test(e.message),
+  );
+  active = null;
+  await assert.rejects(
+    filesCommand(ctx, { catalog: 'main', job: '12', json: false }, note, reads),
+    (e: unknown) => e instanceof ExitCode && e.code === 1 && /catalog main has no active version/.test(e.message),
+  );
 });

@@ -268,6 +268,7 @@ test('start prints the receipt once planned: version, pages, rows, watermark; --
     workflowId: `catalog-rebuild/${jsonCatalog}`,
     taskQueue: queue,
     attached: false,
+    files: false,
     planned: true,
     versionId: w.version_id,
     pagesTotal: 2,

@@ -15,6 +15,12 @@ export interface PlanRebuildInput {
   pageSize?: number;
   /** Pages in flight the rebuild starts with (fills the cores when sizing `auto`); default 4. */
   concurrency?: number;
+  /**
+   * Include each job's file records (`start --files`); default false. The plan stores it in
+   * `version.files`, where the page, reconcile and repair activities read it; with it, pages are
+   * sized from `Job.JobFiles`.
+   */
+  files?: boolean;
   /** Workflow id of the rebuild (`catalog-rebuild/<catalog>`). */
   workflowId: string;
   /** Run id of the rebuild's first run (the same across continue-as-new). */

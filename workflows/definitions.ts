@@ -35,6 +35,11 @@ export interface RebuildCatalogInput {
   concurrency?: number;
   /** Publish even when a bucket shrank beyond the guard. */
   allowShrink?: boolean;
+  /**
+   * Rebuild each job's file records too (`start --files`); default false. Carried across
+   * continue-as-new with the rest of the input; the plan records it in `version.files`.
+   */
+  files?: boolean;
   /** Heartbeat timeout of page activities (ms); default 15,000. */
   heartbeatTimeoutMs?: number;
   /** Pages a run may schedule before it continues as new; default 1,000. */
@@ -110,6 +115,8 @@ export interface RebuildProgress {
   lastEvent: string;
   catalog: string;
   source: string;
+  /** The rebuild includes file records (`start --files`); absent in answers of an earlier release. */
+  files?: boolean;
   concurrency: number;
   /** Pages in flight now. */
   inFlight: number;

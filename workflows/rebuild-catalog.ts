@@ -83,6 +83,8 @@ async function plan(state: RebuildState, pageSize: number | undefined, info: Wor
     source: input.source,
     pageSize: requested,
     concurrency: st.concurrency,
+    // Only when set, so the plan's input of a rebuild without files is the same as before.
+    ...(input.files ? { files: true } : {}),
     workflowId: info.workflowId,
     firstRunId: info.firstExecutionRunId,
   });

@@ -233,6 +233,7 @@ export class RebuildState {
       lastEvent: st.lastEvent,
       catalog: this.input.catalog,
       source: this.input.source,
+      files: !!this.input.files,
       concurrency: st.concurrency,
       inFlight: this.inFlight.size,
       run: st.runs + 1,

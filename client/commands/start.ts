@@ -26,6 +26,8 @@ export interface StartOptions {
   /** Pages in flight. */
   concurrency: number;
   allowShrink: boolean;
+  /** Rebuild each job's file records too (`--files`). */
+  files?: boolean;
   /** Retired versions kept with their rows after the publish. */
   retention: number;
   maxPagesPerRun?: number;
@@ -214,6 +216,7 @@ async function receiptOf(
       workflowId: handle.workflowId,
       taskQueue: s.taskQueue,
       attached: o.attached,
+      files: !!o.files,
       pageSize: o.pageSize ?? null,
       pageSizing: o.pageSize === undefined ? 'auto' : 'fixed',
     },
@@ -253,6 +256,7 @@ export async function startCommand(
         pageSize: o.pageSize,
         concurrency: o.concurrency,
         allowShrink: o.allowShrink,
+        ...(o.files ? { files: true } : {}),
         retention: o.retention,
         maxPagesPerRun: o.maxPagesPerRun,
         heartbeatTimeoutMs: o.heartbeatTimeoutMs,

@@ -1,0 +1,58 @@
+/**
+ * The catalog reads behind `catalog-rebuild files` and `find`, as one interface the commands are
+ * written against, and the one place its implementation is chosen ({@link catalogFileReads}).
+ * The reads run on `active_files` (migrations/008_files.sql) in lib/catalog.
+ */
+import type { Queryable } from '../../lib/db';
+
+/** One file record as `files` and `find` print it (a row of `active_files` with its job's start time). */
+export interface FileHit {
+  /** Job id, text as in `active_jobs`. */
+  jobId: string;
+  /** The job's start time, ISO 8601; null when the job has none. */
+  startTime: string | null;
+  /** The directory, with its trailing `/` (as in the source). */
+  path: string | null;
+  /** The last component; '' for a directory's own entry. */
+  name: string | null;
+  /** Size in bytes, decimal text; null when unknown. */
+  size: string | null;
+  /** Modification time, ISO 8601; null when unknown. */
+  mtime: string | null;
+}
+
+/** The active version of a catalog, as far as `files` and `find` need it. */
+export interface ActiveFileVersion {
+  /** Version id, decimal text. */
+  versionId: string;
+  /** The version was rebuilt with `--files` (`version.files`). */
+  files: boolean;
+}
+
+/** What `files` and `find` read from the catalog database. */
+export interface FileReads {
+  /** The catalog's active version and whether it holds file records; null when none is active. */
+  activeFileVersion(db: Queryable, catalog: string): Promise<ActiveFileVersion | null>;
+  /** The files of one job of the catalog's active version, in FileId order; at most `limit` when given. */
+  listJobFiles(db: Queryable, catalog: string, jobId: string, limit?: number): Promise<FileHit[]>;
+  /**
+   * The file records whose path+name equals `pattern`, or starts with it when it ends in `*`,
+   * newest job first; at most `limit`.
+   */
+  findFiles(db: Queryable, catalog: string, pattern: string, limit: number): Promise<FileHit[]>;
+}
+
+// INTEGRATION: the one place to wire. Once lib/catalog exports the reads of active_files
+// (listJobFiles, findFiles and a read of the active version's `files` flag), replace the body of
+// `catalogFileReads` with, for example:
+//   import { activeFileVersion, findFiles, listJobFiles } from '../../lib/catalog';
+//   export const catalogFileReads: FileReads = { activeFileVersion, listJobFiles, findFiles };
+const notWired = (): Promise<never> =>
+  Promise.reject(new Error('this build has no file-level catalog reads (lib/catalog files reads not wired)'));
+
+/** The reads of this build (lib/catalog), used by the CLI; tests pass their own {@link FileReads}. */
+export const catalogFileReads: FileReads = {
+  activeFileVersion: notWired,
+  listJobFiles: notWired,
+  findFiles: notWired,
+};
