@@ -2,6 +2,8 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { Client } from 'pg';
 import { projectRoot } from '../lib/paths';
+import type { GeneratedFiles } from './bareos-file-generator';
+import { emptyBareosFiles, generateBareosFiles } from './bareos-file-generator';
 
 /**
  * Deterministic generator of a realistic Bareos director catalog (`client`, `pool`,
@@ -48,6 +50,13 @@ export interface GenerateBareosOptions {
   endTime?: string;
   /** Number of rows in `client` (director's own `bareos-fd` included); integer 1..10000, default 40. */
   clients?: number;
+  /**
+   * File records too: about this many `File` rows in all (exactly, unless no job can have files),
+   * with `Path` and `Version` (2230) as Bareos keeps them, and every job's `JobFiles` scaled to
+   * match (dev/bareos-file-generator.ts). Integer 0..2,000,000,000; absent: no file tables are made
+   * and existing `file` / `path` rows are removed.
+   */
+  files?: number;
 }
 
 /** Summary of a generated catalog, read back from the database. */
@@ -62,6 +71,8 @@ export interface GenerateBareosResult {
   firstStart: string | null;
   /** Newest `job.starttime` as `'YYYY-MM-DD HH:MM:SS'`, or null when no job has started. */
   lastStart: string | null;
+  /** The file records made, when `files` was given. */
+  files?: GeneratedFiles;
 }
 
 const DAY = 86_400;
@@ -979,6 +990,9 @@ function validate(opts: GenerateBareosOptions): { endDay: number; endTime: numbe
   if (!Number.isSafeInteger(opts.seed)) {
     throw new RangeError(`generateBareosSource: seed must be a safe integer, got ${opts.seed}`);
   }
+  if (opts.files !== undefined && (!Number.isSafeInteger(opts.files) || opts.files < 0 || opts.files > 2e9)) {
+    throw new RangeError(`generateBareosSource: files must be an integer from 0 to 2000000000, got ${opts.files}`);
+  }
   const clients = opts.clients ?? DEFAULT_CLIENTS;
   if (!Number.isSafeInteger(clients) || clients < 1 || clients > 10_000) {
     throw new RangeError(`generateBareosSource: clients must be an integer from 1 to 10000, got ${clients}`);
@@ -1105,7 +1119,8 @@ function recentEnd(seed: number, profiles: ClientProfile[], endTime: number): Hi
  * target database, empties `job`, `client`, `pool` and `fileset` (TRUNCATE ... RESTART
  * IDENTITY) and fills them with a deterministic, realistic director history of exactly
  * `opts.jobs` jobs ending on `opts.endDate`, or at `opts.endTime` (see the module comment for
- * the model).
+ * the model); with `opts.files`, also the `file`, `path` and `version` tables of Bareos schema 2230
+ * (dev/bareos-file-generator.ts).
  *
  * Everything after the schema runs in one transaction, so a failure leaves the previous
  * contents. Rows are inserted in batches with `INSERT ... SELECT * FROM unnest(...)`; int8
@@ -1157,6 +1172,7 @@ export async function generateBareosSource(opts: GenerateBareosOptions): Promise
   const fmt = new TimeFormat(shift);
   const client = new Client({ connectionString: opts.databaseUrl, application_name: 'catalog-rebuild-gen' });
   await client.connect();
+  let files: GeneratedFiles | undefined;
   try {
     await client.query(schema);
     await client.query('BEGIN');
@@ -1210,12 +1226,14 @@ export async function generateBareosSource(opts: GenerateBareosOptions): Promise
         throw new Error(`generateBareosSource: internal error: emitted ${st.emitted} jobs, expected ${opts.jobs}`);
       }
       await client.query(`SELECT setval(pg_get_serial_sequence('job', 'jobid'), $1::int)`, [st.maxId]);
+      if (opts.files !== undefined) files = await generateBareosFiles(client, opts.files, seed);
+      else await emptyBareosFiles(client);
       await client.query('COMMIT');
     } catch (err) {
       await client.query('ROLLBACK').catch(() => undefined);
       throw err;
     }
-    await client.query('ANALYZE job, client, pool, fileset');
+    await client.query(`ANALYZE job, client, pool, fileset${files ? ', file, path' : ''}`);
     const { rows } = await client.query<{
       jobs: string;
       max_jobid: number | null;
@@ -1236,6 +1254,7 @@ export async function generateBareosSource(opts: GenerateBareosOptions): Promise
       clients: Number(r.clients),
       firstStart: r.first_start,
       lastStart: r.last_start,
+      ...(files ? { files } : {}),
     };
   } finally {
     await client.end();

@@ -1,9 +1,10 @@
 /**
  * gen-bareos: fills a PostgreSQL database with a deterministic, realistic Bareos director
- * catalog (client, pool, fileset, job), for tests, demos and benches.
+ * catalog (client, pool, fileset, job; with --files also file, path and version), for tests, demos
+ * and benches.
  *
  *   node dist/dev/gen-bareos.js --jobs 200000 [--seed 1] [--database URL]
- *        [--end-date YYYY-MM-DD | --end-time 'YYYY-MM-DD HH:MM:SS'] [--clients 40]
+ *        [--end-date YYYY-MM-DD | --end-time 'YYYY-MM-DD HH:MM:SS'] [--clients 40] [--files N]
  *
  * The database defaults to $DATABASE_URL and is created (via the `postgres` database of the
  * same server) when it does not exist. Prints a one-line summary; exits 1 on any error.
@@ -77,6 +78,11 @@ async function main(): Promise<void> {
       parseTime,
     )
     .option('--clients <n>', 'number of clients (default 40)', integerAtLeast(1))
+    .option(
+      '--files <n>',
+      'also File/Path/Version (Bareos schema 2230) with this many file records in all; JobFiles is scaled to match',
+      integerAtLeast(0),
+    )
     .showHelpAfterError();
   program.parse(process.argv);
   const opts = program.opts<{
@@ -86,6 +92,7 @@ async function main(): Promise<void> {
     endDate?: string;
     endTime?: string;
     clients?: number;
+    files?: number;
   }>();
 
   const databaseUrl = opts.database ?? process.env.DATABASE_URL;
@@ -101,11 +108,16 @@ async function main(): Promise<void> {
     endDate: opts.endDate,
     endTime: opts.endTime,
     clients: opts.clients,
+    files: opts.files,
   });
   const seconds = Number(process.hrtime.bigint() - t0) / 1e9;
   console.log(
     `jobs=${r.jobs} maxJobId=${r.maxJobId} clients=${r.clients} firstStart=${r.firstStart ?? '-'} ` +
-      `lastStart=${r.lastStart ?? '-'} seconds=${seconds.toFixed(2)}`,
+      `lastStart=${r.lastStart ?? '-'}` +
+      (r.files
+        ? ` files=${r.files.files} paths=${r.files.paths} jobsWithFiles=${r.files.jobsWithFiles} largestJob=${r.files.largestJob}`
+        : '') +
+      ` seconds=${seconds.toFixed(2)}`,
   );
 }
 

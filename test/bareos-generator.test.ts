@@ -6,6 +6,8 @@ import * as path from 'node:path';
 import { Client } from 'pg';
 import format from 'pg-format';
 import { generateBareosSource } from '../dev/bareos-generator';
+import { b64Sql } from '../dev/bareos-file-generator';
+import { baculaBase64, encodeLStat } from '../dev/lstat';
 import { projectRoot } from '../lib/paths';
 
 const ADMIN_URL = process.env.DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/postgres';
@@ -151,6 +153,60 @@ test('tiny histories have exactly the requested rows', async () => {
   assert.equal((await scalar(`SELECT count(*) FROM job WHERE jobstatus = 'R'`)) !== '0', true, 'newest job is running');
 });
 
+test('with files: File/Path/Version 2230, exactly the requested rows, JobFiles = File rows, LStat as encodeLStat', async () => {
+  const r = await generateBareosSource({ databaseUrl: DB_URL, jobs: 3000, seed: 7, files: 30_000 });
+  assert.equal(r.files?.files, 30_000);
+  assert.equal(await scalar('SELECT count(*) FROM file'), '30000');
+  assert.equal(await scalar('SELECT versionid FROM version'), '2230');
+  // every job with File rows has JobFiles = its File rows; no File row without its Path row
+  assert.equal(
+    await scalar(
+      `SELECT count(*) FROM job j WHERE j.type IN ('B', 'C') AND j.purgedfiles = 0
+         AND j.jobfiles <> (SELECT count(*) FROM file f WHERE f.jobid = j.jobid)`,
+    ),
+    '0',
+  );
+  assert.equal(await scalar('SELECT count(*) FROM file f LEFT JOIN path p USING (pathid) WHERE p.pathid IS NULL'), '0');
+  assert.equal((await scalar(`SELECT count(*) FROM file WHERE name = '' AND lstat LIKE 'gB % EHt C %'`)) !== '0', true);
+  assert.equal((await scalar(`SELECT count(*) FROM file WHERE fileindex = 0`)) !== '0', true, 'deleted entries');
+  assert.equal((await scalar(`SELECT count(*) FROM file WHERE deltaseq > 0`)) !== '0', true, 'delta sequences');
+  assert.equal(
+    (await scalar(`SELECT count(*) FROM file f JOIN path p USING (pathid) WHERE p.path || f.name = '/etc/hosts'`)) !==
+      '0',
+    true,
+  );
+  // the SQL base 64 is Bacula's, and an entry's LStat is encodeLStat of its fields
+  const values = ['0', '1', '63', '64', '4095', '4096', '9007199254740993', '9223372036854775807'];
+  const encoded = await withClient(DB_URL, async (c) =>
+    (
+      await c.query<{ v: string }>(
+        `SELECT ${b64Sql('x')} AS v FROM unnest($1::bigint[]) WITH ORDINALITY AS u(x, i) ORDER BY i`,
+        [values],
+      )
+    ).rows.map((x) => x.v),
+  );
+  assert.deepEqual(
+    encoded,
+    values.map((v) => baculaBase64(BigInt(v))),
+  );
+  const row = await withClient(
+    DB_URL,
+    async (c) =>
+      (await c.query<{ lstat: string }>(`SELECT lstat FROM file WHERE name <> '' ORDER BY fileid LIMIT 1`)).rows[0],
+  );
+  const digits = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/';
+  const f = row.lstat.split(' ').map((x) => [...x].reduce((n, ch) => n * 64n + BigInt(digits.indexOf(ch)), 0n));
+  assert.equal(f.length, 16);
+  assert.equal(
+    encodeLStat({ ino: f[1], mode: Number(f[2]), uid: f[4], gid: f[5], size: f[7], mtime: f[11] }),
+    row.lstat,
+  );
+  const again = await generateBareosSource({ databaseUrl: DB_URL, jobs: 3000, seed: 7, files: 30_000 });
+  assert.deepEqual(again, r, 'deterministic');
+  await generateBareosSource({ databaseUrl: DB_URL, jobs: 50, seed: 7 });
+  assert.equal(await scalar('SELECT count(*) FROM file'), '0', 'regenerated without files: no stale file records');
+});
+
 test('invalid options are rejected before touching the database', async () => {
   await assert.rejects(generateBareosSource({ databaseUrl: DB_URL, jobs: 0, seed: 1 }), RangeError);
   await assert.rejects(generateBareosSource({ databaseUrl: DB_URL, jobs: 1.5, seed: 1 }), RangeError);
@@ -159,6 +215,7 @@ test('invalid options are rejected before touching the database', async () => {
     RangeError,
   );
   await assert.rejects(generateBareosSource({ databaseUrl: DB_URL, jobs: 10, seed: 1, clients: 0 }), RangeError);
+  await assert.rejects(generateBareosSource({ databaseUrl: DB_URL, jobs: 10, seed: 1, files: -1 }), RangeError);
 });
 
 test('the CLI output does not depend on the TZ environment variable', async () => {
