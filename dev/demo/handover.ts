@@ -22,6 +22,8 @@ export interface HandoverOptions {
   projectRoot: string;
   /** Catalog name the commands to try name. */
   catalog: string;
+  /** The demo rebuilt file records (`--files`): the commands to try include `find`. */
+  files?: boolean;
   /**
    * Variables set in the user's environment that would override the hand-over (a
    * `CATALOG_DATABASE_URL`, `TEMPORAL_*` settings of another service); see {@link shadowingVariables}.
@@ -108,6 +110,7 @@ export function handoverLines(o: HandoverOptions): string[] {
     `    ${cli} check --catalog ${catalog}`,
     `    ${cli} events --catalog ${catalog}`,
   );
+  if (o.files) lines.push(`    ${cli} find --catalog ${catalog} --path /etc/hosts --limit 5`);
   return lines;
 }
 

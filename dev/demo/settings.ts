@@ -31,8 +31,18 @@ function intAtLeast(min: number, max: number) {
   };
 }
 
+/** The demo's options. */
+export interface DemoOptions {
+  jobs: number;
+  pageSize: number;
+  /** Rebuild file records too (`start --files`). */
+  files: boolean;
+  /** File records of the generated source, with `files`. */
+  fileRows: number;
+}
+
 /** The demo's options from the command line (prints the error and help, and exits 1, on a usage error). */
-export function parseOptions(): { jobs: number; pageSize: number } {
+export function parseOptions(): DemoOptions {
   const program = new Command('demo')
     .description('Rebuild a 200,000-job Bareos catalog on a local Temporal dev server, killing a worker on the way.')
     .option('--jobs <n>', 'jobs in the generated source', intAtLeast(1, 10_000_000), 200_000)
@@ -42,7 +52,14 @@ export function parseOptions(): { jobs: number; pageSize: number } {
       intAtLeast(LIMITS.pageSize.min, LIMITS.pageSize.max),
       LIMITS.pageSize.default,
     )
+    .option('--files', 'generate file records (File/Path) too and rebuild with start --files', false)
+    .option(
+      '--file-rows <n>',
+      'file records of the generated source, with --files',
+      intAtLeast(0, 2_000_000_000),
+      1_000_000,
+    )
     .showHelpAfterError();
   program.parse(process.argv);
-  return program.opts<{ jobs: number; pageSize: number }>();
+  return program.opts<DemoOptions>();
 }

@@ -10,6 +10,53 @@ import { DEMO } from './settings';
 const step = (s: string): void => console.log(`==> ${s}`);
 const seconds = (ms: number): string => `${(ms / 1000).toFixed(1)} s`;
 
+/** The file records of both sides: counts and an order-independent digest of their fields. */
+export interface FileComparison {
+  equal: boolean;
+  catalogRows: number;
+  sourceRows: number;
+  catalog: string;
+  source: string;
+}
+
+/** One file record as text for the digest: file id, job id, path+name, FileIndex, DeltaSeq, LStat, MD5. */
+const FILE_LINE = (
+  fileId: string,
+  jobId: string,
+  pathName: string,
+  fi: string,
+  ds: string,
+  lstat: string,
+  md5: string,
+) => `concat_ws('|', ${fileId}::text, ${jobId}::text, ${pathName}, ${fi}::text, ${ds}::text, ${lstat}, ${md5})`;
+
+/**
+ * Compares the file records of the catalog's active version (`active_files`) with the source's
+ * `File` rows joined with `Path`: counts and the sum of a 64-bit hash of each record's fields
+ * (order-independent, computed in SQL on both sides).
+ */
+export async function compareFilesToSource(catalogPool: Pool, sourcePool: Pool): Promise<FileComparison> {
+  const digest = (line: string) => `coalesce(sum(hashtextextended(${line}, 0)::numeric), 0)::text`;
+  const cat = await catalogPool.query<{ n: string; d: string }>(
+    `SELECT count(*)::text AS n, ${digest(FILE_LINE('file_id', 'job_id', 'path || name', 'file_index', 'delta_seq', 'lstat', 'md5'))} AS d
+       FROM active_files WHERE catalog_name = $1`,
+    [DEMO.catalog],
+  );
+  const src = await sourcePool.query<{ n: string; d: string }>(
+    `SELECT count(*)::text AS n, ${digest(FILE_LINE('f.fileid', 'f.jobid', 'p.path || f.name', 'f.fileindex', 'f.deltaseq', 'f.lstat', 'f.md5'))} AS d
+       FROM file f JOIN path p USING (pathid)`,
+  );
+  const c = cat.rows[0];
+  const x = src.rows[0];
+  return {
+    equal: c.n === x.n && c.d === x.d,
+    catalogRows: Number(c.n),
+    sourceRows: Number(x.n),
+    catalog: c.d,
+    source: x.d,
+  };
+}
+
 /**
  * Checks catalog = source (md5 of every field of every job, in SQL) and prints the summary of a
  * finished rebuild; returns whether it was published, is the active version and equals the source.
@@ -18,7 +65,15 @@ export async function checkAndSummarize(
   catalogPool: Pool,
   sourcePool: Pool,
   r: RebuildCatalogResult,
-  o: { pageSize: number; killedAtPage: number | null; rebuildMs: number; webUi: string; devServerLine: string },
+  o: {
+    pageSize: number;
+    /** The rebuild included file records: compare them too. */
+    files?: boolean;
+    killedAtPage: number | null;
+    rebuildMs: number;
+    webUi: string;
+    devServerLine: string;
+  },
 ): Promise<boolean> {
   const { killedAtPage, rebuildMs, webUi, devServerLine } = o;
   step('checking catalog = source (md5 of every field of every job, in SQL)');
@@ -42,7 +97,13 @@ export async function checkAndSummarize(
     [DEMO.catalog, r.versionId],
   );
   const isActive = active.rows[0]?.version_id === r.versionId;
-  const equal = r.published && isActive && cmp.equal;
+  let files: FileComparison | Error | null = null;
+  if (o.files) {
+    step('checking the file records: catalog = source (count and a hash of every field, in SQL)');
+    files = await compareFilesToSource(catalogPool, sourcePool).catch((e: Error) => e);
+  }
+  const filesEqual = files === null || (!(files instanceof Error) && files.equal);
+  const equal = r.published && isActive && cmp.equal && filesEqual;
 
   console.log('');
   console.log('Summary');
@@ -71,6 +132,12 @@ export async function checkAndSummarize(
   console.log(
     `  catalog = source ${equal ? 'yes' : 'NO'}: ${cmp.catalogRows} rows md5 ${cmp.catalog} vs source ${cmp.sourceRows} rows md5 ${cmp.source}${isActive ? '' : ` (active version is ${active.rows[0]?.version_id ?? 'none'}, not ${r.versionId})`}`,
   );
+  if (files instanceof Error) console.log(`  files           NOT compared: ${files.message}`);
+  else if (files) {
+    console.log(
+      `  files = source  ${files.equal ? 'yes' : 'NO'}: ${files.catalogRows} file records (digest ${files.catalog}) vs source ${files.sourceRows} (digest ${files.source})`,
+    );
+  }
   console.log(`  page retries    ${retries.rowCount} event(s) of type page_retry:`);
   for (const e of retries.rows) console.log(`    ${e.created_at.toISOString()}  ${e.message}`);
   console.log(`  Web UI          ${webUi}`);
