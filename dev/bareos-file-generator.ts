@@ -26,6 +26,7 @@
  * `hashint8extended`, no random()).
  */
 import type { Client } from 'pg';
+import format from 'pg-format';
 import { baculaBase64 } from './lstat';
 
 /** Per-job `JobFiles` above this count weigh as this count when the total is shared out. */
@@ -104,7 +105,8 @@ const arr = (xs: string[]): string => `ARRAY[${xs.map((x) => `'${x.replace(/'/g,
 
 /** Creates `File`, `Path` and `Version` (2230) without indexes; drops earlier ones first. */
 async function createTables(c: Client): Promise<void> {
-  await c.query(`DROP TABLE IF EXISTS file, path, version`);
+  const schema = await currentSchema(c);
+  await c.query(format('DROP TABLE IF EXISTS %I.file, %I.path, %I.version', schema, schema, schema));
   await c.query(`CREATE TABLE version (versionid integer NOT NULL)`);
   await c.query(`INSERT INTO version (versionid) VALUES (${BAREOS_FILE_SCHEMA_VERSION})`);
   await c.query(`CREATE TABLE path (pathid serial NOT NULL, path text NOT NULL)`);
@@ -249,9 +251,20 @@ export async function generateBareosFiles(c: Client, files: number, seed: number
 
 /** Empties `file` and `path` when they exist (a catalog regenerated without files keeps no stale records). */
 export async function emptyBareosFiles(c: Client): Promise<void> {
-  const { rows } = await c.query<{ f: string | null; p: string | null }>(
-    `SELECT to_regclass('file')::text AS f, to_regclass('path')::text AS p`,
-  );
-  if (rows[0].f) await c.query('TRUNCATE file');
-  if (rows[0].p) await c.query('TRUNCATE path');
+  const schema = await currentSchema(c);
+  for (const table of ['file', 'path']) {
+    const name = format('%I.%I', schema, table);
+    const { rows } = await c.query<{ t: string | null }>(`SELECT to_regclass($1)::text AS t`, [name]);
+    if (rows[0].t) await c.query(`TRUNCATE ${name}`);
+  }
+}
+
+/**
+ * The schema the generator's tables live in (the first of the search path): drops and truncates
+ * name it, so a `file` table of another schema on the path (a catalog database's) is never touched.
+ */
+async function currentSchema(c: Client): Promise<string> {
+  const { rows } = await c.query<{ s: string | null }>(`SELECT current_schema() AS s`);
+  if (!rows[0].s) throw new Error('generateBareosFiles: no schema on the search path');
+  return rows[0].s;
 }

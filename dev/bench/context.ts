@@ -25,6 +25,8 @@ export interface BenchOptions {
   clients?: number;
   /** Worker processes polling during the product's rebuild. */
   workers: number;
+  /** File records of the generated source (`--files N`): the product runs `start --files` and (pf) runs. */
+  files?: number;
 }
 
 /** The figures of one run: each printed as `label: text` on its own line and kept for --json. */

@@ -1,5 +1,5 @@
 /**
- * `npm run bench -- --jobs N [--workers N] [--page-size N]`: throughput of catalog-rebuild against
+ * `npm run bench -- --jobs N [--workers N] [--page-size N] [--files N]`: throughput of catalog-rebuild against
  * the baseline the throughput targets are stated against, all in one run on the same machine, on a
  * generated Bareos source (seed 7; above 2M jobs, a multiple of 1M is built as copies of a 1M
  * source, ids offset by 10^8 per copy: see source.ts):
@@ -13,6 +13,12 @@
  * (b) a plain streaming copy without Temporal (cursor + COPY through Node; cursor-copy.ts).
  * (c) one `INSERT … SELECT` inside PostgreSQL from a copy of the source in the catalog database
  *     (schema `bench_src`): the ceiling of this server (insert-select.ts).
+ *
+ * (pf) with `--files N` (N file records in the generated source; the product runs `start --files`):
+ *     a psql pipe of `File` ⟕ `Path` into a staging table, then one `INSERT … SELECT` with the
+ *     LStat decode into a table with the `active_files` columns (file-pipe.ts); the figure
+ *     `files: product/(pf)` is the file rows over the product's whole wall time against it, and
+ *     `files: equivalence` compares the product's `active_files` with it field by field.
  *
  * Then the headline table (rows; (p) seconds and rows/s; product seconds and rows/s; product/(p)),
  * the component whose CPU dominates the product, whether the four copies hold the same rows (an
@@ -40,7 +46,8 @@ import { runPageWrite } from './page-write';
 import type { PipeOutcome } from './pipe';
 import { PIPE_TABLE, psqlEnvOf, runPipeBaseline } from './pipe';
 import type { ProductOutcome } from './product';
-import { COMPONENTS, runProduct } from './product';
+import { CATALOG as PRODUCT_CATALOG, COMPONENTS, runProduct } from './product';
+import { compareFiles, runFilePipeBaseline } from './file-pipe';
 import { runReplayWal } from './replay-wal';
 import { buildBareosSource, sourcePlan } from './source';
 import { rowSetFingerprint, withSearchPath } from './tables';
@@ -65,6 +72,7 @@ function parseOptions(): BenchOptions {
       'clients of the generated director (default 40; 200 when more than 2M jobs are generated, or the history would begin before 1970)',
       (v) => Number(v),
     )
+    .option('--files <n>', 'file records of the generated source; the product runs start --files', (v) => Number(v))
     .option('--wal-pages <n>', 'pages whose replay WAL is measured', (v) => Number(v), 8)
     .option('--write-pages <n>', 'pages per method in the page-write micro-benchmark', (v) => Number(v), 10)
     .option('--json <file>', 'also write the figures as JSON')
@@ -75,6 +83,8 @@ function parseOptions(): BenchOptions {
     .parse()
     .opts<BenchOptions>();
   if (!Number.isInteger(o.jobs) || o.jobs < 1) throw new Error('--jobs must be a positive integer');
+  if (o.files !== undefined && (!Number.isInteger(o.files) || o.files < 0))
+    throw new Error('--files must be a non-negative integer');
   if (!Number.isInteger(o.workers) || o.workers < 1 || o.workers > 16)
     throw new Error('--workers must be an integer from 1 to 16');
   if (
@@ -111,7 +121,7 @@ async function prepare(ctx: BenchContext): Promise<void> {
   figures.add(
     'jobs',
     `${fmtInt(o.jobs)} Bareos jobs (${plan.copies > 1 ? `${plan.copies} copies of ${fmtInt(plan.generated)} generated, ids offset by 10^8 per copy` : 'generated'}; seed ${o.seed}, ${clients} clients); ` +
-      `rebuild with ${o.pageSize !== undefined ? `--page-size ${o.pageSize}` : 'default flags'}, ${o.workers} worker process(es)`,
+      `rebuild with ${o.pageSize !== undefined ? `--page-size ${o.pageSize}` : 'default flags'}${o.files !== undefined ? ` and --files (${fmtInt(o.files)} file records)` : ''}, ${o.workers} worker process(es)`,
     {
       jobs: o.jobs,
       generated: plan.generated,
@@ -119,10 +129,11 @@ async function prepare(ctx: BenchContext): Promise<void> {
       clients,
       workers: o.workers,
       pageSize: o.pageSize ?? null,
+      files: o.files ?? null,
     },
   );
   let t = Date.now();
-  await buildBareosSource({ databaseUrl: dbs.sourceUrl, jobs: o.jobs, seed: o.seed, clients });
+  await buildBareosSource({ databaseUrl: dbs.sourceUrl, jobs: o.jobs, seed: o.seed, clients, files: o.files });
   ctx.log(`source built in ${fmtS(Date.now() - t)}`);
   await migrate(dbs.catalogPool);
   await dbs.catalogPool.query('CREATE SCHEMA IF NOT EXISTS bench_src');
@@ -266,7 +277,9 @@ async function main(): Promise<void> {
   try {
     await prepare(ctx);
     const p = await runPipeBaseline(ctx);
+    const pf = o.files !== undefined ? await runFilePipeBaseline(ctx) : null;
     const product = await runProduct(ctx, { address: temporal.address, pid: temporal.process.pid! });
+    if (pf) await compareFiles(ctx, pf, product.ms, PRODUCT_CATALOG);
     await temporal.stop(); // (b) and (c) run without Temporal
     temporalStopped = true;
     const bRate = await runCursorCopy(ctx);

@@ -1,7 +1,7 @@
 /**
  * The product's figure: the wall time of `catalog-rebuild start --catalog bench --source director
  * --wait` (the real CLI, bin/catalog-rebuild.js, as a child process) with default flags (no
- * --page-size unless the bench was given one, never --concurrency) against N worker processes
+ * --page-size unless the bench was given one, never --concurrency; --files with `bench --files`) against N worker processes
  * (the product entry, already polling), source and catalog on the same server. Also: the CPU of
  * every component, where a page's time goes, the Temporal round trip per page, the history sizes
  * and the workers' peak RSS over their process trees.
@@ -22,7 +22,7 @@ import { CpuSampler, cpuText } from './cpu';
 import { allHistories } from './history';
 
 /** The catalog the bench rebuilds. */
-const CATALOG = 'bench';
+export const CATALOG = 'bench';
 /** Label of the workers' CPU. */
 export const WORKER = 'worker';
 /** The components a missed target is attributed to (the CLI and the bench process are listed but not among them). */
@@ -143,6 +143,7 @@ async function rebuild(
   await sampler.start();
   const args = ['start', '--catalog', CATALOG, '--source', 'director', '--wait'];
   if (ctx.o.pageSize !== undefined) args.push('--page-size', String(ctx.o.pageSize));
+  if (ctx.o.files !== undefined) args.push('--files');
   const started = Date.now();
   const { code, output } = await runStart(env, args, (pid) => sampler.addTree('CLI', pid));
   const ms = Date.now() - started;

@@ -76,7 +76,8 @@ export async function replicateJobs(databaseUrl: string, copies: number): Promis
 }
 
 /**
- * Generates a Bareos source of `jobs` jobs at `databaseUrl` (see {@link sourcePlan}).
+ * Generates a Bareos source of `jobs` jobs at `databaseUrl` (see {@link sourcePlan}), with `files`
+ * file records when given (dev/bareos-file-generator.ts).
  * @returns the copies it is made of.
  */
 export async function buildBareosSource(o: {
@@ -84,9 +85,21 @@ export async function buildBareosSource(o: {
   jobs: number;
   seed: number;
   clients: number;
+  /** File records in all (Bareos File/Path); not with copies. */
+  files?: number;
 }): Promise<{ generated: number; copies: number }> {
   const plan = sourcePlan(o.jobs);
-  await generateBareosSource({ databaseUrl: o.databaseUrl, jobs: plan.generated, seed: o.seed, clients: o.clients });
+  if (o.files !== undefined && plan.copies > 1)
+    throw new Error(
+      `--files needs a generated source: at most ${2 * COPY_UNIT} jobs, or a count that is not a multiple of ${COPY_UNIT}`,
+    );
+  await generateBareosSource({
+    databaseUrl: o.databaseUrl,
+    jobs: plan.generated,
+    seed: o.seed,
+    clients: o.clients,
+    files: o.files,
+  });
   if (plan.copies > 1) await replicateJobs(o.databaseUrl, plan.copies);
   return plan;
 }
