@@ -145,8 +145,15 @@ async function copyPageAttempt(
   progress.stage = 'reading';
   if (isStreamingSource(source)) {
     read = await source.openPageRead(range, statementTimeoutMs);
-    write = streamedRowsWriter(ctx, input, page, read, { source, range, statementTimeoutMs, signal });
+    write = streamedRowsWriter(ctx, input, page, read, {
+      source,
+      range,
+      statementTimeoutMs,
+      signal,
+      files: plan.files,
+    });
   } else {
+    if (plan.files) throw new NotPublishableError(`source ${input.source} (${source.kind}) has no file records to page`);
     const rows = await source.readRange(plan.firstKey, plan.lastKey);
     progress.rowsRead = rows.length;
     // Malformed records are quarantined (never fail the page); repeated ids keep the last row read.

@@ -72,6 +72,16 @@ export function pageRejectsMessage(
   return `page ${pageNo}: ${rejects.length} source records quarantined: ${describeRejects(rejects)}`;
 }
 
+/** The `rejected` event of a page's file records: how many, and the first few with their reasons. */
+export function pageFileRejectsMessage(
+  pageNo: number,
+  rejects: number,
+  first: { jobId: string; fileId: string; reason: string }[],
+): string {
+  const shown = first.map((r) => `job ${r.jobId} file ${r.fileId}: ${r.reason}`).join('; ');
+  return `page ${pageNo}: ${rejects} file record${rejects === 1 ? '' : 's'} quarantined (their jobs and other files are written): ${shown}${rejects > first.length ? '; …' : ''}`;
+}
+
 /** The `zombie_ended` event: sessions of an earlier attempt of a page ended after waiting `waitedMs`. */
 export function zombieEndedMessage(pageNo: number, pids: number[], waitedMs: number): string {
   return `page ${pageNo}: an earlier attempt's transaction was still open after ${Math.round(waitedMs / 1000)} s (worker not responding); ended catalog session${pids.length === 1 ? '' : 's'} ${pids.join(', ')}`;

@@ -13,6 +13,7 @@ import { validateRows } from '../lib/validate';
 import type { RejectRecord } from '../lib/validate';
 import type { CopyPageInput } from '../workflows/definitions';
 import type { ActivityContext, PageAttempt } from './context';
+import { writePageFiles } from './page-files';
 import { upsertQuarantining } from './page-rows';
 import type { RowWriter, WrittenRows } from './page-write';
 
@@ -26,6 +27,8 @@ export interface StreamedPage {
   statementTimeoutMs: number;
   /** The attempt's cancellation: ends both streams. */
   signal: AbortSignal;
+  /** The version rebuilds file records: the page writes its jobs' files after their rows. */
+  files: boolean;
 }
 
 /**
@@ -51,8 +54,11 @@ export function streamedRowsWriter(
           streamed.signal,
         ),
       );
+      const files = streamed.files
+        ? await writePageFiles(c, input.versionId, input.pageNo, read, streamed.signal)
+        : undefined;
       // Director sources leave unknown codes to the reconciliation, which counts them per bucket.
-      return { rows, rejects: read.rejects, warnings: 0, duplicates: 0, decoded: read.decoded };
+      return { rows, rejects: read.rejects, warnings: 0, duplicates: 0, decoded: read.decoded, files };
     } catch (err) {
       await read.close(err as Error);
       const code = (err as { code?: unknown } | null)?.code;
@@ -78,7 +84,8 @@ async function writeRowByRow(
     const checked = validateRows(await again.readRows());
     const rejects: RejectRecord[] = [...again.rejects, ...checked.rejects];
     const rows = await upsertQuarantining(c, input.versionId, input.pageNo, checked.valid, rejects);
-    return { rows, rejects, warnings: 0, duplicates: checked.duplicates, decoded: again.decoded };
+    const files = streamed.files ? await writePageFiles(c, input.versionId, input.pageNo, again) : undefined;
+    return { rows, rejects, warnings: 0, duplicates: checked.duplicates, decoded: again.decoded, files };
   } finally {
     await again.close();
   }

@@ -8,7 +8,8 @@ import { claimPage, completePage, lockVersion, tagPageSession, writeRejects } fr
 import type { RejectRecord } from '../lib/validate';
 import type { CopyPageInput, CopyPageResult } from '../workflows/definitions';
 import type { ActivityContext } from './context';
-import { pageDuplicatesMessage, pageRejectsMessage } from './messages';
+import { pageDuplicatesMessage, pageFileRejectsMessage, pageRejectsMessage } from './messages';
+import type { PageFilesWritten } from './page-files';
 
 /** What a page's write put in the catalog (rows) and set aside (rejects), with its counts. */
 export interface WrittenRows {
@@ -22,6 +23,8 @@ export interface WrittenRows {
   duplicates: number;
   /** Values decoded from the source's legacy encoding, per catalog column. */
   decoded?: Record<string, number>;
+  /** The page's file records (rebuilds with `--files`). */
+  files?: PageFilesWritten;
 }
 
 /** Writes a page's rows inside the page transaction (after the ledger row and the fence). */
@@ -79,6 +82,15 @@ export async function writePage(
       details: { pageNo, duplicates: written.duplicates },
     });
   }
+  if (written.files?.rejects) {
+    await ctx.events.record(c, {
+      catalog: input.catalog,
+      versionId,
+      kind: 'rejected',
+      message: pageFileRejectsMessage(pageNo, written.files.rejects, written.files.firstRejects),
+      details: { pageNo, fileRejects: written.files.rejects, first: written.files.firstRejects },
+    });
+  }
   const totals = {
     rows: written.rows,
     checksum: '',
@@ -86,10 +98,12 @@ export async function writePage(
     warnings: written.warnings,
     duplicates: written.duplicates,
   };
-  await completePage(c, versionId, pageNo, { ...totals, decoded: written.decoded });
+  const files = written.files ? { rows: written.files.rows, rejects: written.files.rejects } : undefined;
+  await completePage(c, versionId, pageNo, { ...totals, decoded: written.decoded, files });
   return {
     pageNo,
     ...totals,
+    ...(files ? { files: files.rows, fileRejects: files.rejects } : {}),
     attempt,
     activityAttempt: attempt,
     alreadyCommitted: false,

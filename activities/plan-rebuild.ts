@@ -11,14 +11,17 @@ import {
   insertVersion,
   lockCatalogForPublish,
   planExists,
+  createFilePartition,
   setPartitionTable,
   setSourceSnapshot,
+  setVersionFiles,
   unpublishableVersionIds,
 } from '../lib/catalog';
 import { withTransaction } from '../lib/db';
 import type { PageSizeLimit, PageSizingInput } from '../lib/page-sizing';
-import { autoPageSize, describePageSize, sizingRowsThatMatter } from '../lib/page-sizing';
-import type { PageRange, PreparedSource } from '../lib/sources';
+import { autoPageSize, describePageSize, PAGE_SIZING, sizingRowsThatMatter } from '../lib/page-sizing';
+import type { PageRange, PageWalkProgress, PreparedSource } from '../lib/sources';
+import { SourceDataInvalidError } from '../lib/errors';
 import type { PlanRebuildInput } from '../workflows/activity-types';
 import type { PageSizing, PlanResult } from '../workflows/definitions';
 import { LIMITS } from '../workflows/policies';
@@ -60,16 +63,20 @@ export async function planRebuild(ctx: ActivityContext, input: PlanRebuildInput)
         if (found) return found;
         progress.stage = 'reading the source';
         const prepared = await ctx.sources.prepare(input.source);
+        if (input.files) await requireFileRecords(prepared, input);
         progress.stage = 'sizing the pages';
         const sizing = await sizePages(prepared, input);
         progress.stage = 'walking the keys';
         const maxKey = prepared.watermark.maxKey;
-        const pages = maxKey
-          ? await prepared.planPages(maxKey, sizing.pageSize, (p) => {
-              Object.assign(progress, { pagesPlanned: p.pages, rowsPlanned: p.rows, lastKey: p.lastKey });
-              Context.current().heartbeat({ ...progress });
-            })
-          : [];
+        const walked = (p: PageWalkProgress) => {
+          Object.assign(progress, { pagesPlanned: p.pages, rowsPlanned: p.rows, lastKey: p.lastKey });
+          Context.current().heartbeat({ ...progress });
+        };
+        const pages = !maxKey
+          ? []
+          : input.files && sizing.pageSizing === 'auto'
+            ? await prepared.planFilePages!(maxKey, sizing.pageSize, walked)
+            : await prepared.planPages(maxKey, sizing.pageSize, walked);
         progress.stage = 'storing the plan';
         const plan = { prepared, pages, sizing };
         const result = await withTransaction(ctx.pool, (c) => storePlan(ctx, c, input, plan));
@@ -83,6 +90,19 @@ export async function planRebuild(ctx: ActivityContext, input: PlanRebuildInput)
         return result;
       }),
   );
+}
+
+/**
+ * A rebuild with file records needs a source that has them, in a schema version the product knows.
+ * @throws SOURCE_DATA_INVALID (non-retryable) for a source without file records; the source's
+ *   schema error (non-retryable) for an unknown catalog schema version.
+ */
+async function requireFileRecords(prepared: PreparedSource, input: PlanRebuildInput): Promise<void> {
+  if (!prepared.planFilePages || !prepared.checkFileSchema)
+    throw new SourceDataInvalidError(
+      `source ${input.source} has no file records this release can read: --files needs a Bareos or Bacula catalog database`,
+    );
+  await prepared.checkFileSchema();
 }
 
 /** The page size a plan uses and how it was chosen. */
@@ -101,6 +121,7 @@ export interface PlanSizing {
  */
 export async function sizePages(prepared: PreparedSource, input: PlanRebuildInput): Promise<PlanSizing> {
   if (input.pageSize !== undefined) return { pageSize: input.pageSize, pageSizing: 'fixed' };
+  if (input.files) return fileRecordSizing();
   const concurrency = input.concurrency ?? LIMITS.concurrency.default;
   const maxKey = prepared.watermark.maxKey;
   const [rows, avgRowBytes] = maxKey
@@ -115,6 +136,24 @@ export async function sizePages(prepared: PreparedSource, input: PlanRebuildInpu
     pageSize: choice.rowsPerPage,
     pageSizing: 'auto',
     auto: { measured, limitedBy: choice.limitedBy, why: describePageSize(choice, measured) },
+  };
+}
+
+/**
+ * Page sizing of a rebuild with file records: pages of about {@link PAGE_SIZING}.maxRows rows where a
+ * job weighs one row plus its `JobFiles` (an estimate: `File` is not scanned to plan), about 16 MiB
+ * of file rows at 150 bytes a row; a job with more files is a page of its own.
+ */
+function fileRecordSizing(): PlanSizing {
+  const measured = { rows: 0, avgRowBytes: null, concurrency: 0 };
+  return {
+    pageSize: PAGE_SIZING.maxRows,
+    pageSizing: 'auto',
+    auto: {
+      measured,
+      limitedBy: 'maximum',
+      why: `about ${PAGE_SIZING.maxRows.toLocaleString('en-US')} job and file rows per page, a job weighing 1 + its JobFiles; a job with more files is a page of its own`,
+    },
   };
 }
 
@@ -177,6 +216,10 @@ async function storePlan(
     await setSourceSnapshot(c, versionId, prepared.snapshot, prepared.duplicates);
   }
   await setPartitionTable(c, versionId, await createVersionPartition(c, versionId));
+  if (input.files) {
+    await setVersionFiles(c, versionId);
+    await createFilePartition(c, versionId);
+  }
   const lastKeys = pageLastKeys(firstKeys, wm.maxKey);
   await insertPlanPages(
     c,

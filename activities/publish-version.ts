@@ -25,6 +25,8 @@ import type { ActivityContext } from './context';
 import { guard } from './failures';
 import { withHeartbeat } from './heartbeat';
 import { publishedMessage, renumberedNote, shrinkGuardMessage } from './messages';
+import type { FileShrinkFigures } from './publish-files';
+import { fileShrinkFigures, fileShrinkProblem } from './publish-files';
 
 /** Default share (0..1) of a bucket's jobs it may lose before the shrink guard refuses. */
 const SHRINK_SHARE = 0.1;
@@ -37,6 +39,8 @@ interface ShrinkFigures {
   previous: string;
   before: BucketJobCount[];
   after: BucketJobCount[];
+  /** File records per bucket of both (rebuilds with `--files`). */
+  files: FileShrinkFigures;
 }
 
 /** Job names whose job id changed from the active version, or why they were not compared. */
@@ -80,6 +84,7 @@ async function shrinkFigures(
     previous: activeBefore,
     before: await bucketJobCounts(c, activeBefore),
     after: await bucketJobCounts(c, input.versionId),
+    files: await fileShrinkFigures(c, activeBefore, input.versionId),
   }));
 }
 
@@ -138,6 +143,9 @@ async function publishInTransaction(
       throw new NotPublishableError(
         shrinkGuardMessage({ shrunk, share, minJobs, previousVersionId: previous, renumberedNote: note }),
       );
+    const jobBuckets = new Set(shrink.after.map((b) => String(b.bucket ?? 'none')));
+    const fileProblem = fileShrinkProblem(shrink.files, previous, jobBuckets);
+    if (fileProblem) throw new NotPublishableError(fileProblem);
   }
   await flipActive(c, input.catalog, input.versionId);
   if (previous) await retireVersion(c, previous);

@@ -5,6 +5,7 @@
  */
 import type { BucketStat, KeySpan, SourceRow } from '../lib/sources/types';
 import { JOB_COLUMNS } from '../lib/sources/types';
+import type { FileMismatch } from './reconcile-files';
 
 /** A bucket that differs, with both sides' job counts and why. */
 export interface MismatchedBucket {
@@ -15,7 +16,7 @@ export interface MismatchedBucket {
   /** Jobs plus quarantined records of the bucket in the catalog (0 when it has no such bucket). */
   catalog: number;
   /** `count` (counts differ or one side lacks the bucket), `fingerprint`, or `sample` (a sampled record differs). */
-  reason: 'count' | 'fingerprint' | 'sample';
+  reason: 'count' | 'fingerprint' | 'sample' | FileMismatch['reason'];
 }
 
 /** A bucket's name in reports: its date, or `none` for jobs without a start time. */

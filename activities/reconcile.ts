@@ -30,7 +30,10 @@ import { withHeartbeat } from './heartbeat';
 import type { ReconcileWarnings } from './messages';
 import { reconciledMessage, rejectThresholdMessage, sourceUnreadableMessage } from './messages';
 import type { SampleComparison } from './reconcile-compare';
+import type { MismatchedBucket } from './reconcile-compare';
 import { bucketName, bucketSpans, compareBuckets, compareSample, sumBytes } from './reconcile-compare';
+import type { FileMismatch, FileReconciliation } from './reconcile-files';
+import { fileRejectThresholdMessage, fileReport, reconcileFiles } from './reconcile-files';
 
 /** Records compared field by field per round unless the input says otherwise. */
 const DEFAULT_SAMPLE_SIZE = 1000;
@@ -66,6 +69,9 @@ async function reconcileRound(ctx: ActivityContext, input: ReconcileInput): Prom
   const { duplicateJobNames, rejects } = catalogSide;
   const sample = await compareSampleWithSource(ctx, input, source, maxKey);
   const mismatched = compareBuckets(src, cat, sample.buckets);
+  const files = await readFileSide(ctx, input, source, maxKey, hash);
+  if (files && 'unreadable' in files) return reportUnreadable(ctx, input, maxKey, cat, files.unreadable);
+  if (files) addFileMismatches(mismatched, files.mismatched, src, cat);
   const sourceRows = src.reduce((n, s) => n + s.count, 0);
   // Bucket statistics of the catalog include its quarantined records: source = catalog + rejects.
   const catalogRows = cat.reduce((n, s) => n + s.count, 0) - rejects;
@@ -82,11 +88,13 @@ async function reconcileRound(ctx: ActivityContext, input: ReconcileInput): Prom
     duplicateJobNames,
     sampleMismatches: sample.mismatches,
     sampled: sample.sampled,
+    ...(files ? { files: { source: files.sourceFiles, catalog: files.catalogFiles, rejects: files.fileRejects } } : {}),
   };
   const maxRejects = ctx.sources.config(input.source).maxRejects ?? 0;
   const rejectRows = rejects ? await rejectSample(ctx.pool, input.versionId) : [];
   const overThreshold = summary.ok && rejects > maxRejects;
-  if (overThreshold) summary.ok = false;
+  const overFileThreshold = summary.ok && !!files && files.fileRejects > files.maxFileRejects;
+  if (overThreshold || overFileThreshold) summary.ok = false;
   const report = {
     ...summary,
     mismatchedBuckets: mismatched.slice(0, 1000),
@@ -111,6 +119,7 @@ async function reconcileRound(ctx: ActivityContext, input: ReconcileInput): Prom
     // The bucket digests' row hash (lib/fingerprint.ts): hashtext64 when both servers hash alike.
     rowHash: hash,
     ...(warnings.dst ? { dst: warnings.dst } : {}),
+    ...(files ? { files: fileReport(files) } : {}),
   };
   await saveReconciliation(ctx.pool, input.versionId, input.round, summary.ok, report);
   await ctx.events.record(ctx.pool, {
@@ -120,6 +129,7 @@ async function reconcileRound(ctx: ActivityContext, input: ReconcileInput): Prom
     message: reconciledMessage({ ...summary, overThreshold, maxRejects }, warnings),
     details: report,
   });
+  if (overFileThreshold) throw new NotPublishableError(fileRejectThresholdMessage(input.source, input.versionId, files));
   if (overThreshold) {
     throw new NotPublishableError(
       rejectThresholdMessage({
@@ -134,12 +144,46 @@ async function reconcileRound(ctx: ActivityContext, input: ReconcileInput): Prom
   return summary;
 }
 
+/** The file records' figures of the round (null without `--files`), or why the source could not be read. */
+async function readFileSide(
+  ctx: ActivityContext,
+  input: ReconcileInput,
+  source: JobSource,
+  maxKey: string | null,
+  hash: RowHashKind,
+): Promise<FileReconciliation | { unreadable: SourceUnreadable } | null> {
+  try {
+    return await reconcileFiles(ctx, input.source, input.versionId, source, maxKey, hash);
+  } catch (err) {
+    if (!(err instanceof SourceUnreadable)) throw err;
+    return { unreadable: err };
+  }
+}
+
+/**
+ * Adds the buckets whose file records differ to the round's mismatched buckets (a bucket already
+ * named for its jobs keeps that reason): each is repaired by its bucket's RepairBucket child.
+ */
+function addFileMismatches(
+  mismatched: MismatchedBucket[],
+  fileMismatches: FileMismatch[],
+  src: BucketStat[],
+  cat: BucketStat[],
+): void {
+  const jobs = (stats: BucketStat[], b: string) => stats.find((s) => bucketName(s.bucket) === b)?.count ?? 0;
+  for (const f of fileMismatches) {
+    if (mismatched.some((m) => m.bucket === f.bucket)) continue;
+    mismatched.push({ bucket: f.bucket, source: jobs(src, f.bucket), catalog: jobs(cat, f.bucket), reason: f.reason });
+  }
+  mismatched.sort((a, b) => a.bucket.localeCompare(b.bucket));
+}
+
 /**
  * The row hash both sides use: `hashtext64` when the source server hashes the probe text as the
  * catalog server does (same hash function and byte order), else `md5`. A source that cannot answer
  * is left to the stats read, which names it.
  */
-async function rowHashKind(ctx: ActivityContext, source: JobSource): Promise<RowHashKind> {
+export async function rowHashKind(ctx: ActivityContext, source: JobSource): Promise<RowHashKind> {
   if (!source.hashProbe) return 'hashtext64';
   try {
     const [mine, theirs] = await Promise.all([catalogHashProbe(ctx.pool), source.hashProbe()]);

@@ -28,6 +28,8 @@ import type { ActivityContext } from './context';
 import { guard, readSource, SourceUnreadable } from './failures';
 import { withHeartbeat } from './heartbeat';
 import { bucketUnreadableMessage, repairedMessage } from './messages';
+import { rowHashKind } from './reconcile';
+import { repairBucketFiles } from './repair-files';
 
 /** What the source says about a bucket, read before the repair transaction. */
 interface BucketReading {
@@ -82,6 +84,13 @@ async function repair(ctx: ActivityContext, input: RepairBucketInput): Promise<R
     },
     { long: true },
   );
+  const files = await repairBucketFiles(ctx, input.source, input.versionId, source, await rowHashKind(ctx, source), {
+    jobIds: [...read.valid.map((r) => r.job_id!), ...read.rejects.flatMap((r) => (r.jobId ? [r.jobId] : []))],
+    movedIds: [...moved.valid.map((r) => r.job_id!)],
+    goneIds: gone.map((r) => r.job_id),
+  }).catch((err: unknown) => {
+    throw err instanceof SourceUnreadable ? new NotPublishableError(`bucket ${input.bucket ?? 'none'}: ${err.message}`) : err;
+  });
   const after = span
     ? await withLongSession(ctx.pool, (c) => bucketCountInSpan(c, input.versionId, input.bucket, span))
     : await bucketCountWithRejects(ctx.pool, input.versionId, input.bucket);
@@ -99,7 +108,23 @@ async function repair(ctx: ActivityContext, input: RepairBucketInput): Promise<R
       rejects: rejected.length,
       ok,
     }),
-    details: { bucket: input.bucket, upserted, deleted, moved: movedCount, rejects: rejected.length, ok },
+    details: {
+      bucket: input.bucket,
+      upserted,
+      deleted,
+      moved: movedCount,
+      rejects: rejected.length,
+      ok,
+      ...(files
+        ? {
+            filesReplacedJobs: files.replacedJobs.slice(0, 100),
+            filesReplacedJobCount: files.replacedJobs.length,
+            files: files.files,
+            fileRejects: files.rejects,
+            filesDeletedJobs: files.deletedJobs,
+          }
+        : {}),
+    },
   });
   return { bucket: input.bucket, upserted, deleted, ok };
 }

@@ -4,12 +4,14 @@
  * writes are refused by the fence.
  */
 import {
+  createFileIndexes,
   createReaderIndex,
   lockVersion,
   lockVersionRow,
   markEnded,
   markVerifying,
   missingLedgerPages,
+  versionHasFiles,
 } from '../lib/catalog';
 import { withTransaction } from '../lib/db';
 import type {
@@ -44,22 +46,32 @@ export async function sealVersion(ctx: ActivityContext, input: SealVersionInput)
           return missing;
         });
         if (missingPages.length) return { missingPages };
-        if (input.index !== false) await createReaderIndex(ctx.pool, input.versionId);
+        if (input.index !== false) await createIndexes(ctx, input.versionId);
         return { missingPages: [] };
       }),
   );
 }
 
 /**
- * Builds the sealed version's reader index (client, start time) and ANALYZEs it, on a session
+ * Builds the sealed version's reader index (client, start time), and its file indexes when it has
+ * file records, and ANALYZEs them, on a session
  * without statement timeout, heartbeating from a timer; the workflow runs it beside the
  * reconciliation (both read the sealed table), before the publish. Idempotent.
  */
 export async function indexVersion(ctx: ActivityContext, input: IndexVersionInput): Promise<void> {
   return withHeartbeat(
     () => ({ stage: 'indexing' }),
-    () => guard(() => createReaderIndex(ctx.pool, input.versionId)),
+    () => guard(() => createIndexes(ctx, input.versionId)),
   );
+}
+
+/**
+ * The sealed version's indexes: the jobs' reader index, and for a rebuild with file records the
+ * file table's unique `file_id`, per-job and path (`find`) indexes. Each idempotent.
+ */
+async function createIndexes(ctx: ActivityContext, versionId: string): Promise<void> {
+  await createReaderIndex(ctx.pool, versionId);
+  if (await versionHasFiles(ctx.pool, versionId)) await createFileIndexes(ctx.pool, versionId);
 }
 
 /**

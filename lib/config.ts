@@ -67,6 +67,12 @@ const legacyEncoding = z
   .pipe(z.enum(LEGACY_ENCODINGS, { message: `must be one of ${LEGACY_ENCODINGS.join(', ')}` }))
   .optional();
 
+/**
+ * Quarantined file records a rebuild with `--files` may have and still publish; default 0.1% of
+ * the version's file records and at least 100.
+ */
+const maxFileRejects = z.number().int().min(0).optional();
+
 /** Page reads a worker runs against one source at once; default 4. */
 const maxConcurrentReads = z.number().int().min(1).max(64).optional();
 
@@ -89,6 +95,8 @@ export const databaseSourceSchema = z
     legacyEncoding,
     /** Page reads (source statements) one worker runs at once against this source, default 4. */
     maxConcurrentReads,
+    /** Quarantined file records allowed in a published rebuild with `--files` (default 0.1%, at least 100). */
+    maxFileRejects,
   })
   .strict();
 
@@ -128,6 +136,8 @@ export const fileSourceSchema = z
     maxRejects,
     /** Encoding of listing text that is not valid UTF-8, default `LATIN1`; valid UTF-8 is kept as it is. */
     legacyEncoding,
+    /** Quarantined file records allowed in a published rebuild with `--files` (default 0.1%, at least 100). */
+    maxFileRejects,
   })
   .strict()
   .refine((s) => (s.path === undefined) !== (s.command === undefined), {

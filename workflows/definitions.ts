@@ -151,6 +151,10 @@ export interface CopyPageResult {
   /** Rows of the page dropped because a later row had the same job id (the last one read wins). */
   duplicates?: number;
   /** md5 of the page's catalog rows in key order. */
+  /** File records written by the page (rebuilds with `--files`). */
+  files?: number;
+  /** File records quarantined by the page. */
+  fileRejects?: number;
   checksum: string;
   /** Temporal attempt number that committed the page (from the ledger). */
   attempt: number;
@@ -196,6 +200,8 @@ export interface ReconcileSummary {
   /** Sampled records that differ field by field. */
   sampleMismatches: number;
   sampled: number;
+  /** Rebuilds with `--files`: file records in the source, written to the catalog, and quarantined. */
+  files?: { source: number; catalog: number; rejects: number };
 }
 
 /** Input of `RepairBucket`. */

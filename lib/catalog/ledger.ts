@@ -44,6 +44,8 @@ export interface PlannedPage {
   /** Source rows the plan counted in the page; null for pages planned by an earlier release. */
   plannedRows: number | null;
   versionStatus: VersionStatus;
+  /** The version rebuilds file records too (`--files`): each page writes its jobs' files. */
+  files: boolean;
 }
 
 /** Page `pageNo` of a version's plan, or null when the plan has no such page. */
@@ -53,14 +55,21 @@ export async function readPlanPage(db: Queryable, versionId: string, pageNo: num
     last_key: string;
     planned_rows: number | null;
     status: VersionStatus;
+    files: boolean;
   }>(
-    `SELECT p.first_key::text, p.last_key::text, p.planned_rows, v.status FROM plan_page p JOIN version v USING (version_id)
+    `SELECT p.first_key::text, p.last_key::text, p.planned_rows, v.status, v.files FROM plan_page p JOIN version v USING (version_id)
                WHERE p.version_id = $1 AND p.page_no = $2`,
     [versionId, pageNo],
   );
   const p = plan.rows[0];
   return p
-    ? { firstKey: p.first_key, lastKey: p.last_key, plannedRows: p.planned_rows, versionStatus: p.status }
+    ? {
+        firstKey: p.first_key,
+        lastKey: p.last_key,
+        plannedRows: p.planned_rows,
+        versionStatus: p.status,
+        files: p.files,
+      }
     : null;
 }
 
@@ -173,13 +182,15 @@ export interface PageTotals {
   duplicates: number;
   /** Values decoded from the source's legacy encoding, per catalog column (absent or empty: none). */
   decoded?: Record<string, number>;
+  /** File records written and quarantined (rebuilds with `--files`; absent: none). */
+  files?: { rows: number; rejects: number };
 }
 
 /** Completes the page's ledger row with its totals and commit time (last statement of the page transaction). */
 export async function completePage(c: PoolClient, versionId: string, pageNo: number, t: PageTotals): Promise<void> {
   await c.query(
     `UPDATE page SET rows = $3, rejects = $5, warnings = $6, duplicates = $7, checksum = $4, decoded = $8::jsonb,
-                     committed_at = clock_timestamp()
+                     files = $9, file_rejects = $10, committed_at = clock_timestamp()
                  WHERE version_id = $1 AND page_no = $2`,
     [
       versionId,
@@ -190,6 +201,8 @@ export async function completePage(c: PoolClient, versionId: string, pageNo: num
       t.warnings,
       t.duplicates,
       t.decoded && Object.keys(t.decoded).length ? JSON.stringify(t.decoded) : null,
+      t.files ? t.files.rows : null,
+      t.files ? t.files.rejects : null,
     ],
   );
 }

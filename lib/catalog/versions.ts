@@ -218,6 +218,17 @@ export async function insertVersion(c: Queryable, v: NewVersion): Promise<string
   return ins.rows[0].version_id;
 }
 
+/** Marks the version as one that rebuilds file records too (`--files`). */
+export async function setVersionFiles(c: Queryable, versionId: string): Promise<void> {
+  await c.query(`UPDATE version SET files = true WHERE version_id = $1`, [versionId]);
+}
+
+/** Whether the version rebuilds file records (`--files`); false for an unknown version. */
+export async function versionHasFiles(db: Queryable, versionId: string): Promise<boolean> {
+  const r = await db.query<{ files: boolean }>(`SELECT files FROM version WHERE version_id = $1`, [versionId]);
+  return r.rows[0]?.files ?? false;
+}
+
 /** Records a staged listing's sha256 and the repeated ids dropped while staging it. */
 export async function setSourceSnapshot(
   c: Queryable,

@@ -7,8 +7,8 @@ import type { SourceConfig } from '../config';
 import { isFileSource } from '../config';
 import { BareosSource } from './bareos';
 import { readListing, StagedSource, stageListing } from './staged';
-import type { JobSource, SourceWatermark } from './types';
-import { densePages } from './types';
+import type { FileSource, JobSource, SourceWatermark } from './types';
+import { densePages, isFileSource as isFileRecordSource } from './types';
 
 export { BareosSource } from './bareos';
 export { StagedSource } from './staged';
@@ -34,6 +34,14 @@ export interface PreparedSource {
   decoded?: { encoding: string; values: Record<string, number> };
   /** Stages the listing for the new version, inside the plan transaction (file sources only). */
   stage?(c: PoolClient, versionId: string): Promise<void>;
+  /**
+   * Sources with file records (director catalogs): pages of about `targetRows` rows where a job
+   * weighs 1 + its `JobFiles`, a job heavier than the target a page of its own (see
+   * {@link FileSource.planFilePages}); absent for sources without file records.
+   */
+  planFilePages?: FileSource['planFilePages'];
+  /** Checks that the source's file records can be read (its schema version is known). */
+  checkFileSchema?(): Promise<void>;
 }
 
 /** Named sources, opened lazily from the worker's configuration and shared by all activities. */
@@ -94,6 +102,12 @@ export class SourceRegistry {
         planPages: (maxKey, size, onProgress) => source.planPages(maxKey, size, onProgress),
         averageRowBytes: (maxKey) => source.averageRowBytes(maxKey),
         countRowsUpTo: (maxKey, limit) => source.countRowsUpTo(maxKey, limit),
+        ...(isFileRecordSource(source)
+          ? {
+              planFilePages: (maxKey, target, onProgress) => source.planFilePages(maxKey, target, onProgress),
+              checkFileSchema: async () => void (await source.fileSchema()),
+            }
+          : {}),
       };
     }
     const listing = await readListing(name, config);
