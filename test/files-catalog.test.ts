@@ -21,11 +21,13 @@ import type { Pool } from 'pg';
 import {
   bucketCountWithRejects,
   copyFilesIntoStage,
+  countFileRejects,
   countRejects,
   createFileIndexes,
   createFilePartition,
   createVersionPartition,
   deleteJobFiles,
+  detachAndDropFilePartition,
   ensureFileStage,
   fileBucketStats,
   fileCountsByBucket,
@@ -344,12 +346,14 @@ test('a staged page: good records decoded into file_v<id>, bad ones quarantined 
     assert.ok(r.raw.includes(rec.name!), r.raw);
     assert.equal(r.fp, fingerprintInput(rec));
   }
+});
 
-  // A job reject of the same job sits beside its file rejects; job-reject readers see it alone.
+test('a job reject sits beside the file rejects of its job; a replay after deleteJobFiles writes the same', async () => {
   const jobReject = { jobKey: '101', jobId: '101', bucket: '2024-05-01', fingerprintRow: '101|T|\\N|1|1' };
   await writeRejects(pool, versionId, 1, [{ ...jobReject, reason: 'first', raw: '{}' }]);
   await writeRejects(pool, versionId, 1, [{ ...jobReject, reason: 'again', raw: '{}' }]);
   assert.equal(await countRejects(pool, versionId), 1);
+  assert.equal(await countFileRejects(pool, versionId), BAD.size);
   assert.deepEqual(await rejectSample(pool, versionId), [{ job_key: '101', job_id: '101', reason: 'again' }]);
   await createVersionPartition(pool, versionId);
   await pool.query(
@@ -473,6 +477,8 @@ test('find (exact, prefix) through the find index and a job listing over the pub
     assert.match(text, new RegExp(`on ${next} .*\\(never executed\\)`), text);
   }
   assert.equal((await findFiles(pool, CATALOG, '/etc/passwd', 10)).length, 2);
+  assert.equal(await detachAndDropFilePartition(pool, building.rows[0].version_id), true);
+  assert.equal(await detachAndDropFilePartition(pool, building.rows[0].version_id), false);
 
   const files = await listJobFiles(pool, CATALOG, '101');
   assert.deepEqual(

@@ -111,3 +111,12 @@ export async function fileCountsByBucket(db: Queryable, versionId: string): Prom
   );
   return new Map(rows.map((r) => [r.bucket, Number(r.n)]));
 }
+
+/** Quarantined file records of a version (`reject` rows with a record key: what `maxFileRejects` limits). */
+export async function countFileRejects(db: Queryable, versionId: string): Promise<number> {
+  const { rows } = await db.query<{ n: number }>(
+    `SELECT count(*)::int AS n FROM reject WHERE version_id = $1 AND record_key IS NOT NULL`,
+    [versionId],
+  );
+  return rows[0].n;
+}
