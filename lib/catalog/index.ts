@@ -4,13 +4,17 @@
  * `ledger` (plan pages, the page ledger, attempts), `job-rows` (page writes, checksums, repair
  * reads and deletes), `rejects`, `events` (the event log), `publish` (the active pointer,
  * retention, the shrink guard), `rollback`, `reconcile` (the catalog side of reconciliation), `repair`
- * (a bucket's repair by id span), and the
- * client's reads: `status` (status fallback), `check` (the backup check), `event-reads` (the events listing).
+ * (a bucket's repair by id span), `files` (a version's file records: table, page stage, page write,
+ * indexes), `file-stats` (the catalog side of file reconciliation, the shrink guard's file counts), and the
+ * client's reads: `status` (status fallback), `check` (the backup check), `event-reads` (the events listing), `file-reads` (`files` and `find`).
  * Identifiers are escaped with pg-format's %I; values are always parameters.
  */
 export * from './check';
 export * from './event-reads';
 export * from './events';
+export * from './file-reads';
+export * from './file-stats';
+export * from './files';
 export * from './job-rows';
 export * from './ledger';
 export * from './partitions';

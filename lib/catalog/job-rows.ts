@@ -197,12 +197,13 @@ export async function deleteJobsByKey(db: Queryable, versionId: string, jobKeys:
   return r.rowCount ?? 0;
 }
 
-/** Rows of one bucket of a version plus its quarantined records of that bucket, in one statement. */
+/** Rows of one bucket of a version plus its quarantined job records of that bucket, in one statement. */
 export async function bucketCountWithRejects(db: Queryable, versionId: string, bucket: string | null): Promise<number> {
   const after = await db.query<{ n: string }>(
     format(
       `SELECT ((SELECT count(*) FROM %I WHERE bucket IS NOT DISTINCT FROM $1::date)
-                       + (SELECT count(*) FROM reject WHERE version_id = %s AND bucket IS NOT DISTINCT FROM $1::date))::text AS n`,
+                       + (SELECT count(*) FROM reject WHERE version_id = %s AND record_key IS NULL
+                          AND bucket IS NOT DISTINCT FROM $1::date))::text AS n`,
       partitionName(versionId),
       versionId,
     ),

@@ -33,8 +33,8 @@ const unknownCode = (col: string, param: string) =>
 
 /**
  * Per-bucket counts, digests, bytes and id spans (min/max job key) of a version: its rows together
- * with its quarantined records (`reject`, with the bucket and fingerprint input the source gave
- * them), so that for every bucket source = catalog + rejects; plus the rows with an unknown code.
+ * with its quarantined job records (`reject` rows without a record key, with the bucket and
+ * fingerprint input the source gave them), so that for every bucket source = catalog + rejects; plus the rows with an unknown code.
  * One statement, one (parallel) scan of the version's table; same digest definition as the
  * sources' (lib/fingerprint.ts). Run it on a session without statement timeout.
  */
@@ -57,7 +57,7 @@ export async function catalogBucketStats(
              SELECT r.bucket, r.job_key, r.fingerprint_row,
                     CASE WHEN substring(r.fingerprint_row FROM '[|]([^|]*)$') ~ '^-?[0-9]+$'
                          THEN substring(r.fingerprint_row FROM '[|]([^|]*)$')::numeric END, false
-             FROM reject r WHERE r.version_id = %s) s
+             FROM reject r WHERE r.version_id = %s AND r.record_key IS NULL) s
        GROUP BY 1 ORDER BY 1 NULLS FIRST`,
       partitionName(versionId),
       versionId,

@@ -46,7 +46,7 @@ export async function bucketJobKeysInSpan(
   return rows;
 }
 
-/** Rows of one bucket of a version with a key in `span`, plus its quarantined records of that bucket and span. */
+/** Rows of one bucket of a version with a key in `span`, plus its quarantined job records of that bucket and span. */
 export async function bucketCountInSpan(
   db: Queryable,
   versionId: string,
@@ -56,7 +56,8 @@ export async function bucketCountInSpan(
   const { rows } = await db.query<{ n: string }>(
     format(
       `SELECT ((SELECT count(*) FROM %I WHERE job_key BETWEEN $2::bigint AND $3::bigint AND bucket IS NOT DISTINCT FROM $1::date)
-             + (SELECT count(*) FROM reject WHERE version_id = %s AND job_key BETWEEN $2::bigint AND $3::bigint
+             + (SELECT count(*) FROM reject WHERE version_id = %s AND record_key IS NULL
+                  AND job_key BETWEEN $2::bigint AND $3::bigint
                   AND bucket IS NOT DISTINCT FROM $1::date))::text AS n`,
       partitionName(versionId),
       versionId,

@@ -1,0 +1,124 @@
+/**
+ * Reads of the published file records (`active_files`) behind `catalog-rebuild files` (a job's
+ * files) and `catalog-rebuild find` (which jobs hold a path). Values are parameters; nothing is
+ * written. Times are UTC text (`YYYY-MM-DDTHH:MI:SS.USZ`), numbers beyond 2^53 decimal text.
+ */
+import type { Queryable } from '../db';
+import { utcText } from '../text-form';
+import { FILE_FIND_KEY_CHARS, fileFindKey } from './files';
+
+/** One published file record, as {@link listJobFiles} returns it. */
+export interface FileRecord {
+  jobId: string;
+  /** The source's FileId, decimal text. */
+  fileId: string;
+  /** The directory with its trailing '/', as text (decoded from the legacy encoding when not UTF-8). */
+  path: string | null;
+  /** The last component ('' for a directory's own entry). */
+  name: string | null;
+  /** `\x` and the hex of the path's exact bytes when the text is not them; else null. */
+  pathBytes: string | null;
+  /** `\x` and the hex of the name's exact bytes when the text is not them; else null. */
+  nameBytes: string | null;
+  fileIndex: number | null;
+  deltaSeq: number | null;
+  /** FileIndex 0: deleted since the previous accurate backup. */
+  deleted: boolean | null;
+  /** st_size in bytes, decimal text (exact beyond 2^53). */
+  size: string | null;
+  /** The full st_mode (file type and permission bits: 33188 for a regular 0644 file). */
+  mode: number | null;
+  /** st_uid, decimal text. */
+  uid: string | null;
+  /** st_gid, decimal text. */
+  gid: string | null;
+  /** st_mtime, UTC text. */
+  mtime: string | null;
+  md5: string | null;
+  lstat: string | null;
+}
+
+/**
+ * SQL: the condition that names the published version of catalog `$1` to the planner as a value
+ * (an init plan): `file` partitions of other versions (a rebuild's, without indexes while it
+ * loads) are then pruned when the statement runs, never scanned.
+ */
+const ACTIVE_VERSION_ONLY = `f.version_id = (SELECT a.version_id FROM active a WHERE a.catalog_name = $1)`;
+
+/** SQL: `\x` and the hex of bytea `col`, or NULL. */
+const hexText = (col: string) => `'\\x' || encode(${col}, 'hex')`;
+
+/**
+ * The file records of job `jobId` in the published version of `catalog`, by FileId; at most
+ * `limit` of them (all when omitted: mind the memory for a job of millions of files). Served by
+ * the version's `(job_id, file_id)` index.
+ * @returns the records; empty when the catalog has no published version, the job is not in it, or
+ * it has no files there.
+ */
+export async function listJobFiles(
+  db: Queryable,
+  catalog: string,
+  jobId: string,
+  limit?: number,
+): Promise<FileRecord[]> {
+  const { rows } = await db.query<FileRecord>(
+    `SELECT f.job_id AS "jobId", f.file_id::text AS "fileId", f.path, f.name,
+            ${hexText('f.path_bytes')} AS "pathBytes", ${hexText('f.name_bytes')} AS "nameBytes",
+            f.file_index AS "fileIndex", f.delta_seq AS "deltaSeq", f.deleted, f.size::text AS size, f.mode,
+            f.uid::text AS uid, f.gid::text AS gid, ${utcText('f.mtime')} AS mtime, f.md5, f.lstat
+     FROM active_files f WHERE f.catalog_name = $1 AND ${ACTIVE_VERSION_ONLY} AND f.job_id = $2
+     ORDER BY f.file_id LIMIT $3`,
+    [catalog, jobId, limit ?? null],
+  );
+  return rows;
+}
+
+/** One job holding a path, as {@link findFiles} returns it. */
+export interface FileHit {
+  jobId: string;
+  /** The job's start time, UTC text; null when it has none. */
+  startTime: string | null;
+  /** Path and name joined (the record's full path). */
+  fullPath: string;
+  /** st_size in bytes, decimal text. */
+  size: string | null;
+  /** st_mtime, UTC text. */
+  mtime: string | null;
+}
+
+/** `s` with LIKE's wildcards and its escape character escaped. */
+const likeLiteral = (s: string) => s.replace(/[\\%_]/g, (c) => `\\${c}`);
+
+/**
+ * The file records of the published version of `catalog` whose path + name is `pattern` exactly,
+ * or starts with it when it ends in `*` (only a final `*` is a wildcard), newest job first (start
+ * time descending, jobs without one last, then job id, path + name, FileId); at most `limit`.
+ * Served by the version's find index (a range of its key, then the whole path + name).
+ * @throws Error when `pattern` is `*` alone (a prefix needs at least one character).
+ */
+export async function findFiles(db: Queryable, catalog: string, pattern: string, limit: number): Promise<FileHit[]> {
+  const prefix = pattern.endsWith('*') ? pattern.slice(0, -1) : null;
+  if (prefix === '') throw new Error(`find: the pattern needs at least one character before '*'`);
+  const key = fileFindKey('f');
+  const match =
+    prefix === null
+      ? `${key} = left($3::text, ${FILE_FIND_KEY_CHARS}) AND f.path || f.name = $3::text`
+      : `${key} LIKE $4::text AND f.path || f.name LIKE $3::text`;
+  // The key's characters are code points (PostgreSQL's left()), not UTF-16 units.
+  const keyPrefix = prefix === null ? '' : [...prefix].slice(0, FILE_FIND_KEY_CHARS).join('');
+  const params =
+    prefix === null
+      ? [catalog, limit, pattern]
+      : [catalog, limit, `${likeLiteral(prefix)}%`, `${likeLiteral(keyPrefix)}%`];
+  const { rows } = await db.query<FileHit>(
+    `SELECT f.job_id AS "jobId", ${utcText('j.start_time')} AS "startTime", f.path || f.name AS "fullPath",
+            f.size::text AS size, ${utcText('f.mtime')} AS mtime
+     FROM active_files f
+     LEFT JOIN job j ON j.version_id = f.version_id AND j.job_id = f.job_id
+     WHERE f.catalog_name = $1 AND ${ACTIVE_VERSION_ONLY} AND ${match}
+     ORDER BY j.start_time DESC NULLS LAST, f.job_id, f.path || f.name, f.file_id
+     LIMIT $2`,
+    params,
+  );
+  return rows;
+}

@@ -1,0 +1,122 @@
+/**
+ * The catalog side of file reconciliation: per-bucket and per-job counts and order-independent
+ * fingerprints of a version's file records together with its quarantined file records, and the
+ * shrink guard's file counts per bucket. Same digest definition as the sources' (lib/fingerprint.ts).
+ */
+import format from 'pg-format';
+import type { Pool } from 'pg';
+import type { Queryable } from '../db';
+import { withLongSession } from '../db';
+import type { RowHashKind } from '../fingerprint';
+import { bucketDigestSql, fileFingerprintRow } from '../fingerprint';
+import { filePartitionName } from './files';
+
+/** SQL: the fingerprint input of a catalog file record (alias `t`). */
+export const CATALOG_FILE_FINGERPRINT_ROW = fileFingerprintRow({
+  fileId: 't.file_id',
+  jobId: 't.job_id',
+  path: 't.path',
+  pathBytes: 't.path_bytes',
+  name: 't.name',
+  nameBytes: 't.name_bytes',
+  fileIndex: 't.file_index',
+  deltaSeq: 't.delta_seq',
+  lstat: 't.lstat',
+  md5: 't.md5',
+});
+
+/**
+ * SQL: a version's file records and quarantined file records as `(bucket, job_id, fp)`: the rows of
+ * `file_v<id>` with their fingerprint input, and the `reject` rows with a record key with theirs.
+ * `filter` restricts both (SQL over the columns `bucket` and `job_id`, unqualified).
+ */
+function fileInputsSql(versionId: string, filter = 'true'): string {
+  return format(
+    `SELECT t.bucket, t.job_id, ${CATALOG_FILE_FINGERPRINT_ROW} AS fp FROM %I t WHERE ${filter}
+     UNION ALL
+     SELECT r.bucket, r.job_id, r.fingerprint_row FROM reject r
+     WHERE r.version_id = %s AND r.record_key IS NOT NULL AND ${filter}`,
+    filePartitionName(versionId),
+    versionId,
+  );
+}
+
+/** One bucket's file records of a version (with its quarantined file records). */
+export interface FileBucketStat {
+  /** `YYYY-MM-DD` (the job's start date), or null for jobs without a start time. */
+  bucket: string | null;
+  /** File records plus quarantined file records. */
+  files: number;
+  /** Their digest (lib/fingerprint.ts `bucketDigestSql`), decimal text in [0, 2^64). */
+  fingerprint: string;
+}
+
+/**
+ * Per bucket, the count and digest of a version's file records plus its quarantined file records,
+ * ordered by bucket (`null` first). One statement, one scan of `file_v<id>`, on a session of its
+ * own without statement timeout.
+ */
+export async function fileBucketStats(pool: Pool, versionId: string, kind: RowHashKind): Promise<FileBucketStat[]> {
+  const { rows } = await withLongSession(pool, (c) =>
+    c.query<{ bucket: string | null; files: string; fingerprint: string }>(
+      `SELECT s.bucket::text AS bucket, count(*)::text AS files, ${bucketDigestSql('s.fp', kind)} AS fingerprint
+       FROM (${fileInputsSql(versionId)}) s GROUP BY 1 ORDER BY 1 NULLS FIRST`,
+    ),
+  );
+  return rows.map((r) => ({ bucket: r.bucket, files: Number(r.files), fingerprint: r.fingerprint }));
+}
+
+/** One job's file records of a version (with its quarantined file records). */
+export interface FileJobStat {
+  jobId: string;
+  /** File records plus quarantined file records (0 for a job without any). */
+  files: number;
+  /** Their digest, decimal text in [0, 2^64) (`0` for a job without any). */
+  fingerprint: string;
+}
+
+/**
+ * Per job of `jobIds`, the count and digest of its file records plus its quarantined file records
+ * in the version, one entry per distinct job id (jobs without any: 0 and `0`), ordered by job id.
+ * Served by the seal's `(job_id, file_id)` index (a scan of the table before it exists); on a
+ * session of its own without statement timeout.
+ */
+export async function fileJobStats(
+  pool: Pool,
+  versionId: string,
+  jobIds: string[],
+  kind: RowHashKind,
+): Promise<FileJobStat[]> {
+  if (!jobIds.length) return [];
+  const { rows } = await withLongSession(pool, (c) =>
+    c.query<{ job_id: string; files: string; fingerprint: string }>(
+      `SELECT j.job_id, coalesce(s.files, 0)::text AS files, coalesce(s.fingerprint, '0') AS fingerprint
+       FROM (SELECT DISTINCT unnest($1::text[]) AS job_id) j
+       LEFT JOIN (SELECT s.job_id, count(*) AS files, ${bucketDigestSql('s.fp', kind)} AS fingerprint
+                  FROM (${fileInputsSql(versionId, 'job_id = ANY($1::text[])')}) s GROUP BY 1) s ON s.job_id = j.job_id
+       ORDER BY 1`,
+      [jobIds],
+    ),
+  );
+  return rows.map((r) => ({ jobId: r.job_id, files: Number(r.files), fingerprint: r.fingerprint }));
+}
+
+/**
+ * File records of a version per bucket (`null` = jobs without a start time), quarantined records
+ * not included: what readers of `active_files` would see, for the shrink guard. One scan.
+ */
+export async function fileCountsByBucket(db: Queryable, versionId: string): Promise<Map<string | null, number>> {
+  const { rows } = await db.query<{ bucket: string | null; n: string }>(
+    format(`SELECT bucket::text AS bucket, count(*)::text AS n FROM %I GROUP BY 1`, filePartitionName(versionId)),
+  );
+  return new Map(rows.map((r) => [r.bucket, Number(r.n)]));
+}
+
+/** Quarantined file records of a version (`reject` rows with a record key: what `maxFileRejects` limits). */
+export async function countFileRejects(db: Queryable, versionId: string): Promise<number> {
+  const { rows } = await db.query<{ n: number }>(
+    `SELECT count(*)::int AS n FROM reject WHERE version_id = $1 AND record_key IS NOT NULL`,
+    [versionId],
+  );
+  return rows[0].n;
+}

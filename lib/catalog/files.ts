@@ -1,0 +1,263 @@
+/**
+ * File records of a version: its table `file_v<id>` attached to the partitioned `file`, the page
+ * stage (`pg_temp.file_stage`, the COPY contract with the source), the write of a staged page
+ * (good records decoded into the version's table, bad ones quarantined in `reject` with their
+ * FileId as record key), the replacement of whole jobs' files, and the indexes built at seal.
+ * LStat is decoded here, in the catalog database (migrations/008_files.sql). Identifiers are
+ * escaped with pg-format's %I; values are parameters.
+ */
+import type { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import format from 'pg-format';
+import type { Pool, PoolClient } from 'pg';
+import { from as copyFrom } from 'pg-copy-streams';
+import type { Queryable } from '../db';
+import { withLongSession } from '../db';
+import { fileFingerprintRow } from '../fingerprint';
+
+/**
+ * Name of the table holding one version's file records: `file_v<id>`.
+ * @throws Error when `versionId` is not decimal digits (it becomes an identifier).
+ */
+export function filePartitionName(versionId: string): string {
+  if (!/^\d+$/.test(versionId)) throw new Error(`invalid version id ${JSON.stringify(versionId)}`);
+  return `file_v${versionId}`;
+}
+
+/**
+ * Creates the version's standalone file table with `CHECK (version_id = n)` and attaches it to
+ * `file` (SHARE UPDATE EXCLUSIVE on the parent: readers are not blocked). No index while pages
+ * load; {@link createFileIndexes} builds them at seal. Idempotent.
+ * @returns the table's name.
+ */
+export async function createFilePartition(db: Queryable, versionId: string): Promise<string> {
+  const table = filePartitionName(versionId);
+  const exists = await db.query(`SELECT 1 FROM pg_class WHERE relname = $1 AND relkind = 'r'`, [table]);
+  if (!exists.rowCount) {
+    await db.query(format('CREATE TABLE %I (LIKE file INCLUDING DEFAULTS)', table));
+    await db.query(
+      format('ALTER TABLE %I ADD CONSTRAINT %I CHECK (version_id = %s)', table, `${table}_version`, versionId),
+    );
+  }
+  const attached = await db.query(
+    `SELECT 1 FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid WHERE c.relname = $1`,
+    [table],
+  );
+  if (!attached.rowCount) {
+    await db.query(format('ALTER TABLE file ATTACH PARTITION %I FOR VALUES IN (%s)', table, versionId));
+  }
+  return table;
+}
+
+/**
+ * The page stage's columns, in the order of the source's COPY text (H2's `copyFilesOut`): the
+ * contract between the source and the catalog. `problem` is a reason found at the source (a
+ * dangling PathId, a NUL byte in a name), NULL otherwise.
+ */
+export const FILE_STAGE_COLUMNS = `job_key bigint, job_id text, bucket date, file_id bigint, path_id bigint, path text,
+  name text, path_bytes bytea, name_bytes bytea, file_index integer, delta_seq integer, lstat text, md5 text,
+  problem text`;
+
+/**
+ * Creates the session's page stage `pg_temp.file_stage` unless it exists (`ON COMMIT DELETE ROWS`:
+ * stage and write inside one transaction; a commit empties it).
+ */
+export async function ensureFileStage(c: PoolClient): Promise<void> {
+  await c.query(`CREATE TEMP TABLE IF NOT EXISTS file_stage (${FILE_STAGE_COLUMNS}) ON COMMIT DELETE ROWS`);
+}
+
+/**
+ * Streams file records in COPY text form (the stage's column order) into `pg_temp.file_stage`
+ * with `COPY … FROM STDIN`, joined with `stream.pipeline`: an error on either side (or `signal`)
+ * ends both streams and rejects; the transaction is then left aborted. Must run inside the
+ * transaction that then calls {@link insertStagedFiles} (the stage empties at commit).
+ * @returns records staged.
+ */
+export async function copyFilesIntoStage(c: PoolClient, rows: Readable, signal?: AbortSignal): Promise<number> {
+  const sink = c.query(copyFrom('COPY pg_temp.file_stage FROM STDIN'));
+  await pipeline(rows, sink, signal ? { signal } : {});
+  return sink.rowCount;
+}
+
+/** A quarantined file record, as {@link insertStagedFiles} reports the first ones. */
+export interface FileRejectSample {
+  jobId: string;
+  /** The source's FileId, decimal text. */
+  fileId: string;
+  reason: string;
+}
+
+/** What {@link insertStagedFiles} wrote. */
+export interface StagedFilesResult {
+  /** File records written to the version's table. */
+  rows: number;
+  /** File records quarantined (written or replaced in `reject`). */
+  rejects: number;
+  /** The first (at most 10, by job key and FileId) quarantined records. */
+  firstRejects: FileRejectSample[];
+}
+
+/** At most this many quarantined records are named in a {@link StagedFilesResult}. */
+const FIRST_REJECTS = 10;
+
+/** SQL: why a staged record (alias `s`) is quarantined: the source's reason, else its LStat's; NULL when good. */
+const STAGE_PROBLEM = `coalesce(s.problem, catalog_lstat_problem(s.lstat))`;
+
+/** SQL: a staged path or name as raw text: the text, or `\x` and the hex of its bytes when not UTF-8. */
+const rawText = (text: string, bytes: string) => `coalesce('\\x' || encode(${bytes}, 'hex'), ${text})`;
+
+/** SQL: a staged record (alias `s`) as readable JSON text, path and name included. */
+const STAGE_RAW = `json_build_object('file_id', s.file_id, 'job_id', s.job_id, 'job_key', s.job_key,
+  'path_id', s.path_id, 'path', ${rawText('s.path', 's.path_bytes')}, 'name', ${rawText('s.name', 's.name_bytes')},
+  'file_index', s.file_index, 'delta_seq', s.delta_seq, 'lstat', s.lstat, 'md5', s.md5)::text`;
+
+/** SQL: the fingerprint input of a staged record (alias `s`); the same text the source and the catalog rows give. */
+const STAGE_FINGERPRINT_ROW = fileFingerprintRow({
+  fileId: 's.file_id',
+  jobId: 's.job_id',
+  path: 's.path',
+  pathBytes: 's.path_bytes',
+  name: 's.name',
+  nameBytes: 's.name_bytes',
+  fileIndex: 's.file_index',
+  deltaSeq: 's.delta_seq',
+  lstat: 's.lstat',
+  md5: 's.md5',
+});
+
+/**
+ * Writes the staged page: one `INSERT … SELECT` of the good records into `file_v<id>`, with size,
+ * mode, uid, gid and mtime decoded from LStat (fields 8, 3, 5, 6, 12) and `deleted` = FileIndex 0;
+ * then, only when some staged record was not written, one `INSERT` of the bad ones (a source
+ * `problem` or a `catalog_lstat_problem`) into `reject` with the job's key, `record_key` = FileId,
+ * the reason, `raw` (the record as JSON text, a path or name that is not UTF-8 as `\x` hex) and
+ * the fingerprint input (lib/fingerprint.ts `fileFingerprintRow`); a reject of the same (version,
+ * job key, FileId) is replaced. Then empties the stage. The version's table must not hold these
+ * records yet: a replay first removes its jobs' files ({@link deleteJobFiles}). Run it in the
+ * transaction that staged the records.
+ */
+export async function insertStagedFiles(c: PoolClient, versionId: string, pageNo: number): Promise<StagedFilesResult> {
+  const table = filePartitionName(versionId);
+  const good = await c.query(
+    format(
+      `INSERT INTO %I (version_id, page_no, job_key, job_id, bucket, file_id, path, name, path_bytes, name_bytes,
+                       file_index, delta_seq, deleted, size, mode, uid, gid, mtime, md5, lstat)
+       SELECT $1::bigint, $2::integer, s.job_key, s.job_id, s.bucket, s.file_id, s.path, s.name, s.path_bytes,
+              s.name_bytes, s.file_index, s.delta_seq, s.file_index = 0,
+              catalog_b64_unchecked(s.f[8])::numeric(20,0), catalog_b64_unchecked(s.f[3])::integer,
+              catalog_b64_unchecked(s.f[5]), catalog_b64_unchecked(s.f[6]), to_timestamp(catalog_b64_unchecked(s.f[12])),
+              s.md5, s.lstat
+       FROM (SELECT s.*, string_to_array(s.lstat, ' ') AS f FROM pg_temp.file_stage s
+             WHERE ${STAGE_PROBLEM} IS NULL OFFSET 0) s`,
+      table,
+    ),
+    [versionId, pageNo],
+  );
+  const rows = good.rowCount ?? 0;
+  const staged = await c.query<{ n: string }>(`SELECT count(*)::text AS n FROM pg_temp.file_stage`);
+  let rejects = 0;
+  let firstRejects: FileRejectSample[] = [];
+  if (Number(staged.rows[0].n) > rows) {
+    const bad = await c.query<{ n: number; first: FileRejectSample[] | null }>(
+      `WITH bad AS (
+         INSERT INTO reject (version_id, page_no, job_key, job_id, bucket, record_key, fingerprint_row, reason, raw)
+         SELECT $1::bigint, $2::integer, s.job_key, s.job_id, s.bucket, s.file_id, ${STAGE_FINGERPRINT_ROW},
+                ${STAGE_PROBLEM}, ${STAGE_RAW}
+         FROM pg_temp.file_stage s WHERE ${STAGE_PROBLEM} IS NOT NULL
+         ON CONFLICT (version_id, job_key, record_key) DO UPDATE
+           SET page_no = EXCLUDED.page_no, job_id = EXCLUDED.job_id, bucket = EXCLUDED.bucket,
+               fingerprint_row = EXCLUDED.fingerprint_row, reason = EXCLUDED.reason, raw = EXCLUDED.raw,
+               created_at = now()
+         RETURNING job_key, job_id, record_key, reason)
+       SELECT (SELECT count(*)::int FROM bad) AS n,
+              (SELECT json_agg(json_build_object('jobId', b.job_id, 'fileId', b.record_key::text, 'reason', b.reason)
+                               ORDER BY b.job_key, b.record_key)
+               FROM (SELECT * FROM bad ORDER BY job_key, record_key LIMIT ${FIRST_REJECTS}) b) AS first`,
+      [versionId, pageNo],
+    );
+    rejects = bad.rows[0].n;
+    firstRejects = bad.rows[0].first ?? [];
+  }
+  await c.query('TRUNCATE pg_temp.file_stage');
+  return { rows, rejects, firstRejects };
+}
+
+/**
+ * Deletes the file records of these jobs from the version's table and their quarantined file
+ * records (`reject` rows with a record key); no statement when the list is empty. Without the
+ * seal's `(job_id, file_id)` index this scans the version's table.
+ * @returns file records plus quarantined file records deleted.
+ */
+export async function deleteJobFiles(c: Queryable, versionId: string, jobIds: string[]): Promise<number> {
+  if (!jobIds.length) return 0;
+  const rows = await c.query(format('DELETE FROM %I WHERE job_id = ANY($1::text[])', filePartitionName(versionId)), [
+    jobIds,
+  ]);
+  const rejects = await c.query(
+    `DELETE FROM reject WHERE version_id = $1 AND record_key IS NOT NULL AND job_id = ANY($2::text[])`,
+    [versionId, jobIds],
+  );
+  return (rows.rowCount ?? 0) + (rejects.rowCount ?? 0);
+}
+
+/** Characters of path + name in the find key ({@link fileFindKey}). */
+export const FILE_FIND_KEY_CHARS = 512;
+
+/**
+ * SQL: the find key of a file record (columns of `alias`, or unqualified): its first 512 characters of path + name. A btree
+ * entry holds at most 2,704 bytes and a path may be 4,096 bytes long (PATH_MAX); 512 characters
+ * are at most 2,048 bytes in UTF-8. Readers match on this key, then on the whole path + name.
+ */
+export const fileFindKey = (alias?: string): string => {
+  const q = alias ? `${alias}.` : '';
+  return `left(${q}path || ${q}name, ${FILE_FIND_KEY_CHARS})`;
+};
+
+/**
+ * Builds the version's file indexes unless they exist: unique `(file_id)`, `(job_id, file_id)`
+ * (a job's files: listing, replacement, per-job statistics) and the find index on
+ * {@link fileFindKey} with `text_pattern_ops` (exact and prefix patterns), then ANALYZEs the
+ * table; on a session of its own without statement timeout (discarded afterwards). Idempotent.
+ * @throws the database error of a build (23505 when two records share a FileId).
+ */
+export async function createFileIndexes(pool: Pool, versionId: string): Promise<void> {
+  const table = filePartitionName(versionId);
+  await withLongSession(pool, async (c) => {
+    await c.query(format('CREATE UNIQUE INDEX IF NOT EXISTS %I ON %I (file_id)', `${table}_file_id`, table));
+    await c.query(format('CREATE INDEX IF NOT EXISTS %I ON %I (job_id, file_id)', `${table}_job`, table));
+    await c.query(
+      format(`CREATE INDEX IF NOT EXISTS %I ON %I ((${fileFindKey()}) text_pattern_ops)`, `${table}_find`, table),
+    );
+    await c.query(format('ANALYZE %I', table));
+  });
+}
+
+/**
+ * Detaches the version's file table from `file` (`DETACH PARTITION … CONCURRENTLY`, lock_timeout
+ * 5 s, outside any transaction; a pending detach of an interrupted attempt is finished with
+ * `FINALIZE`) and drops it, on a session of its own without statement timeout (discarded
+ * afterwards). The version's quarantined file records are not touched.
+ * @returns false when the table was already gone (nothing done), true when it was dropped now.
+ * @throws the database error of the detach or drop (lock_timeout 55P03 is retryable).
+ */
+export async function detachAndDropFilePartition(pool: Pool, versionId: string): Promise<boolean> {
+  const table = filePartitionName(versionId);
+  const exists = await pool.query(`SELECT 1 FROM pg_class WHERE relname = $1 AND relkind = 'r'`, [table]);
+  if (!exists.rowCount) return false;
+  const attached = await pool.query(
+    `SELECT 1 FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid WHERE c.relname = $1`,
+    [table],
+  );
+  await withLongSession(pool, async (c) => {
+    await c.query(`SET lock_timeout = '5s'`);
+    try {
+      if (attached.rowCount) await c.query(format('ALTER TABLE file DETACH PARTITION %I CONCURRENTLY', table));
+    } catch (err) {
+      // A pending detach from an interrupted attempt is finished by FINALIZE.
+      if (!/pending detach|FINALIZE/i.test((err as Error).message)) throw err;
+      await c.query(format('ALTER TABLE file DETACH PARTITION %I FINALIZE', table));
+    }
+    await c.query(format('DROP TABLE IF EXISTS %I', table));
+  });
+  return true;
+}
