@@ -153,7 +153,8 @@ async function copyPageAttempt(
       files: plan.files,
     });
   } else {
-    if (plan.files) throw new NotPublishableError(`source ${input.source} (${source.kind}) has no file records to page`);
+    if (plan.files)
+      throw new NotPublishableError(`source ${input.source} (${source.kind}) has no file records to page`);
     const rows = await source.readRange(plan.firstKey, plan.lastKey);
     progress.rowsRead = rows.length;
     // Malformed records are quarantined (never fail the page); repeated ids keep the last row read.

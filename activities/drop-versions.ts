@@ -6,6 +6,7 @@ import type { VersionStatus } from '../lib/catalog';
 import {
   deleteStagedRecords,
   deleteVersionRejects,
+  detachAndDropFilePartition,
   detachAndDropPartition,
   lockCatalogForPublish,
   lockVersionRow,
@@ -22,7 +23,7 @@ const DROPPABLE: readonly VersionStatus[] = ['retired', 'abandoned', 'failed', '
  * dropped by an interrupted attempt whose table is still there). Each version is first claimed
  * under the publish lock by marking it `dropped`, so a rollback (same lock, re-activates only
  * `retired` versions) can never re-activate a version whose table is being detached or dropped;
- * then its partition is detached (CONCURRENTLY, with lock_timeout) and dropped outside any
+ * then its partitions (jobs, and files of a rebuild with `--files`) are detached (CONCURRENTLY, with lock_timeout) and dropped outside any
  * transaction, and its staged records and rejects are deleted. A version that became active again
  * before the claim is skipped. Records a `dropped` event per version.
  * @returns the version ids whose rows were dropped now.
@@ -39,8 +40,10 @@ export async function dropVersions(ctx: ActivityContext, catalog: string, versio
       return { from: status };
     });
     if (!claim) continue;
+    // The file table first (rebuilds with --files): a retry after the job table went still finds it.
+    const files = await detachAndDropFilePartition(ctx.pool, id);
     // false: rows already gone (a retried attempt finished before).
-    if (!(await detachAndDropPartition(ctx.pool, id))) continue;
+    if (!(await detachAndDropPartition(ctx.pool, id)) && !files) continue;
     await deleteStagedRecords(ctx.pool, id);
     await deleteVersionRejects(ctx.pool, id);
     await ctx.events.record(ctx.pool, {

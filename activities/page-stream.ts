@@ -45,8 +45,9 @@ export function streamedRowsWriter(
   streamed: StreamedPage,
 ): RowWriter {
   return async (c) => {
+    let rows: number;
     try {
-      const rows = await withSavepoint(c, 'page_stream', () =>
+      rows = await withSavepoint(c, 'page_stream', () =>
         copyRowsFromStream(
           c,
           input.versionId,
@@ -54,11 +55,6 @@ export function streamedRowsWriter(
           streamed.signal,
         ),
       );
-      const files = streamed.files
-        ? await writePageFiles(c, input.versionId, input.pageNo, read, streamed.signal)
-        : undefined;
-      // Director sources leave unknown codes to the reconciliation, which counts them per bucket.
-      return { rows, rejects: read.rejects, warnings: 0, duplicates: 0, decoded: read.decoded, files };
     } catch (err) {
       await read.close(err as Error);
       const code = (err as { code?: unknown } | null)?.code;
@@ -70,6 +66,13 @@ export function streamedRowsWriter(
       });
       return writeRowByRow(c, input, streamed);
     }
+    // The files follow their jobs on the same source snapshot. Their values cannot be refused by
+    // the catalog (typed at the source, LStat checked before it is decoded): an error fails the attempt.
+    const files = streamed.files
+      ? await writePageFiles(c, input.versionId, input.pageNo, read, streamed.signal)
+      : undefined;
+    // Director sources leave unknown codes to the reconciliation, which counts them per bucket.
+    return { rows, rejects: read.rejects, warnings: 0, duplicates: 0, decoded: read.decoded, files };
   };
 }
 

@@ -41,11 +41,7 @@ export async function fileShrinkFigures(
  * no job in are left to the jobs' shrink guard (pruned history is not shrinkage).
  * @param jobBucketsAfter the buckets the new version has jobs in.
  */
-export function fileShrinkProblem(
-  f: FileShrinkFigures,
-  previous: string,
-  jobBucketsAfter: Set<string>,
-): string | null {
+export function fileShrinkProblem(f: FileShrinkFigures, previous: string, jobBucketsAfter: Set<string>): string | null {
   if (f.beforeHasFiles && !f.afterHasFiles)
     return (
       `shrink guard: the active version ${previous} has file records and this rebuild has none (started without --files); ` +

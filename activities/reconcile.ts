@@ -129,7 +129,8 @@ async function reconcileRound(ctx: ActivityContext, input: ReconcileInput): Prom
     message: reconciledMessage({ ...summary, overThreshold, maxRejects }, warnings),
     details: report,
   });
-  if (overFileThreshold) throw new NotPublishableError(fileRejectThresholdMessage(input.source, input.versionId, files));
+  if (overFileThreshold)
+    throw new NotPublishableError(fileRejectThresholdMessage(input.source, input.versionId, files));
   if (overThreshold) {
     throw new NotPublishableError(
       rejectThresholdMessage({

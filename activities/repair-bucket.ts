@@ -89,7 +89,9 @@ async function repair(ctx: ActivityContext, input: RepairBucketInput): Promise<R
     movedIds: [...moved.valid.map((r) => r.job_id!)],
     goneIds: gone.map((r) => r.job_id),
   }).catch((err: unknown) => {
-    throw err instanceof SourceUnreadable ? new NotPublishableError(`bucket ${input.bucket ?? 'none'}: ${err.message}`) : err;
+    throw err instanceof SourceUnreadable
+      ? new NotPublishableError(`bucket ${input.bucket ?? 'none'}: ${err.message}`)
+      : err;
   });
   const after = span
     ? await withLongSession(ctx.pool, (c) => bucketCountInSpan(c, input.versionId, input.bucket, span))

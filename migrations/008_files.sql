@@ -40,11 +40,12 @@ CREATE TABLE IF NOT EXISTS file (
   lstat       text
 ) PARTITION BY LIST (version_id);
 
--- A quarantined file record carries its FileId; NULL for a job record. At most one reject per
--- (version, paging key, record key): one per job record and one per file record of each job.
+-- A quarantined file record carries its FileId as record key (NULL for a job record), its job's id
+-- in job_id and NULL in job_key: the unique key of job records, reject_version_key (version_id,
+-- job_key), stays as it is, because a worker of the previous release still writes job records with
+-- ON CONFLICT (version_id, job_key) until it is drained. File records are unique per (version, FileId).
 ALTER TABLE reject ADD COLUMN IF NOT EXISTS record_key bigint;
-CREATE UNIQUE INDEX IF NOT EXISTS reject_version_record_key ON reject (version_id, job_key, record_key) NULLS NOT DISTINCT;
-DROP INDEX IF EXISTS reject_version_key;
+CREATE UNIQUE INDEX IF NOT EXISTS reject_version_record_key ON reject (version_id, record_key) WHERE record_key IS NOT NULL;
 
 -- One integer in Bacula's base 64, unchecked: '-'? and 1 to 12 digits (an error or a wrong value
 -- otherwise; use catalog_b64 unless the text is known to be valid, e.g. a field of an LStat whose

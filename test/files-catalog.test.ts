@@ -328,7 +328,7 @@ test('a staged page: good records decoded into file_v<id>, bad ones quarantined 
     raw: string;
     fp: string;
   }>(
-    `SELECT r.record_key::text, r.job_key::text, r.bucket::text, r.raw, r.fingerprint_row AS fp FROM reject r
+    `SELECT r.record_key::text, r.job_id AS job_key, r.bucket::text, r.raw, r.fingerprint_row AS fp FROM reject r
      WHERE r.version_id = $1 ORDER BY r.record_key`,
     [versionId],
   );

@@ -3,6 +3,7 @@
  * written against, and the one place its implementation is chosen ({@link catalogFileReads}).
  * The reads run on `active_files` (migrations/008_files.sql) in lib/catalog.
  */
+import { activeFileVersion, findFiles, listJobFiles } from '../../lib/catalog';
 import type { Queryable } from '../../lib/db';
 
 /** One file record as `files` and `find` print it (a row of `active_files` with its job's start time). */
@@ -42,17 +43,14 @@ export interface FileReads {
   findFiles(db: Queryable, catalog: string, pattern: string, limit: number): Promise<FileHit[]>;
 }
 
-// INTEGRATION: the one place to wire. Once lib/catalog exports the reads of active_files
-// (listJobFiles, findFiles and a read of the active version's `files` flag), replace the body of
-// `catalogFileReads` with, for example:
-//   import { activeFileVersion, findFiles, listJobFiles } from '../../lib/catalog';
-//   export const catalogFileReads: FileReads = { activeFileVersion, listJobFiles, findFiles };
-const notWired = (): Promise<never> =>
-  Promise.reject(new Error('this build has no file-level catalog reads (lib/catalog files reads not wired)'));
-
-/** The reads of this build (lib/catalog), used by the CLI; tests pass their own {@link FileReads}. */
+/**
+ * The reads of this build (lib/catalog), used by the CLI; tests pass their own {@link FileReads}.
+ * A job's listing carries the record's every field; `find` hits carry path and name joined in `path`.
+ */
 export const catalogFileReads: FileReads = {
-  activeFileVersion: notWired,
-  listJobFiles: notWired,
-  findFiles: notWired,
+  activeFileVersion,
+  listJobFiles: async (db, catalog, jobId, limit) =>
+    (await listJobFiles(db, catalog, jobId, limit)).map((r) => ({ ...r, startTime: null })),
+  findFiles: async (db, catalog, pattern, limit) =>
+    (await findFiles(db, catalog, pattern, limit)).map(({ fullPath, ...h }) => ({ ...h, path: fullPath, name: '' })),
 };

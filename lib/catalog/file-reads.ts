@@ -122,3 +122,18 @@ export async function findFiles(db: Queryable, catalog: string, pattern: string,
   );
   return rows;
 }
+
+/**
+ * The published version of `catalog` and whether it holds file records (`version.files`), or null
+ * when the catalog has no published version.
+ */
+export async function activeFileVersion(
+  db: Queryable,
+  catalog: string,
+): Promise<{ versionId: string; files: boolean } | null> {
+  const r = await db.query<{ version_id: string; files: boolean }>(
+    `SELECT a.version_id::text, v.files FROM active a JOIN version v USING (version_id) WHERE a.catalog_name = $1`,
+    [catalog],
+  );
+  return r.rows[0] ? { versionId: r.rows[0].version_id, files: r.rows[0].files } : null;
+}

@@ -129,10 +129,10 @@ const STAGE_FINGERPRINT_ROW = fileFingerprintRow({
  * Writes the staged page: one `INSERT … SELECT` of the good records into `file_v<id>`, with size,
  * mode, uid, gid and mtime decoded from LStat (fields 8, 3, 5, 6, 12) and `deleted` = FileIndex 0;
  * then, only when some staged record was not written, one `INSERT` of the bad ones (a source
- * `problem` or a `catalog_lstat_problem`) into `reject` with the job's key, `record_key` = FileId,
+ * `problem` or a `catalog_lstat_problem`) into `reject` with the job's id (`job_key` NULL: see migrations/008_files.sql), `record_key` = FileId,
  * the reason, `raw` (the record as JSON text, a path or name that is not UTF-8 as `\x` hex) and
  * the fingerprint input (lib/fingerprint.ts `fileFingerprintRow`); a reject of the same (version,
- * job key, FileId) is replaced. Then empties the stage. The version's table must not hold these
+ * FileId) is replaced. Then empties the stage. The version's table must not hold these
  * records yet: a replay first removes its jobs' files ({@link deleteJobFiles}). Run it in the
  * transaction that staged the records.
  */
@@ -161,18 +161,18 @@ export async function insertStagedFiles(c: PoolClient, versionId: string, pageNo
     const bad = await c.query<{ n: number; first: FileRejectSample[] | null }>(
       `WITH bad AS (
          INSERT INTO reject (version_id, page_no, job_key, job_id, bucket, record_key, fingerprint_row, reason, raw)
-         SELECT $1::bigint, $2::integer, s.job_key, s.job_id, s.bucket, s.file_id, ${STAGE_FINGERPRINT_ROW},
+         SELECT $1::bigint, $2::integer, NULL, s.job_id, s.bucket, s.file_id, ${STAGE_FINGERPRINT_ROW},
                 ${STAGE_PROBLEM}, ${STAGE_RAW}
          FROM pg_temp.file_stage s WHERE ${STAGE_PROBLEM} IS NOT NULL
-         ON CONFLICT (version_id, job_key, record_key) DO UPDATE
+         ON CONFLICT (version_id, record_key) WHERE record_key IS NOT NULL DO UPDATE
            SET page_no = EXCLUDED.page_no, job_id = EXCLUDED.job_id, bucket = EXCLUDED.bucket,
                fingerprint_row = EXCLUDED.fingerprint_row, reason = EXCLUDED.reason, raw = EXCLUDED.raw,
                created_at = now()
-         RETURNING job_key, job_id, record_key, reason)
+         RETURNING job_id, record_key, reason)
        SELECT (SELECT count(*)::int FROM bad) AS n,
               (SELECT json_agg(json_build_object('jobId', b.job_id, 'fileId', b.record_key::text, 'reason', b.reason)
-                               ORDER BY b.job_key, b.record_key)
-               FROM (SELECT * FROM bad ORDER BY job_key, record_key LIMIT ${FIRST_REJECTS}) b) AS first`,
+                               ORDER BY b.record_key)
+               FROM (SELECT * FROM bad ORDER BY record_key LIMIT ${FIRST_REJECTS}) b) AS first`,
       [versionId, pageNo],
     );
     rejects = bad.rows[0].n;

@@ -1,15 +1,15 @@
 /**
  * The `reject` table: quarantined source records of a version, with the bucket and fingerprint
  * input the source gave them, the reason and the raw record. A job record is one row per (version,
- * paging key) with a NULL `record_key`; a file record carries its FileId as `record_key`
- * (files.ts writes those). Everything here is about job records unless it says otherwise.
+ * paging key) with a NULL `record_key`; a file record carries its FileId as `record_key`, its job's
+ * id in `job_id` and a NULL `job_key` (files.ts writes those; migrations/008_files.sql says why). Everything here is about job records unless it says otherwise.
  */
 import type { Queryable } from '../db';
 import type { RejectRecord } from '../validate';
 
 /**
  * Records quarantined job records of a page (or a repaired bucket) in `reject`, one per (version,
- * paging key, no record key): a later attempt or repair replaces the reason and raw record.
+ * paging key): a later attempt or repair replaces the reason and raw record.
  * @returns rejects written.
  */
 export async function writeRejects(
@@ -25,7 +25,7 @@ export async function writeRejects(
     `INSERT INTO reject (version_id, page_no, job_key, job_id, bucket, fingerprint_row, reason, raw)
      SELECT $1::bigint, $2::integer, u.k::bigint, u.id, u.b::date, u.fp, u.reason, u.raw
      FROM unnest($3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[]) AS u(k, id, b, fp, reason, raw)
-     ON CONFLICT (version_id, job_key, record_key) DO UPDATE
+     ON CONFLICT (version_id, job_key) DO UPDATE
        SET page_no = EXCLUDED.page_no, job_id = EXCLUDED.job_id, bucket = EXCLUDED.bucket,
            fingerprint_row = EXCLUDED.fingerprint_row, reason = EXCLUDED.reason, raw = EXCLUDED.raw, created_at = now()`,
     [
