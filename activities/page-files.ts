@@ -34,7 +34,7 @@ export async function writePageFiles(
   signal?: AbortSignal,
 ): Promise<PageFilesWritten> {
   await ensureFileStage(c);
-  await copyFilesIntoStage(c, read.copyFilesOut(), signal);
-  const r = await insertStagedFiles(c, versionId, pageNo);
+  await copyFilesIntoStage(c, await read.copyFilesOut(), signal);
+  const r = await insertStagedFiles(c, versionId, pageNo, read.legacyEncoding);
   return { rows: r.rows, rejects: r.rejects, firstRejects: r.firstRejects };
 }

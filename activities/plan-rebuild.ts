@@ -224,7 +224,7 @@ async function storePlan(
   await insertPlanPages(
     c,
     versionId,
-    pages.map((p, i) => ({ firstKey: p.firstKey, lastKey: lastKeys[i], plannedRows: p.rows })),
+    pages.map((p, i) => ({ firstKey: p.firstKey, lastKey: lastKeys[i], plannedRows: p.weight ?? p.rows })),
   );
   await ctx.events.record(c, {
     catalog: input.catalog,

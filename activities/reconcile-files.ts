@@ -62,13 +62,13 @@ export async function reconcileFiles(
   if (!(await versionHasFiles(ctx.pool, versionId))) return null;
   if (!isFileSource(source)) throw new Error(`source ${sourceName} (${source.kind}) has no file records`);
   const what = `file records of source ${sourceName}`;
-  const [cat, src, fileRejects, orphanFiles, jobFilesMismatch] = await Promise.all([
+  const none = { buckets: [], orphanFiles: 0, jobFilesMismatch: { jobs: 0, examples: [] } };
+  const [cat, fromSource, fileRejects] = await Promise.all([
     fileBucketStats(ctx.pool, versionId, hash),
-    maxKey ? readSource(what, () => source.fileBucketStats(maxKey, hash)) : Promise.resolve([]),
+    maxKey ? readSource(what, () => source.fileReconciliation(maxKey, hash)) : Promise.resolve(none),
     withLongSession(ctx.pool, (c) => countFileRejects(c, versionId)),
-    maxKey ? readSource(what, () => source.orphanFileCount(maxKey)) : Promise.resolve(0),
-    maxKey ? readSource(what, () => source.jobFilesMismatch(maxKey)) : Promise.resolve({ jobs: 0, examples: [] }),
   ]);
+  const { buckets: src, orphanFiles, jobFilesMismatch } = fromSource;
   const sourceFiles = src.reduce((n, s) => n + s.files, 0);
   const catalogAndRejects = cat.reduce((n, s) => n + s.files, 0);
   const configured = ctx.sources.config(sourceName).maxFileRejects;

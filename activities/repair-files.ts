@@ -101,8 +101,8 @@ async function replaceJobFiles(
       const read = await source.openFileRead(jobIds, 0);
       try {
         await ensureFileStage(c);
-        await copyFilesIntoStage(c, read.copyFilesOut());
-        const r = await insertStagedFiles(c, versionId, 0);
+        await copyFilesIntoStage(c, await read.copyFilesOut());
+        const r = await insertStagedFiles(c, versionId, 0, read.legacyEncoding);
         await read.close();
         return { rows: r.rows, rejects: r.rejects };
       } catch (err) {

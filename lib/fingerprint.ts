@@ -65,7 +65,15 @@ export const rowHashSql = (text: string, kind: RowHashKind = 'md5'): string =>
  * string_agg. The one definition every side uses.
  */
 export const bucketDigestSql = (text: string, kind: RowHashKind = 'md5'): string =>
-  `((coalesce(sum(${rowHashSql(text, kind)}), 0) % ${TWO_64} + ${TWO_64}) % ${TWO_64})::text`;
+  digestOfSumSql(`sum(${rowHashSql(text, kind)})`);
+
+/**
+ * SQL: a digest from a sum of row hashes `sum` (an SQL numeric expression, NULL for none), as
+ * decimal text in [0, 2^64): what {@link bucketDigestSql} computes, for a digest summed in two
+ * steps (per job, then per bucket).
+ */
+export const digestOfSumSql = (sum: string): string =>
+  `((coalesce(${sum}, 0) % ${TWO_64} + ${TWO_64}) % ${TWO_64})::text`;
 
 /** Node: a job's 64-bit `md5` row hash (unsigned, as BigInt) from its fingerprint input. */
 export function rowHash(fingerprintInput: string): bigint {

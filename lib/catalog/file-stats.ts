@@ -9,7 +9,10 @@ import type { Queryable } from '../db';
 import { withLongSession } from '../db';
 import type { RowHashKind } from '../fingerprint';
 import { bucketDigestSql, fileFingerprintRow } from '../fingerprint';
+import type { FileBucketStat, FileJobStat } from '../sources/types';
 import { filePartitionName } from './files';
+
+export type { FileBucketStat, FileJobStat } from '../sources/types';
 
 /** SQL: the fingerprint input of a catalog file record (alias `t`). */
 export const CATALOG_FILE_FINGERPRINT_ROW = fileFingerprintRow({
@@ -41,16 +44,6 @@ function fileInputsSql(versionId: string, filter = 'true'): string {
   );
 }
 
-/** One bucket's file records of a version (with its quarantined file records). */
-export interface FileBucketStat {
-  /** `YYYY-MM-DD` (the job's start date), or null for jobs without a start time. */
-  bucket: string | null;
-  /** File records plus quarantined file records. */
-  files: number;
-  /** Their digest (lib/fingerprint.ts `bucketDigestSql`), decimal text in [0, 2^64). */
-  fingerprint: string;
-}
-
 /**
  * Per bucket, the count and digest of a version's file records plus its quarantined file records,
  * ordered by bucket (`null` first). One statement, one scan of `file_v<id>`, on a session of its
@@ -64,15 +57,6 @@ export async function fileBucketStats(pool: Pool, versionId: string, kind: RowHa
     ),
   );
   return rows.map((r) => ({ bucket: r.bucket, files: Number(r.files), fingerprint: r.fingerprint }));
-}
-
-/** One job's file records of a version (with its quarantined file records). */
-export interface FileJobStat {
-  jobId: string;
-  /** File records plus quarantined file records (0 for a job without any). */
-  files: number;
-  /** Their digest, decimal text in [0, 2^64) (`0` for a job without any). */
-  fingerprint: string;
 }
 
 /**

@@ -100,8 +100,21 @@ export interface StagedFilesResult {
 /** At most this many quarantined records are named in a {@link StagedFilesResult}. */
 const FIRST_REJECTS = 10;
 
-/** SQL: why a staged record (alias `s`) is quarantined: the source's reason, else its LStat's; NULL when good. */
-const STAGE_PROBLEM = `coalesce(s.problem, catalog_lstat_problem(s.lstat))`;
+/** SQL: a staged path or name as catalog text: the source text, else its bytes decoded from the encoding `$3`. */
+const decodedText = (text: string, bytes: string) => `coalesce(${text}, catalog_decode_legacy(${bytes}, $3))`;
+
+/** SQL: why a staged path or name (bytes that are not UTF-8) cannot be decoded from the encoding `$3`; NULL when it can. */
+const undecodable = (field: string, text: string, bytes: string) =>
+  `WHEN ${text} IS NULL AND ${bytes} IS NOT NULL AND catalog_decode_legacy(${bytes}, $3) IS NULL
+   THEN '${field}: bytes are neither UTF-8 nor ' || $3 || ' (\\x' || left(encode(${bytes}, 'hex'), 80) || ')'`;
+
+/**
+ * SQL: why a staged record (alias `s`) is quarantined: the source's reason, else a path or name
+ * the legacy encoding `$3` does not define, else its LStat's; NULL when good.
+ */
+const STAGE_PROBLEM = `coalesce(s.problem,
+  CASE ${undecodable('path', 's.path', 's.path_bytes')} ${undecodable('name', 's.name', 's.name_bytes')} END,
+  catalog_lstat_problem(s.lstat))`;
 
 /** SQL: a staged path or name as raw text: the text, or `\x` and the hex of its bytes when not UTF-8. */
 const rawText = (text: string, bytes: string) => `coalesce('\\x' || encode(${bytes}, 'hex'), ${text})`;
@@ -134,15 +147,23 @@ const STAGE_FINGERPRINT_ROW = fileFingerprintRow({
  * the fingerprint input (lib/fingerprint.ts `fileFingerprintRow`); a reject of the same (version,
  * FileId) is replaced. Then empties the stage. The version's table must not hold these
  * records yet: a replay first removes its jobs' files ({@link deleteJobFiles}). Run it in the
- * transaction that staged the records.
+ * transaction that staged the records. A path or name staged as bytes only (not UTF-8) is decoded
+ * from `legacyEncoding` (the source's, default LATIN1) by `catalog_decode_legacy`; one that the
+ * encoding does not define is quarantined.
  */
-export async function insertStagedFiles(c: PoolClient, versionId: string, pageNo: number): Promise<StagedFilesResult> {
+export async function insertStagedFiles(
+  c: PoolClient,
+  versionId: string,
+  pageNo: number,
+  legacyEncoding = 'LATIN1',
+): Promise<StagedFilesResult> {
   const table = filePartitionName(versionId);
   const good = await c.query(
     format(
       `INSERT INTO %I (version_id, page_no, job_key, job_id, bucket, file_id, path, name, path_bytes, name_bytes,
                        file_index, delta_seq, deleted, size, mode, uid, gid, mtime, md5, lstat)
-       SELECT $1::bigint, $2::integer, s.job_key, s.job_id, s.bucket, s.file_id, s.path, s.name, s.path_bytes,
+       SELECT $1::bigint, $2::integer, s.job_key, s.job_id, s.bucket, s.file_id,
+              ${decodedText('s.path', 's.path_bytes')}, ${decodedText('s.name', 's.name_bytes')}, s.path_bytes,
               s.name_bytes, s.file_index, s.delta_seq, s.file_index = 0,
               catalog_b64_unchecked(s.f[8])::numeric(20,0), catalog_b64_unchecked(s.f[3])::integer,
               catalog_b64_unchecked(s.f[5]), catalog_b64_unchecked(s.f[6]), to_timestamp(catalog_b64_unchecked(s.f[12])),
@@ -151,7 +172,7 @@ export async function insertStagedFiles(c: PoolClient, versionId: string, pageNo
              WHERE ${STAGE_PROBLEM} IS NULL OFFSET 0) s`,
       table,
     ),
-    [versionId, pageNo],
+    [versionId, pageNo, legacyEncoding],
   );
   const rows = good.rowCount ?? 0;
   const staged = await c.query<{ n: string }>(`SELECT count(*)::text AS n FROM pg_temp.file_stage`);
@@ -173,7 +194,7 @@ export async function insertStagedFiles(c: PoolClient, versionId: string, pageNo
               (SELECT json_agg(json_build_object('jobId', b.job_id, 'fileId', b.record_key::text, 'reason', b.reason)
                                ORDER BY b.record_key)
                FROM (SELECT * FROM bad ORDER BY record_key LIMIT ${FIRST_REJECTS}) b) AS first`,
-      [versionId, pageNo],
+      [versionId, pageNo, legacyEncoding],
     );
     rejects = bad.rows[0].n;
     firstRejects = bad.rows[0].first ?? [];

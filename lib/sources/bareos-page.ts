@@ -19,7 +19,8 @@ import {
   LONG_CLIENT_IDS_SQL,
 } from './bareos-columns';
 import { isDataError, withSavepoint } from '../db';
-import type { PageRead, PageRejectRecord, ReadRow } from './types';
+import { bareosFilesCopyQuery } from './bareos-files';
+import type { FileSchema, PageRead, PageRejectRecord, ReadRow } from './types';
 
 /** What a page read needs to know of its source. */
 export interface PageReadSettings {
@@ -29,6 +30,8 @@ export interface PageReadSettings {
   mode: SourceTextMode;
   /** statement_timeout of the read transaction (ms), sized from the page's planned rows. */
   statementTimeoutMs: number;
+  /** The source's file-record schema (read once per source, when a page first streams files). */
+  fileSchema: () => Promise<FileSchema>;
 }
 
 /**
@@ -98,6 +101,7 @@ function toReject(r: RawReject): PageRejectRecord {
 
 class BareosPageRead implements PageRead {
   private streamed = false;
+  private filesStreamed = false;
   private closed = false;
 
   constructor(
@@ -122,6 +126,17 @@ class BareosPageRead implements PageRead {
     return this.client.query(
       copyTo(bareosPageCopyQuery(mode, zone, this.range, { versionId, pageNo, rejectIds: this.check.rejectIds })),
     );
+  }
+
+  get legacyEncoding(): string {
+    return this.settings.mode.legacyEncoding;
+  }
+
+  async copyFilesOut(): Promise<Readable> {
+    if (this.filesStreamed) throw new Error('a page read streams its file records once');
+    this.filesStreamed = true;
+    const schema = await this.settings.fileSchema();
+    return this.client.query(copyTo(bareosFilesCopyQuery(schema, this.settings.mode, this.range)));
   }
 
   async readRows(): Promise<ReadRow[]> {

@@ -7,7 +7,9 @@ import type { DatabaseSourceConfig } from '../config';
 import { BAREOS_JOB_SELECT as SELECT_JOB, bareosJobSelect } from './bareos-columns';
 import type { SourceTextMode } from './bareos-columns';
 import { openBareosPageRead } from './bareos-page';
-import type { PageRead, StreamingSource } from './types';
+import type { FileJobStat, FileRead, FileSchema, FileSource, PageRead, StreamingSource } from './types';
+import type { SourceFileReconciliation } from './types';
+import { fileJobStats, fileReconciliation, openBareosFileRead, planFilePages, readFileSchema } from './bareos-files';
 import { bareosFingerprintRow, bucketDigestSql, HASH_PROBE_SQL } from '../fingerprint';
 import type { RowHashKind } from '../fingerprint';
 
@@ -34,13 +36,14 @@ export const DST_COUNTS = (col: string, tz: string): string => {
  * A Bareos or Bacula director catalog in PostgreSQL, read through a read-only pool.
  * Naive timestamps are converted to instants in SQL with the source's zone.
  */
-export class BareosSource implements JobSource, StreamingSource {
+export class BareosSource implements JobSource, StreamingSource, FileSource {
   readonly kind: string;
   private readonly pool: Pool;
   private readonly configuredZone?: string;
   private readonly legacyEncoding: string;
   private zone?: Promise<string>;
   private mode?: Promise<SourceTextMode>;
+  private schema?: Promise<FileSchema>;
 
   /**
    * @param name source name from the configuration (used in `application_name`).
@@ -82,7 +85,39 @@ export class BareosSource implements JobSource, StreamingSource {
 
   async openPageRead(range: { firstKey: string; lastKey: string }, statementTimeoutMs: number): Promise<PageRead> {
     const [zone, mode] = await Promise.all([this.timezone(), this.textMode()]);
-    return openBareosPageRead(this.pool, range, { zone, mode, statementTimeoutMs });
+    return openBareosPageRead(this.pool, range, {
+      zone,
+      mode,
+      statementTimeoutMs,
+      fileSchema: () => this.fileSchema(),
+    });
+  }
+
+  fileSchema(): Promise<FileSchema> {
+    if (!this.schema) {
+      this.schema = readFileSchema(this.pool);
+      this.schema.catch(() => (this.schema = undefined));
+    }
+    return this.schema;
+  }
+
+  planFilePages(maxKey: string, targetRows: number, onProgress?: (p: PageWalkProgress) => void): Promise<PageRange[]> {
+    return planFilePages(this.pool, maxKey, targetRows, onProgress);
+  }
+
+  async fileReconciliation(maxKey: string, hash: RowHashKind): Promise<SourceFileReconciliation> {
+    const [schema, mode] = await Promise.all([this.fileSchema(), this.textMode()]);
+    return fileReconciliation(this.pool, schema, mode, maxKey, hash);
+  }
+
+  async fileJobStats(jobIds: string[], hash: RowHashKind): Promise<FileJobStat[]> {
+    const [schema, mode] = await Promise.all([this.fileSchema(), this.textMode()]);
+    return fileJobStats(this.pool, schema, mode, jobIds, hash);
+  }
+
+  async openFileRead(jobIds: string[], statementTimeoutMs: number): Promise<FileRead> {
+    const [schema, mode] = await Promise.all([this.fileSchema(), this.textMode()]);
+    return openBareosFileRead(this.pool, { schema, mode, statementTimeoutMs }, jobIds);
   }
 
   timezone(): Promise<string> {

@@ -152,6 +152,17 @@ export interface PageRead {
    * timestamptz text). Once per read.
    */
   copyOut(versionId: string, pageNo: number): Readable;
+  /**
+   * The file records of the page's jobs (every job of its range, quarantined ones included) in the
+   * COPY text form of the catalog's page stage (lib/catalog/files.ts FILE_STAGE_COLUMNS), on the
+   * same snapshot as the rows; after `copyOut` has ended. Once per read; database sources only.
+   */
+  copyFilesOut(): Promise<Readable>;
+  /**
+   * The encoding a path or name that is not valid UTF-8 is decoded from (by the catalog, see
+   * `insertStagedFiles`): the source's `legacyEncoding`.
+   */
+  readonly legacyEncoding: string;
   /** The good rows in SourceRow text form, ascending by key (not after `copyOut`). */
   readRows(): Promise<ReadRow[]>;
   /** Ends the snapshot and returns the connection (discarded when `err` is given or the COPY broke off). */
@@ -190,8 +201,13 @@ export interface PageRange {
   firstKey: string;
   /** Highest key of the page (decimal text); a key that exists. */
   lastKey: string;
-  /** Source rows with `firstKey <= key <= lastKey` when the plan was made. */
+  /** Source rows (jobs) with `firstKey <= key <= lastKey` when the plan was made. */
   rows: number;
+  /**
+   * Rows the page writes, estimated, when more than `rows` (plans with file records: each job's
+   * 1 + `JobFiles`); its statement timeout follows this. Absent: `rows`.
+   */
+  weight?: number;
 }
 
 /** Progress of a page walk, reported after each of its statements. */
@@ -271,4 +287,81 @@ export interface JobSource {
   deltaCount(maxKey: string | null): Promise<number>;
   /** Closes the source's connections. */
   close(): Promise<void>;
+}
+
+/** One bucket's file records: a source's at the watermark, or a version's with its quarantined file records. */
+export interface FileBucketStat {
+  /** `YYYY-MM-DD` (the job's start date), or null for jobs without a start time. */
+  bucket: string | null;
+  /** File records plus quarantined file records. */
+  files: number;
+  /** Their digest (lib/fingerprint.ts `bucketDigestSql`), decimal text in [0, 2^64). */
+  fingerprint: string;
+}
+
+/** One job's file records: a source's, or a version's with its quarantined file records. */
+export interface FileJobStat {
+  jobId: string;
+  /** File records plus quarantined file records (0 for a job without any). */
+  files: number;
+  /** Their digest, decimal text in [0, 2^64) (`0` for a job without any). */
+  fingerprint: string;
+}
+
+/**
+ * The file-record schema of a director catalog, chosen by its `Version` table: Bareos 2171–2250
+ * keep the name in `File.Name`, Bacula 1021 and later (11.0+) in `File.Filename`, older Bacula
+ * (catalog versions 12–16) in a `Filename` table joined by `FilenameId`.
+ */
+export interface FileSchema {
+  /** `Version.VersionId` of the source catalog. */
+  version: number;
+  /** Where a file record's name is. */
+  name: 'file.name' | 'file.filename' | 'filename table';
+}
+
+/** The file records of a set of jobs read on one source snapshot, streamed once. */
+export interface FileRead {
+  /** As {@link PageRead.copyFilesOut}: the jobs' file records in the stage's COPY text form. */
+  copyFilesOut(): Promise<Readable>;
+  /** As {@link PageRead.legacyEncoding}. */
+  readonly legacyEncoding: string;
+  /** Ends the snapshot and returns the connection (discarded when `err` is given or the COPY broke off). */
+  close(err?: Error): Promise<void>;
+}
+
+/** What the file records of a source look like at the watermark, in one pass over `File`. */
+export interface SourceFileReconciliation {
+  /** Per bucket of the jobs (their start date), the count and digest of their file records. */
+  buckets: FileBucketStat[];
+  /** `File` rows at or below the watermark whose `JobId` has no `Job` row (never copied). */
+  orphanFiles: number;
+  /** Jobs whose `File` rows differ in number from `Job.JobFiles` (pruned files): count and the first 5. */
+  jobFilesMismatch: { jobs: number; examples: { jobId: string; jobFiles: string | null; files: number }[] };
+}
+
+/** A source with file records (director catalogs): what `start --files` reads. */
+export interface FileSource {
+  /**
+   * The catalog's file-record schema.
+   * @throws SourceDataInvalidError (non-retryable) for a schema version this release does not know.
+   */
+  fileSchema(): Promise<FileSchema>;
+  /**
+   * Pages of jobs at or below `maxKey` of about `targetRows` rows each, where a job weighs 1 + its
+   * `JobFiles` (an estimate: `File` is not scanned); a job heavier than the target is a page of its
+   * own. Keys that exist, ascending; walked in bounded statements, `onProgress` after each.
+   */
+  planFilePages(maxKey: string, targetRows: number, onProgress?: (p: PageWalkProgress) => void): Promise<PageRange[]>;
+  /** The file records' figures at the watermark, in one statement on a session without statement timeout. */
+  fileReconciliation(maxKey: string, hash: RowHashKind): Promise<SourceFileReconciliation>;
+  /** Per job of `jobIds` (distinct, ascending), the count and digest of its file records (0 and `0` for none). */
+  fileJobStats(jobIds: string[], hash: RowHashKind): Promise<FileJobStat[]>;
+  /** Opens a read of the file records of `jobIds` (one snapshot); the caller must `close` it. */
+  openFileRead(jobIds: string[], statementTimeoutMs: number): Promise<FileRead>;
+}
+
+/** True when `s` has file records. */
+export function isFileSource(s: object): s is FileSource {
+  return typeof (s as Partial<FileSource>).planFilePages === 'function';
 }
