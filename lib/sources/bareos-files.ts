@@ -183,8 +183,8 @@ export async function planFilePages(
   let jobs = 0;
   for (;;) {
     const { rows } = await pool.query<[string, string]>({
-      text: `SELECT jobid::text, (1 + greatest(coalesce(jobfiles, 0), 0))::text FROM job
-             WHERE jobid >= $1::bigint AND jobid <= $2::bigint ORDER BY jobid LIMIT $3`,
+      text: `SELECT j.jobid::text AS id, (1 + greatest(coalesce(j.jobfiles, 0), 0))::text AS w FROM job j
+             WHERE j.jobid >= $1::bigint AND j.jobid <= $2::bigint ORDER BY j.jobid LIMIT $3`,
       values: [from, maxKey, jobsPerStatement],
       rowMode: 'array',
     });

@@ -1,0 +1,395 @@
+/**
+ * File records of real director catalogs through the real activities on real PostgreSQL (no
+ * Temporal): a Bareos 2230 catalog in a SQL_ASCII database (as Bareos creates it) with generated
+ * records and hand-written hard ones (names holding tabs, newlines, backslashes, quotes, unicode
+ * and Latin-1 bytes, directory and deleted entries, delta sequences, sizes above 2^53, mtimes
+ * before 1970, a dangling PathId, an LStat that does not decode); the Bacula 13 (File.Filename)
+ * and Bacula 9 (Filename table) DDL; an unknown schema version. Every file record is compared
+ * field by field with the source, decoded in Node independently of the product's SQL.
+ */
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { Client } from 'pg';
+import type { Pool } from 'pg';
+import type { Activities } from '../activities';
+import { generateBareosFiles } from '../dev/bareos-file-generator';
+import type { ActivityFixture } from '../dev/harness/activity-env';
+import { activityFixture, runActivity } from '../dev/harness/activity-env';
+import { encodeLStat } from '../dev/lstat';
+import { projectRoot } from '../lib/paths';
+import type { BareosSource } from '../lib/sources';
+import { planFilePages } from '../lib/sources/bareos-files';
+
+const run = <I, O>(fn: (i: I) => Promise<O>, input: I): Promise<O> => runActivity(fn, input);
+const fixtureSql = (name: string): string =>
+  fs.readFileSync(path.join(projectRoot(), 'test', 'fixtures', name), 'utf8');
+/** Bytes as a SQL_ASCII text literal expression. */
+const bytes = (hex: string): string => `convert_from('\\x${hex}'::bytea, 'SQL_ASCII')`;
+
+let bareos: ActivityFixture;
+let bacula: ActivityFixture;
+let bacula9: ActivityFixture;
+/** The job the hard records belong to. */
+let hardJob: string;
+
+async function onSource<T>(f: ActivityFixture, fn: (c: Client) => Promise<T>): Promise<T> {
+  const c = new Client({ connectionString: f.dbs.sourceUrl });
+  await c.connect();
+  try {
+    await c.query('BEGIN');
+    const r = await fn(c);
+    await c.query('COMMIT');
+    return r;
+  } finally {
+    await c.end();
+  }
+}
+
+/** Hard records for job `jobId` of a Bareos-shaped `file` table (name column `name`). */
+async function addHardRecords(c: Client, jobId: string): Promise<void> {
+  const l = (o: Partial<Parameters<typeof encodeLStat>[0]>) =>
+    `'${encodeLStat({ mode: 0o100644, uid: 1000, gid: 100, size: 12, mtime: 1_700_000_000, ...o })}'`;
+  await c.query(`INSERT INTO path (pathid, path) VALUES
+    (900001, E'/srv/tab\\there/'), (900002, ${bytes('2f7372762f4dfc6c6c65722f')}), (900003, '/srv/ünï/')`);
+  const rows: [number, number, string, number, string, string, string][] = [
+    // fileid, pathid, name, fileindex, deltaseq, lstat, md5
+    [900101, 900001, `E'new\\nline'`, 1, '0', l({}), `'md5a'`],
+    [900102, 900001, `E'back\\\\slash'`, 2, '0', l({ size: 2n ** 60n }), `'md5b'`],
+    [900103, 900001, `E'quo''te"s\\ttab'`, 3, '0', l({ mtime: -86_400 * 365 * 5 }), `'md5c'`],
+    [900104, 900002, bytes('636166e92e747874'), 4, '0', l({ mtime: 0 }), `'md5d'`],
+    [900105, 900003, `'résumé ✓.txt'`, 5, '0', l({ mode: 0o100755, uid: 4_000_000_000 }), `'md5e'`],
+    [900106, 900003, `''`, 6, '0', l({ mode: 0o40755, size: 4096 }), `'0'`],
+    [900107, 900003, `'gone.txt'`, 0, '0', l({}), `'0'`],
+    [900108, 900003, `'delta.bin'`, 7, '1', l({ size: 100 }), `'md5f'`],
+    [900109, 900003, `'delta.bin'`, 8, '2', l({ size: 200 }), `'md5g'`],
+    [900110, 999999, `'dangling-path'`, 9, '0', l({}), `'md5h'`],
+    [900111, 900003, `'bad-lstat'`, 10, '0', `'AAA BBB'`, `'md5i'`],
+  ];
+  for (const [fid, pid, name, fi, ds, lstat, md5] of rows)
+    await c.query(
+      `INSERT INTO file (fileid, fileindex, jobid, pathid, deltaseq, markid, lstat, md5, name)
+       VALUES (${fid}, ${fi}, ${jobId}, ${pid}, ${ds}, 0, ${lstat}, ${md5}, ${name})`,
+    );
+}
+
+/** A backup job of the generated source with file records (the hard records join it). */
+async function jobWithFiles(c: Client): Promise<string> {
+  const { rows } = await c.query<{ id: string }>(`SELECT min(jobid)::text AS id FROM file`);
+  return rows[0].id;
+}
+
+before(async () => {
+  bareos = await activityFixture('filesbareos', { jobs: 400, seed: 31, sqlAscii: true });
+  hardJob = await onSource(bareos, async (c) => {
+    await generateBareosFiles(c, 4_000, 31);
+    const id = await jobWithFiles(c);
+    await addHardRecords(c, id);
+    return id;
+  });
+  // Bacula 13 and Bacula 9: their own DDL, filled from generated records.
+  bacula = await activityFixture('filesbacula', { jobs: 200, seed: 32 });
+  await onSource(bacula, async (c) => {
+    await generateBareosFiles(c, 2_000, 32);
+    await c.query(`ALTER TABLE file RENAME TO gen_file; ALTER TABLE path RENAME TO gen_path; DROP TABLE version`);
+    await c.query(
+      `ALTER INDEX path_name_idx RENAME TO gen_path_name_idx; ALTER INDEX file_jpfid_idx RENAME TO gen_jpfid`,
+    );
+    await c.query(fixtureSql('bacula-file-schema.sql'));
+    await c.query(`INSERT INTO path (pathid, path) SELECT pathid, path FROM gen_path`);
+    await c.query(`INSERT INTO file (fileid, fileindex, jobid, pathid, filename, deltaseq, markid, lstat, md5)
+                   SELECT fileid, fileindex, jobid, pathid, name, deltaseq, markid, lstat, md5 FROM gen_file`);
+    await c.query(`DROP TABLE gen_file, gen_path`);
+  });
+  bacula9 = await activityFixture('filesbacula9', { jobs: 200, seed: 33 });
+  await onSource(bacula9, async (c) => {
+    await generateBareosFiles(c, 2_000, 33);
+    await c.query(`ALTER TABLE file RENAME TO gen_file; ALTER TABLE path RENAME TO gen_path; DROP TABLE version`);
+    await c.query(
+      `ALTER INDEX path_name_idx RENAME TO gen_path_name_idx; ALTER INDEX file_jpfid_idx RENAME TO gen_jpfid`,
+    );
+    await c.query(fixtureSql('bacula9-file-schema.sql'));
+    await c.query(`INSERT INTO path (pathid, path) SELECT pathid, path FROM gen_path`);
+    await c.query(`INSERT INTO filename (name) SELECT DISTINCT name FROM gen_file ORDER BY 1`);
+    await c.query(`INSERT INTO file (fileid, fileindex, jobid, pathid, filenameid, deltaseq, markid, lstat, md5)
+                   SELECT f.fileid, f.fileindex, f.jobid, f.pathid, n.filenameid, f.deltaseq, f.markid, f.lstat, f.md5
+                   FROM gen_file f JOIN filename n ON n.name = f.name`);
+    await c.query(`DROP TABLE gen_file, gen_path`);
+  });
+});
+
+after(async () => {
+  await bareos?.close();
+  await bacula?.close();
+  await bacula9?.close();
+});
+
+/** Plans with files, copies every page, seals; returns the version id. */
+async function rebuildFiles(acts: Activities, catalog: string, pageSize?: number): Promise<string> {
+  const plan = await run(acts.planRebuild, {
+    catalog,
+    source: 'director',
+    files: true,
+    ...(pageSize ? { pageSize } : {}),
+    workflowId: `wf-${catalog}`,
+    firstRunId: 'r1',
+  });
+  for (let p = 1; p <= plan.pagesTotal; p++)
+    await run(acts.copyPage, { catalog, source: 'director', versionId: plan.versionId, pageNo: p });
+  await run(acts.sealVersion, { versionId: plan.versionId });
+  return plan.versionId;
+}
+
+const DIGITS = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/';
+/** Bacula's base 64, decoded in Node (independent of the catalog's SQL functions). */
+function b64(t: string): bigint {
+  const neg = t.startsWith('-');
+  let v = 0n;
+  for (const ch of neg ? t.slice(1) : t) v = v * 64n + BigInt(DIGITS.indexOf(ch));
+  return neg ? -v : v;
+}
+
+/** Source bytes as the catalog's text: kept when valid UTF-8, else decoded as Latin-1. */
+function asText(b: Buffer | null): { text: string | null; bytes: string | null } {
+  if (!b) return { text: null, bytes: null };
+  const utf8 = b.toString('utf8');
+  if (Buffer.from(utf8, 'utf8').equals(b)) return { text: utf8, bytes: null };
+  return { text: b.toString('latin1'), bytes: b.toString('hex') };
+}
+
+/** Every file record of the source whose job exists, as the catalog must hold it (or null: quarantined). */
+async function expectedFromSource(f: ActivityFixture, nameSql: string, joins: string): Promise<Map<string, string>> {
+  const { rows } = await f.dbs.sourcePool.query<{
+    file_id: string;
+    job_id: string;
+    path: Buffer | null;
+    name: Buffer | null;
+    file_index: number;
+    delta_seq: number;
+    lstat: string;
+    md5: string;
+  }>(
+    `SELECT f.fileid::text AS file_id, f.jobid::text AS job_id, convert_to(p.path, 'SQL_ASCII') AS path,
+            convert_to(${nameSql}, 'SQL_ASCII') AS name, f.fileindex AS file_index, f.deltaseq AS delta_seq,
+            f.lstat, f.md5
+     FROM file f JOIN job j ON j.jobid = f.jobid LEFT JOIN path p ON p.pathid = f.pathid ${joins}`,
+  );
+  const out = new Map<string, string>();
+  for (const r of rows) {
+    const p = asText(r.path);
+    const n = asText(r.name);
+    const fields = r.lstat.split(' ');
+    // 16 fields, each '-'? and 1 to 11 base-64 digits fitting int64 (11 digits: the first below 'I').
+    const digit = (x: string) => /^-?([A-Za-z0-9+/]{1,10}|[A-H][A-Za-z0-9+/]{10})$/.test(x);
+    const ok = p.text !== null && fields.length === 16 && fields.every(digit);
+    if (!ok) continue;
+    const [mode, uid, gid, size, mtime] = [2, 4, 5, 7, 11].map((i) => b64(fields[i]));
+    out.set(
+      r.file_id,
+      JSON.stringify([
+        r.job_id,
+        p.text,
+        n.text,
+        p.bytes,
+        n.bytes,
+        r.file_index,
+        r.delta_seq,
+        r.file_index === 0,
+        size.toString(),
+        Number(mode),
+        uid.toString(),
+        gid.toString(),
+        new Date(Number(mtime) * 1000).toISOString(),
+        r.md5,
+        r.lstat,
+      ]),
+    );
+  }
+  return out;
+}
+
+/** The version's file records, field by field, by FileId. */
+async function catalogFiles(f: ActivityFixture, versionId: string): Promise<Map<string, string>> {
+  const { rows } = await f.dbs.catalogPool.query<Record<string, unknown>>(
+    `SELECT file_id::text, job_id, path, name, encode(path_bytes, 'hex') AS pb, encode(name_bytes, 'hex') AS nb,
+            file_index, delta_seq, deleted, size::text, mode, uid::text, gid::text, mtime, md5, lstat
+     FROM file WHERE version_id = $1`,
+    [versionId],
+  );
+  return new Map(
+    rows.map((r) => [
+      r.file_id as string,
+      JSON.stringify([
+        r.job_id,
+        r.path,
+        r.name,
+        r.pb,
+        r.nb,
+        r.file_index,
+        r.delta_seq,
+        r.deleted,
+        r.size,
+        r.mode,
+        r.uid,
+        r.gid,
+        (r.mtime as Date).toISOString(),
+        r.md5,
+        r.lstat,
+      ]),
+    ]),
+  );
+}
+
+test('Bareos 2230 in SQL_ASCII: every file record equals the source field by field; hard records decoded or quarantined alone', async () => {
+  const { acts, dbs } = bareos;
+  const versionId = await rebuildFiles(acts, 'fbareos', 60);
+  const expected = await expectedFromSource(bareos, 'f.name', '');
+  const actual = await catalogFiles(bareos, versionId);
+  assert.equal(actual.size, expected.size);
+  for (const [id, want] of expected) assert.equal(actual.get(id), want, `file record ${id}`);
+  // The hard records, as a reader sees them.
+  const hard = await dbs.catalogPool.query<{ file_id: string; path: string; name: string; size: string; mtime: Date }>(
+    `SELECT file_id::text, path, name, size::text, mtime FROM file WHERE version_id = $1 AND file_id > 900000 ORDER BY 1`,
+    [versionId],
+  );
+  const byId = new Map(hard.rows.map((r) => [r.file_id, r]));
+  assert.equal(byId.get('900101')?.name, 'new\nline');
+  assert.equal(byId.get('900102')?.size, (2n ** 60n).toString());
+  assert.equal(byId.get('900103')?.mtime.toISOString(), '1965-01-02T00:00:00.000Z');
+  assert.equal(byId.get('900104')?.path, '/srv/Müller/');
+  assert.equal(byId.get('900104')?.name, 'café.txt');
+  assert.equal(byId.get('900104')?.mtime.toISOString(), '1970-01-01T00:00:00.000Z');
+  assert.equal(byId.get('900106')?.name, '');
+  // The dangling PathId and the LStat that does not decode are quarantined alone, named by FileId.
+  const rejects = await dbs.catalogPool.query<{ record_key: string; job_id: string; reason: string; raw: string }>(
+    `SELECT record_key::text, job_id, reason, raw FROM reject WHERE version_id = $1 AND record_key IS NOT NULL ORDER BY 1`,
+    [versionId],
+  );
+  assert.deepEqual(
+    rejects.rows.map((r) => [r.record_key, r.job_id]),
+    [
+      ['900110', hardJob],
+      ['900111', hardJob],
+    ],
+  );
+  assert.match(rejects.rows[0].reason, /PathId 999999 has no Path row/);
+  assert.match(rejects.rows[0].raw, /dangling-path/);
+  assert.match(rejects.rows[1].reason, /^lstat: 2 fields/);
+  // The job of the quarantined records is written with all its other files.
+  const jobRow = await dbs.catalogPool.query(`SELECT 1 FROM job WHERE version_id = $1 AND job_id = $2`, [
+    versionId,
+    hardJob,
+  ]);
+  assert.equal(jobRow.rowCount, 1);
+
+  const r1 = await run(acts.reconcile, { catalog: 'fbareos', source: 'director', versionId, round: 1 });
+  assert.equal(r1.ok, true, JSON.stringify(r1));
+  const srcFiles = await dbs.sourcePool.query<{ n: string }>(
+    `SELECT count(*)::text AS n FROM file f JOIN job j USING (jobid)`,
+  );
+  assert.deepEqual(r1.files, { source: Number(srcFiles.rows[0].n), catalog: expected.size, rejects: 2 });
+
+  // A replayed page changes nothing.
+  const before = await dbs.catalogPool.query(`SELECT count(*)::int AS n FROM file WHERE version_id = $1`, [versionId]);
+  const replay = await run(acts.copyPage, { catalog: 'fbareos', source: 'director', versionId, pageNo: 1 });
+  assert.ok(replay.rows > 0);
+  const again = await dbs.catalogPool.query(`SELECT count(*)::int AS n FROM file WHERE version_id = $1`, [versionId]);
+  assert.equal(again.rows[0].n, before.rows[0].n);
+});
+
+test('a file record changed after its page was copied is repaired by its bucket, exactly', async () => {
+  const { acts, dbs } = bareos;
+  const versionId = await rebuildFiles(acts, 'frepair', 80);
+  const { rows } = await dbs.sourcePool.query<{ fileid: string; jobid: string }>(
+    `SELECT fileid::text, jobid::text FROM file WHERE fileid = (SELECT min(fileid) + 5 FROM file)`,
+  );
+  const changed = encodeLStat({ mode: 0o100600, uid: 7, gid: 7, size: 4242, mtime: 1_600_000_000 });
+  await dbs.sourcePool.query(`UPDATE file SET lstat = $1 WHERE fileid = $2`, [changed, rows[0].fileid]);
+  const r1 = await run(acts.reconcile, { catalog: 'frepair', source: 'director', versionId, round: 1 });
+  assert.equal(r1.ok, false);
+  assert.equal(r1.mismatched.length, 1, JSON.stringify(r1.mismatched));
+  const bucket = r1.mismatched[0] === 'none' ? null : r1.mismatched[0];
+  const fixed = await run(acts.repairBucket, { catalog: 'frepair', source: 'director', versionId, bucket });
+  assert.equal(fixed.ok, true);
+  const r2 = await run(acts.reconcile, { catalog: 'frepair', source: 'director', versionId, round: 2 });
+  assert.equal(r2.ok, true, JSON.stringify(r2.mismatched));
+  const after = await dbs.catalogPool.query<{ size: string; mode: number }>(
+    `SELECT size::text, mode FROM file WHERE version_id = $1 AND file_id = $2`,
+    [versionId, rows[0].fileid],
+  );
+  assert.deepEqual(after.rows[0], { size: '4242', mode: 0o100600 });
+  const expected = await expectedFromSource(bareos, 'f.name', '');
+  const actual = await catalogFiles(bareos, versionId);
+  assert.deepEqual([...actual.entries()].sort(), [...expected.entries()].sort());
+});
+
+test('plan with files: pages weigh 1 + JobFiles up to the target; a heavier job is a page of its own', async () => {
+  const source = bareos.sources.get('director') as BareosSource;
+  const { rows } = await bareos.dbs.sourcePool.query<{ id: string; w: string }>(
+    `SELECT jobid::text AS id, (1 + greatest(coalesce(jobfiles, 0), 0))::text AS w FROM job ORDER BY jobid`,
+  );
+  const maxKey = rows[rows.length - 1].id;
+  const target = 300;
+  const pages = await source.planFilePages(maxKey, target, undefined);
+  const weight = new Map(rows.map((r) => [r.id, Number(r.w)]));
+  const ids = rows.map((r) => r.id);
+  assert.ok(pages.length > 1);
+  let i = 0;
+  for (const p of pages) {
+    assert.equal(p.firstKey, ids[i]);
+    let w = 0;
+    let n = 0;
+    while (i < ids.length && BigInt(ids[i]) <= BigInt(p.lastKey)) ((w += weight.get(ids[i++])!), n++);
+    assert.equal(p.rows, n);
+    assert.equal(p.weight, w);
+    if (n > 1) assert.ok(w <= target, `page ${p.firstKey}..${p.lastKey} weighs ${w}`);
+    if (w > target) assert.equal(n, 1);
+  }
+  assert.equal(i, ids.length, 'the pages cover every job');
+  assert.ok(
+    pages.some((p) => p.rows === 1 && p.weight! >= target),
+    'a heavy job stands alone',
+  );
+  // Bounded statements give the same pages.
+  const pool = (source as unknown as { pool: Pool }).pool;
+  assert.deepEqual(await planFilePages(pool, maxKey, target, undefined, 7), pages);
+});
+
+test('an unknown catalog schema version fails the plan fast, naming it', async () => {
+  await bacula9.dbs.sourcePool.query(`UPDATE version SET versionid = 2004`);
+  try {
+    await assert.rejects(
+      run(bacula9.acts.planRebuild, {
+        catalog: 'fold',
+        source: 'director',
+        files: true,
+        workflowId: 'wf-fold',
+        firstRunId: 'r1',
+      }),
+      (err: Error & { type?: string; nonRetryable?: boolean }) => {
+        assert.match(err.message, /schema version 2004/);
+        assert.equal(err.nonRetryable, true);
+        return true;
+      },
+    );
+  } finally {
+    await bacula9.dbs.sourcePool.query(`UPDATE version SET versionid = 16`);
+  }
+});
+
+test('Bacula 13 (File.Filename) and Bacula 9 (Filename table): every file record equals the source', async () => {
+  for (const [f, nameSql, joins, catalog] of [
+    [bacula, 'f.filename', '', 'fbacula'],
+    [bacula9, 'n.name', 'LEFT JOIN filename n ON n.filenameid = f.filenameid', 'fbacula9'],
+  ] as const) {
+    const versionId = await rebuildFiles(f.acts, catalog);
+    const expected = await expectedFromSource(f, nameSql, joins);
+    assert.ok(expected.size > 1_000);
+    const actual = await catalogFiles(f, versionId);
+    assert.deepEqual([...actual.entries()].sort(), [...expected.entries()].sort());
+    const r = await run(f.acts.reconcile, { catalog, source: 'director', versionId, round: 1 });
+    assert.equal(r.ok, true, JSON.stringify(r));
+    assert.equal(r.files?.catalog, expected.size);
+  }
+});
