@@ -17,6 +17,7 @@ import type { Activities } from '../activities';
 import { generateBareosFiles } from '../dev/bareos-file-generator';
 import type { ActivityFixture } from '../dev/harness/activity-env';
 import { activityFixture, runActivity } from '../dev/harness/activity-env';
+import { catalogFileRecords, sourceFileRecords } from '../dev/harness/file-records';
 import { encodeLStat } from '../dev/lstat';
 import { projectRoot } from '../lib/paths';
 import type { BareosSource } from '../lib/sources';
@@ -141,111 +142,11 @@ async function rebuildFiles(acts: Activities, catalog: string, pageSize?: number
   return plan.versionId;
 }
 
-const DIGITS = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/';
-/** Bacula's base 64, decoded in Node (independent of the catalog's SQL functions). */
-function b64(t: string): bigint {
-  const neg = t.startsWith('-');
-  let v = 0n;
-  for (const ch of neg ? t.slice(1) : t) v = v * 64n + BigInt(DIGITS.indexOf(ch));
-  return neg ? -v : v;
-}
-
-/** Source bytes as the catalog's text: kept when valid UTF-8, else decoded as Latin-1. */
-function asText(b: Buffer | null): { text: string | null; bytes: string | null } {
-  if (!b) return { text: null, bytes: null };
-  const utf8 = b.toString('utf8');
-  if (Buffer.from(utf8, 'utf8').equals(b)) return { text: utf8, bytes: null };
-  return { text: b.toString('latin1'), bytes: b.toString('hex') };
-}
-
-/** Every file record of the source whose job exists, as the catalog must hold it (or null: quarantined). */
-async function expectedFromSource(f: ActivityFixture, nameSql: string, joins: string): Promise<Map<string, string>> {
-  const { rows } = await f.dbs.sourcePool.query<{
-    file_id: string;
-    job_id: string;
-    path: Buffer | null;
-    name: Buffer | null;
-    file_index: number;
-    delta_seq: number;
-    lstat: string;
-    md5: string;
-  }>(
-    `SELECT f.fileid::text AS file_id, f.jobid::text AS job_id, convert_to(p.path, 'SQL_ASCII') AS path,
-            convert_to(${nameSql}, 'SQL_ASCII') AS name, f.fileindex AS file_index, f.deltaseq AS delta_seq,
-            f.lstat, f.md5
-     FROM file f JOIN job j ON j.jobid = f.jobid LEFT JOIN path p ON p.pathid = f.pathid ${joins}`,
-  );
-  const out = new Map<string, string>();
-  for (const r of rows) {
-    const p = asText(r.path);
-    const n = asText(r.name);
-    const fields = r.lstat.split(' ');
-    // 16 fields, each '-'? and 1 to 11 base-64 digits fitting int64 (11 digits: the first below 'I').
-    const digit = (x: string) => /^-?([A-Za-z0-9+/]{1,10}|[A-H][A-Za-z0-9+/]{10})$/.test(x);
-    const ok = p.text !== null && fields.length === 16 && fields.every(digit);
-    if (!ok) continue;
-    const [mode, uid, gid, size, mtime] = [2, 4, 5, 7, 11].map((i) => b64(fields[i]));
-    out.set(
-      r.file_id,
-      JSON.stringify([
-        r.job_id,
-        p.text,
-        n.text,
-        p.bytes,
-        n.bytes,
-        r.file_index,
-        r.delta_seq,
-        r.file_index === 0,
-        size.toString(),
-        Number(mode),
-        uid.toString(),
-        gid.toString(),
-        new Date(Number(mtime) * 1000).toISOString(),
-        r.md5,
-        r.lstat,
-      ]),
-    );
-  }
-  return out;
-}
-
-/** The version's file records, field by field, by FileId. */
-async function catalogFiles(f: ActivityFixture, versionId: string): Promise<Map<string, string>> {
-  const { rows } = await f.dbs.catalogPool.query<Record<string, unknown>>(
-    `SELECT file_id::text, job_id, path, name, encode(path_bytes, 'hex') AS pb, encode(name_bytes, 'hex') AS nb,
-            file_index, delta_seq, deleted, size::text, mode, uid::text, gid::text, mtime, md5, lstat
-     FROM file WHERE version_id = $1`,
-    [versionId],
-  );
-  return new Map(
-    rows.map((r) => [
-      r.file_id as string,
-      JSON.stringify([
-        r.job_id,
-        r.path,
-        r.name,
-        r.pb,
-        r.nb,
-        r.file_index,
-        r.delta_seq,
-        r.deleted,
-        r.size,
-        r.mode,
-        r.uid,
-        r.gid,
-        (r.mtime as Date).toISOString(),
-        r.md5,
-        r.lstat,
-      ]),
-    ]),
-  );
-}
-
 test('Bareos 2230 in SQL_ASCII: every file record equals the source field by field; hard records decoded or quarantined alone', async () => {
   const { acts, dbs } = bareos;
   const versionId = await rebuildFiles(acts, 'fbareos', 60);
-  const expected = await expectedFromSource(bareos, 'f.name', '');
-  const actual = await catalogFiles(bareos, versionId);
+  const expected = await sourceFileRecords(bareos.dbs.sourcePool);
+  const actual = await catalogFileRecords(bareos.dbs.catalogPool, { versionId });
   assert.equal(actual.size, expected.size);
   for (const [id, want] of expected) assert.equal(actual.get(id), want, `file record ${id}`);
   // The hard records, as a reader sees them.
@@ -319,8 +220,8 @@ test('a file record changed after its page was copied is repaired by its bucket,
     [versionId, rows[0].fileid],
   );
   assert.deepEqual(after.rows[0], { size: '4242', mode: 0o100600 });
-  const expected = await expectedFromSource(bareos, 'f.name', '');
-  const actual = await catalogFiles(bareos, versionId);
+  const expected = await sourceFileRecords(bareos.dbs.sourcePool);
+  const actual = await catalogFileRecords(bareos.dbs.catalogPool, { versionId });
   assert.deepEqual([...actual.entries()].sort(), [...expected.entries()].sort());
 });
 
@@ -384,9 +285,9 @@ test('Bacula 13 (File.Filename) and Bacula 9 (Filename table): every file record
     [bacula9, 'n.name', 'LEFT JOIN filename n ON n.filenameid = f.filenameid', 'fbacula9'],
   ] as const) {
     const versionId = await rebuildFiles(f.acts, catalog);
-    const expected = await expectedFromSource(f, nameSql, joins);
+    const expected = await sourceFileRecords(f.dbs.sourcePool, { name: nameSql, joins });
     assert.ok(expected.size > 1_000);
-    const actual = await catalogFiles(f, versionId);
+    const actual = await catalogFileRecords(f.dbs.catalogPool, { versionId });
     assert.deepEqual([...actual.entries()].sort(), [...expected.entries()].sort());
     const r = await run(f.acts.reconcile, { catalog, source: 'director', versionId, round: 1 });
     assert.equal(r.ok, true, JSON.stringify(r));

@@ -100,6 +100,8 @@ export interface PageTransactionSession {
   xid: string;
   state: string;
   query: string;
+  /** The session's `application_name` (a page transaction's ends with `:page:<version>:<page>`). */
+  app: string;
 }
 
 /**
@@ -113,7 +115,7 @@ export async function pageTransactions(catalogPool: Pool, workerPids?: number[])
      WHERE datname = current_database() AND application_name LIKE 'catalog-rebuild:worker:%'
        AND backend_xid IS NOT NULL AND xact_start IS NOT NULL
        AND (state LIKE 'idle in transaction%'
-            OR query ~ '(INSERT INTO page \\(|FROM version WHERE version_id = \\$1 FOR SHARE|INSERT INTO "?job_v|COPY "?job_v|pg_sleep|UPDATE page SET rows|string_agg\\(s::text|set_config\\(''application_name'')')`,
+            OR query ~ '(INSERT INTO page \\(|FROM version WHERE version_id = \\$1 FOR SHARE|INSERT INTO "?job_v|COPY "?job_v|COPY pg_temp.file_stage|INSERT INTO "?file_v|pg_sleep|UPDATE page SET rows|string_agg\\(s::text|set_config\\(''application_name'')')`,
   );
   return rows
     .map((r) => ({
@@ -122,6 +124,7 @@ export async function pageTransactions(catalogPool: Pool, workerPids?: number[])
       xid: r.xid,
       state: r.state,
       query: r.query,
+      app: r.app,
     }))
     .filter((s) => !workerPids || workerPids.includes(s.workerPid));
 }
@@ -131,6 +134,7 @@ export async function pageTransactions(catalogPool: Pool, workerPids?: number[])
  * session is in a page transaction, freezes it (SIGSTOP: it cannot send COMMIT any more), checks
  * that the same transaction is still open, then SIGKILLs it (PostgreSQL rolls the transaction
  * back). When the transaction ended before the freeze, the worker is continued and the hunt goes on.
+ * `match` narrows the sessions hunted (default: any page transaction).
  * @throws Error when no candidate is inside a page transaction within `timeoutMs`.
  */
 export async function killInsidePageTransaction(
@@ -138,15 +142,18 @@ export async function killInsidePageTransaction(
   fleet: WorkerFleet,
   candidates: () => FleetWorker[] | Promise<FleetWorker[]> = () => fleet.live(),
   timeoutMs = 30_000,
+  match: (s: PageTransactionSession) => boolean = () => true,
 ): Promise<{ worker: FleetWorker; session: PageTransactionSession; at: number }> {
   return waitFor(
     'a worker inside a page transaction',
     async () => {
       const live = await candidates();
-      const sessions = await pageTransactions(
-        catalogPool,
-        live.map((w) => w.pid),
-      );
+      const sessions = (
+        await pageTransactions(
+          catalogPool,
+          live.map((w) => w.pid),
+        )
+      ).filter(match);
       if (!sessions.length) return null;
       const s = sessions[0];
       const worker = live.find((w) => w.pid === s.workerPid)!;
