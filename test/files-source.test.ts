@@ -294,3 +294,70 @@ test('Bacula 13 (File.Filename) and Bacula 9 (Filename table): every file record
     assert.equal(r.files?.catalog, expected.size);
   }
 });
+
+/** Seals, indexes and reconciles a copied version, then publishes it. */
+async function verifyAndPublish(acts: Activities, catalog: string, versionId: string, allowShrink = false) {
+  await run(acts.indexVersion, { versionId });
+  const r = await run(acts.reconcile, { catalog, source: 'director', versionId, round: 1 });
+  assert.equal(r.ok, true, JSON.stringify(r));
+  return run(acts.publishVersion, { catalog, versionId, allowShrink });
+}
+
+test('shrink guard: a rebuild without --files, or one whose bucket lost more than half its files, is refused unless --allow-shrink; orphan File rows are information', async () => {
+  const { acts, dbs } = bareos;
+  const v1 = await rebuildFiles(acts, 'fshrink');
+  await verifyAndPublish(acts, 'fshrink', v1);
+  const readers = await dbs.catalogPool.query<{ n: string }>(
+    `SELECT count(*)::text AS n FROM active_files WHERE catalog_name = 'fshrink'`,
+  );
+  assert.equal(Number(readers.rows[0].n), (await sourceFileRecords(dbs.sourcePool)).size);
+
+  // Without --files.
+  const plan = await run(acts.planRebuild, {
+    catalog: 'fshrink',
+    source: 'director',
+    workflowId: 'wf-fshrink-nofiles',
+    firstRunId: 'r1',
+  });
+  for (let p = 1; p <= plan.pagesTotal; p++)
+    await run(acts.copyPage, { catalog: 'fshrink', source: 'director', versionId: plan.versionId, pageNo: p });
+  await run(acts.sealVersion, { versionId: plan.versionId });
+  await assert.rejects(verifyAndPublish(acts, 'fshrink', plan.versionId), /has file records and this rebuild has none/);
+
+  // A bucket that lost more than half of its file records, and a File row of no job.
+  const { rows } = await dbs.sourcePool.query<{ b: string }>(
+    `SELECT j.starttime::date::text AS b FROM file f JOIN job j USING (jobid)
+     WHERE j.starttime IS NOT NULL GROUP BY 1 ORDER BY count(*) DESC LIMIT 1`,
+  );
+  await dbs.sourcePool.query(
+    `DELETE FROM file WHERE jobid IN (SELECT jobid FROM job WHERE starttime::date = $1::date) AND fileid % 4 <> 0`,
+    [rows[0].b],
+  );
+  await dbs.sourcePool.query(
+    `INSERT INTO file (fileid, fileindex, jobid, pathid, lstat, md5, name)
+     SELECT 990001, 1, min(g), 1, 'A', '0', 'orphan' FROM generate_series(1, (SELECT max(jobid) FROM job)) AS g
+     WHERE NOT EXISTS (SELECT 1 FROM job WHERE jobid = g)`,
+  );
+  const v3b = await run(acts.planRebuild, {
+    catalog: 'fshrink',
+    source: 'director',
+    files: true,
+    workflowId: 'wf-fshrink-lost',
+    firstRunId: 'r1',
+  });
+  for (let p = 1; p <= v3b.pagesTotal; p++)
+    await run(acts.copyPage, { catalog: 'fshrink', source: 'director', versionId: v3b.versionId, pageNo: p });
+  await run(acts.sealVersion, { versionId: v3b.versionId });
+  await assert.rejects(verifyAndPublish(acts, 'fshrink', v3b.versionId), new RegExp(`${rows[0].b} \\(\\d+ → \\d+\\)`));
+  const report = await dbs.catalogPool.query<{ files: { orphanFiles: number; jobFilesMismatch: { jobs: number } } }>(
+    `SELECT report->'files' AS files FROM reconciliation WHERE version_id = $1 AND round = 1`,
+    [v3b.versionId],
+  );
+  assert.equal(report.rows[0].files.orphanFiles, 1);
+  assert.ok(report.rows[0].files.jobFilesMismatch.jobs > 0, 'jobs whose JobFiles no longer match are listed');
+  await run(acts.publishVersion, { catalog: 'fshrink', versionId: v3b.versionId, allowShrink: true });
+  const active = await dbs.catalogPool.query<{ v: string }>(
+    `SELECT version_id::text AS v FROM active WHERE catalog_name = 'fshrink'`,
+  );
+  assert.equal(active.rows[0].v, v3b.versionId);
+});
