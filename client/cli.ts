@@ -103,7 +103,7 @@ function addStart(program: Command, ctx: CommandContext, err: (s: string) => voi
     )
     .option(
       '--files',
-      "rebuild each job's file records too (Bareos/Bacula File and Path; restic/borg through the source's filesCommand)",
+      "rebuild each job's file records too (Bareos/Bacula File and Path; not yet for restic/borg listings)",
       false,
     )
     .option('--allow-shrink', 'publish even if buckets shrank beyond the shrink guard', false)
