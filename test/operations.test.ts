@@ -303,7 +303,7 @@ test('rolling upgrade: an additive migration applied mid-rebuild; the rebuild co
   assert.equal(rows.rows[rows.rows.length - 1].id, newId, 'the refused worker changed nothing');
 });
 
-test('catalog_reader can SELECT from active_jobs and nothing else', async (t) => {
+test('catalog_reader can SELECT from active_jobs and active_files and nothing else', async (t) => {
   let dbs = upgraded?.dbs;
   let catalog = upgraded?.catalog;
   if (!dbs) {
@@ -340,14 +340,20 @@ test('catalog_reader can SELECT from active_jobs and nothing else', async (t) =>
       `SELECT job_id, job, job_name, client, type, level, status, start_time, end_time, files, bytes, pool, fileset FROM active_jobs LIMIT 1`,
     );
     assert.ok(cols.fields.length === 13);
+    const fileCols = await reader.query(
+      `SELECT job_id, file_id, path, name, path_bytes, name_bytes, file_index, delta_seq, deleted, size, mode, uid, gid,
+              mtime, md5, lstat FROM active_files LIMIT 1`,
+    );
+    assert.equal(fileCols.fields.length, 16);
 
     // Every other relation in the schema: tables, partitions, views, sequences.
     const rels = await admin.query<{ name: string; kind: string }>(
       `SELECT c.relname AS name, c.relkind::text AS kind FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-       WHERE n.nspname = 'public' AND c.relkind IN ('r', 'p', 'v', 'm', 'S', 'f') AND c.relname <> 'active_jobs' ORDER BY 1`,
+       WHERE n.nspname = 'public' AND c.relkind IN ('r', 'p', 'v', 'm', 'S', 'f')
+         AND c.relname NOT IN ('active_jobs', 'active_files') ORDER BY 1`,
     );
     const names = rels.rows.map((x) => x.name);
-    for (const must of ['job', 'version', 'page', 'active', 'event', 'schema_migration'])
+    for (const must of ['job', 'file', 'version', 'page', 'active', 'event', 'schema_migration'])
       assert.ok(names.includes(must), `${must} exists`);
     const refusedCodes: Record<string, string> = {};
     for (const rel of rels.rows) {
