@@ -27,6 +27,7 @@
  * same footing. Every figure is printed as `label: value` on its own line; --json FILE also writes
  * them as JSON.
  */
+import { measureFind } from './find';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import { Command } from 'commander';
@@ -280,6 +281,7 @@ async function main(): Promise<void> {
     const pf = o.files !== undefined ? await runFilePipeBaseline(ctx) : null;
     const product = await runProduct(ctx, { address: temporal.address, pid: temporal.process.pid! });
     if (pf) await compareFiles(ctx, pf, product.ms, PRODUCT_CATALOG);
+    if (pf) await measureFind(ctx, PRODUCT_CATALOG, temporal.address);
     await temporal.stop(); // (b) and (c) run without Temporal
     temporalStopped = true;
     const bRate = await runCursorCopy(ctx);
