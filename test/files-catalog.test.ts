@@ -451,6 +451,25 @@ test('find (exact, prefix) through the find index and a job listing over the pub
   assert.deepEqual(await findFiles(pool, CATALOG, '/dat_/*', 10), []); // '_' is not a wildcard
   assert.deepEqual(await findFiles(pool, CATALOG, '/data/', 10).then((h) => h.length), 1);
   assert.equal((await findFiles(pool, CATALOG, '/filler/*', 5)).length, 5);
+  // A prefix of more than FIND_DENSE_MATCHES records walks the jobs newest first: the same hits, in the same order.
+  for (const [pattern, like] of [
+    ['/filler/*', '/filler/%'],
+    ['/*', '/%'],
+  ]) {
+    const want = await pool.query<{ job_id: string; p: string }>(
+      `SELECT f.job_id, f.path || f.name AS p FROM active_files f
+       LEFT JOIN job j ON j.version_id = f.version_id AND j.job_id = f.job_id
+       WHERE f.catalog_name = $1 AND f.path || f.name LIKE $2
+       ORDER BY j.start_time DESC NULLS LAST, f.job_id, f.path || f.name, f.file_id LIMIT 40`,
+      [CATALOG, like],
+    );
+    const got = await findFiles(pool, CATALOG, pattern, 40);
+    assert.deepEqual(
+      got.map((h) => [h.jobId, h.fullPath]),
+      want.rows.map((r) => [r.job_id, r.p]),
+      pattern,
+    );
+  }
   assert.deepEqual(await findFiles(pool, 'no-such-catalog', '/etc/passwd', 10), []);
   await assert.rejects(findFiles(pool, CATALOG, '*', 10), /at least one character/);
 

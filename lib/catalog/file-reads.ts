@@ -93,30 +93,76 @@ const likeLiteral = (s: string) => s.replace(/[\\%_]/g, (c) => `\\${c}`);
  * The file records of the published version of `catalog` whose path + name is `pattern` exactly,
  * or starts with it when it ends in `*` (only a final `*` is a wildcard), newest job first (start
  * time descending, jobs without one last, then job id, path + name, FileId); at most `limit`.
- * Served by the version's find index (a range of its key, then the whole path + name).
+ * An exact path, or a prefix of fewer than {@link FIND_DENSE_MATCHES} matches, is served by the
+ * version's find index (a range of its key, then the whole path + name) and its matches sorted; a
+ * prefix of more walks the published jobs newest first and probes each job's records (its
+ * `(job_id, file_id)` index) until `limit` are found.
  * @throws Error when `pattern` is `*` alone (a prefix needs at least one character).
  */
 export async function findFiles(db: Queryable, catalog: string, pattern: string, limit: number): Promise<FileHit[]> {
   const prefix = pattern.endsWith('*') ? pattern.slice(0, -1) : null;
   if (prefix === '') throw new Error(`find: the pattern needs at least one character before '*'`);
   const key = fileFindKey('f');
-  const match =
-    prefix === null
-      ? `${key} = left($3::text, ${FILE_FIND_KEY_CHARS}) AND f.path || f.name = $3::text`
-      : `${key} LIKE $4::text AND f.path || f.name LIKE $3::text`;
+  if (prefix === null)
+    return findHits(db, `${key} = left($3::text, ${FILE_FIND_KEY_CHARS}) AND f.path || f.name = $3::text`, [
+      catalog,
+      limit,
+      pattern,
+    ]);
   // The key's characters are code points (PostgreSQL's left()), not UTF-16 units.
-  const keyPrefix = prefix === null ? '' : [...prefix].slice(0, FILE_FIND_KEY_CHARS).join('');
-  const params =
-    prefix === null
-      ? [catalog, limit, pattern]
-      : [catalog, limit, `${likeLiteral(prefix)}%`, `${likeLiteral(keyPrefix)}%`];
+  const keyPrefix = [...prefix].slice(0, FILE_FIND_KEY_CHARS).join('');
+  const params = [catalog, limit, `${likeLiteral(prefix)}%`, `${likeLiteral(keyPrefix)}%`];
+  const match = `${key} LIKE $4::text AND f.path || f.name LIKE $3::text`;
+  const dense = await db.query<{ n: number }>(
+    `SELECT count(*)::int AS n FROM (SELECT 1 FROM active_files f
+       WHERE f.catalog_name = $1 AND ${ACTIVE_VERSION_ONLY} AND ${key} LIKE $2::text LIMIT $3) s`,
+    [catalog, params[3], FIND_DENSE_MATCHES],
+  );
+  const many = (dense.rows[0]?.n ?? 0) >= FIND_DENSE_MATCHES;
+  return many ? findDenseHits(db, params.slice(0, 3)) : findHits(db, match, params);
+}
+
+/**
+ * Matches of a prefix from which on `find` walks the jobs newest first instead of sorting every
+ * match: counting this many is one short range of the find index.
+ */
+export const FIND_DENSE_MATCHES = 5_000;
+
+/** SQL: the columns of a {@link FileHit} over `f` (a file record) and `j` (its job). */
+const HIT_COLUMNS = `f.job_id AS "jobId", ${utcText('j.start_time')} AS "startTime", f.path || f.name AS "fullPath",
+            f.size::text AS size, ${utcText('f.mtime')} AS mtime`;
+
+/** The matches of `match` (over `f`; `$1` catalog, `$2` limit), sorted whole: few of them (the find index finds them). */
+async function findHits(db: Queryable, match: string, params: unknown[]): Promise<FileHit[]> {
   const { rows } = await db.query<FileHit>(
-    `SELECT f.job_id AS "jobId", ${utcText('j.start_time')} AS "startTime", f.path || f.name AS "fullPath",
-            f.size::text AS size, ${utcText('f.mtime')} AS mtime
+    `SELECT ${HIT_COLUMNS}
      FROM active_files f
      LEFT JOIN job j ON j.version_id = f.version_id AND j.job_id = f.job_id
      WHERE f.catalog_name = $1 AND ${ACTIVE_VERSION_ONLY} AND ${match}
      ORDER BY j.start_time DESC NULLS LAST, f.job_id, f.path || f.name, f.file_id
+     LIMIT $2`,
+    params,
+  );
+  return rows;
+}
+
+/**
+ * The matches of a prefix that matches many records (`$3`, a LIKE pattern; `$1` catalog, `$2`
+ * limit): the published jobs newest first (the same order), each probed for its matches through the
+ * version's `(job_id, file_id)` index (the per-job LIMIT keeps the probe per job; the find index is
+ * left out of it on purpose), until `limit` are found: no sort of every match. Its cost grows with
+ * the jobs of the version (one sort of them), not with the matches. Records of a quarantined job
+ * (not among the version's jobs) are not found this way.
+ */
+async function findDenseHits(db: Queryable, params: unknown[]): Promise<FileHit[]> {
+  const { rows } = await db.query<FileHit>(
+    `SELECT ${HIT_COLUMNS}
+     FROM (SELECT j.job_id, j.start_time FROM job j
+           WHERE j.version_id = (SELECT a.version_id FROM active a WHERE a.catalog_name = $1)) j
+     CROSS JOIN LATERAL (
+       SELECT f.* FROM file f WHERE ${ACTIVE_VERSION_ONLY} AND f.job_id = j.job_id AND f.path || f.name LIKE $3::text
+       ORDER BY f.path || f.name, f.file_id LIMIT $2) f
+     ORDER BY j.start_time DESC NULLS LAST, j.job_id, f.path || f.name, f.file_id
      LIMIT $2`,
     params,
   );
