@@ -187,6 +187,7 @@ async function storePlan(
   const { prepared, pages, sizing } = plan;
   const { watermark: wm, timezone } = prepared;
   const rows = pages.reduce((n, p) => n + p.rows, 0).toString();
+  const maxWeight = pages.reduce((m, p) => Math.max(m, p.weight ?? p.rows), 0);
   const firstKeys = pages.map((p) => p.firstKey);
   await lockCatalogForPublish(c, input.catalog);
   if (await planExists(c, input.workflowId, input.firstRunId)) return null;
@@ -264,5 +265,7 @@ async function storePlan(
     sourceRows: rows,
     watermark: { jobKey: wm.maxKey, time: wm.time },
     timezone,
+    // Only where a page outweighs the largest page size: the plan result of a rebuild without files is as before.
+    ...(maxWeight > PAGE_SIZING.maxRows ? { maxPageRows: maxWeight } : {}),
   };
 }

@@ -7,6 +7,8 @@ import assert from 'node:assert/strict';
 import { autoPageSize, describePageSize, PAGE_SIZING, sizingRowsThatMatter } from '../lib/page-sizing';
 import { densePages } from '../lib/sources/types';
 import { pageLastKeys } from '../activities/plan-rebuild';
+import { pageStatementTimeoutMs } from '../lib/page-cost';
+import { startToCloseMs } from '../workflows/activity-options';
 
 const MiB = 1024 * 1024;
 
@@ -84,4 +86,14 @@ test('a staged listing (keys 1..n) is paged by arithmetic; the last page holds t
 
 test('stored pages cover every key from the first page to the watermark', () => {
   assert.deepEqual(pageLastKeys(['5', '100000005', '200000001'], '200000900'), ['100000004', '200000000', '200000900']);
+});
+
+test("a page's start-to-close: 10 × p99 of recent pages, at least 5 minutes and 2 ms per row of the largest planned page", () => {
+  assert.equal(startToCloseMs([]), 300_000);
+  assert.equal(startToCloseMs([1_000, 2_000]), 300_000);
+  assert.equal(startToCloseMs([40_000]), 400_000);
+  // A job of 2,000,000 files is a page of its own: its statements may take 30 s + 2,000 s.
+  assert.equal(startToCloseMs([1_000], 2_000_001), 4_000_002);
+  assert.ok(startToCloseMs([1_000], 2_000_001) > pageStatementTimeoutMs(2_000_001));
+  assert.equal(startToCloseMs([1_000], 100_000), 300_000);
 });

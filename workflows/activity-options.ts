@@ -10,6 +10,7 @@ import {
   LONG_STEP_START_TO_CLOSE,
   PAGE_RETRY,
   PAGE_START_TO_CLOSE_FLOOR_MS,
+  PAGE_START_TO_CLOSE_MS_PER_PLANNED_ROW,
   SHORT_RETRY,
 } from './policies';
 
@@ -49,15 +50,21 @@ export const short: Activities = new Proxy(shortCalls, {
 
 /**
  * Page copy proxy. Pages have no maximum attempts; heartbeat timeout independent of page time;
- * start-to-close sized from measured page times (10 × p99, floor 60 s, above the sessions'
- * 30 s statement_timeout).
+ * start-to-close sized from measured page times (10 × p99, floor 5 minutes, above the sessions'
+ * statement_timeout) and from the largest planned page.
  * @param heartbeatTimeoutMs heartbeat timeout (ms)
  * @param pageDurationsMs recent page durations (ms)
  * @param summary activity summary shown in the Web UI
+ * @param maxPageRows planned rows of the plan's largest page (undefined: a plan of an earlier release)
  */
-export function pageActivities(heartbeatTimeoutMs: number, pageDurationsMs: number[], summary: string): Activities {
+export function pageActivities(
+  heartbeatTimeoutMs: number,
+  pageDurationsMs: number[],
+  summary: string,
+  maxPageRows?: number,
+): Activities {
   const options: ActivityOptions = {
-    startToCloseTimeout: startToCloseMs(pageDurationsMs),
+    startToCloseTimeout: startToCloseMs(pageDurationsMs, maxPageRows),
     heartbeatTimeout: heartbeatTimeoutMs,
     retry: PAGE_RETRY,
     summary,
@@ -65,10 +72,15 @@ export function pageActivities(heartbeatTimeoutMs: number, pageDurationsMs: numb
   return proxyActivities<Activities>(options);
 }
 
-/** 10 × p99 of the durations (ms), at least 60,000 ms. */
-export function startToCloseMs(durationsMs: number[]): number {
-  if (!durationsMs.length) return PAGE_START_TO_CLOSE_FLOOR_MS;
+/**
+ * A page's start-to-close (ms): 10 × p99 of the durations, at least {@link PAGE_START_TO_CLOSE_FLOOR_MS}
+ * (300,000 ms) and at least {@link PAGE_START_TO_CLOSE_MS_PER_PLANNED_ROW} (2 ms) per row of the
+ * largest planned page.
+ */
+export function startToCloseMs(durationsMs: number[], maxPageRows = 0): number {
+  const floor = Math.max(PAGE_START_TO_CLOSE_FLOOR_MS, PAGE_START_TO_CLOSE_MS_PER_PLANNED_ROW * maxPageRows);
+  if (!durationsMs.length) return floor;
   const sorted = [...durationsMs].sort((a, b) => a - b);
   const p99 = sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * 0.99))];
-  return Math.max(PAGE_START_TO_CLOSE_FLOOR_MS, 10 * p99);
+  return Math.max(floor, 10 * p99);
 }

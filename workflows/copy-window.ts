@@ -122,7 +122,12 @@ class CopyWindow {
     state.inFlight.add(pageNo);
     this.scheduledThisRun++;
     this.lastStartMs = Date.now();
-    const acts = pageActivities(opts.heartbeatTimeoutMs, st.pageDurationsMs, `page ${pageNo} of ${st.pagesTotal}`);
+    const acts = pageActivities(
+      opts.heartbeatTimeoutMs,
+      st.pageDurationsMs,
+      `page ${pageNo} of ${st.pagesTotal}`,
+      st.maxPageRows,
+    );
     // Added after histories were recorded: rebuilds without the marker keep Temporal's default ids.
     const activityId = patched(PAGE_ACTIVITY_IDS_PATCH) ? pageActivityId(pageNo) : undefined;
     scheduleCopyPage(

@@ -64,6 +64,8 @@ export interface CarriedState {
   pageSize?: number;
   /** How the plan sized its pages; absent in state carried by an earlier release. */
   pageSizing?: PageSizing;
+  /** Planned rows of the largest page (a page's start-to-close follows it); absent in state of an earlier release. */
+  maxPageRows?: number;
   /** Pages 1..checkpoint are committed. */
   checkpoint: number;
   rowsUpserted: number;
@@ -181,6 +183,11 @@ export interface PlanResult {
   watermark: Watermark;
   /** IANA zone of the source's naive times. */
   timezone: string;
+  /**
+   * Planned rows of the largest page (with `--files`, a job weighs 1 + its JobFiles); absent in
+   * results of an earlier release.
+   */
+  maxPageRows?: number;
 }
 
 /** Reconciliation of one round, as reported to the workflow. */

@@ -64,6 +64,14 @@ export const PAGE_RETRY: RetryPolicy = {
  */
 export const PAGE_START_TO_CLOSE_FLOOR_MS = 300_000;
 
+/**
+ * Start-to-close allowance per row of the largest planned page (ms): twice the page statements'
+ * 1 ms per row, so a page of one job with millions of file records (its own page, planned by its
+ * `JobFiles`) is not timed out by the start-to-close before its statements' own timeout: 4,000 s for
+ * a job of 2,000,000 files. Only pages above 150,000 rows raise the timeout over its floor.
+ */
+export const PAGE_START_TO_CLOSE_MS_PER_PLANNED_ROW = 2;
+
 /** Page attempts above this are reported (workflow log). */
 export const PAGE_ATTEMPTS_REPORTED_ABOVE = 5;
 

@@ -94,6 +94,7 @@ async function plan(state: RebuildState, pageSize: number | undefined, info: Wor
   st.watermark = planned.watermark;
   st.pageSize = planned.pageSize ?? requested;
   st.pageSizing = planned.pageSizing ?? (requested === undefined ? 'auto' : 'fixed');
+  if (planned.maxPageRows !== undefined) st.maxPageRows = planned.maxPageRows;
   state.note(
     `planned version ${planned.versionId}: ${planned.pagesTotal} pages of ${st.pageSize ?? '?'} rows (${st.pageSizing}), watermark job ${planned.watermark.jobKey ?? 'none'}`,
   );
@@ -134,7 +135,12 @@ async function seal(state: RebuildState, heartbeatTimeoutMs: number, index: bool
       details: { pages: sealed.missingPages },
     });
     for (const pageNo of sealed.missingPages) {
-      const acts = pageActivities(heartbeatTimeoutMs, st.pageDurationsMs, `page ${pageNo} again (seal)`);
+      const acts = pageActivities(
+        heartbeatTimeoutMs,
+        st.pageDurationsMs,
+        `page ${pageNo} again (seal)`,
+        st.maxPageRows,
+      );
       await acts.copyPage({
         catalog: state.input.catalog,
         source: state.input.source,

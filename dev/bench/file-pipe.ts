@@ -11,6 +11,7 @@
  * `PRIMARY KEY (file_id)`. Wall time of both; and the equivalence of the product's file records
  * (`active_files` of catalog `bench`) with that table.
  */
+import { withLongSession } from '../../lib/db';
 import { spawn } from 'node:child_process';
 import * as fs from 'node:fs';
 import type { BenchContext } from './context';
@@ -80,12 +81,15 @@ export async function runFilePipeBaseline(ctx: BenchContext): Promise<FilePipeOu
   const started = Date.now();
   const rows = await runPipe(ctx);
   const pipeMs = Date.now() - started;
-  await db.query(
-    `INSERT INTO ${PF_TABLE}
+  // One statement over every row: no statement timeout (as the product's long steps).
+  await withLongSession(db, (c) =>
+    c.query(
+      `INSERT INTO ${PF_TABLE}
      SELECT job_id::text, file_id, path, name, NULL, NULL, file_index, delta_seq, file_index = 0,
             catalog_lstat_field(lstat, 8), catalog_lstat_field(lstat, 3)::integer, catalog_lstat_field(lstat, 5),
             catalog_lstat_field(lstat, 6), to_timestamp(catalog_lstat_field(lstat, 12)), md5, lstat
        FROM ${PF_STAGE}`,
+    ),
   );
   const ms = Date.now() - started;
   const rate = rows / (ms / 1000);
@@ -119,9 +123,11 @@ const FILE_FIELDS = [
 /** Count and order-independent digest (sum of a 64-bit hash per record) of file records in `from`. */
 async function fileDigest(ctx: BenchContext, from: string, params: unknown[]): Promise<{ rows: number; sum: string }> {
   const line = `concat_ws('|', ${FILE_FIELDS.map((f) => `(${f})::text`).join(', ')})`;
-  const { rows } = await ctx.dbs.catalogPool.query<{ n: string; d: string }>(
-    `SELECT count(*)::text AS n, coalesce(sum(hashtextextended(${line}, 0)::numeric), 0)::text AS d FROM ${from}`,
-    params,
+  const { rows } = await withLongSession(ctx.dbs.catalogPool, (c) =>
+    c.query<{ n: string; d: string }>(
+      `SELECT count(*)::text AS n, coalesce(sum(hashtextextended(${line}, 0)::numeric), 0)::text AS d FROM ${from}`,
+      params,
+    ),
   );
   return { rows: Number(rows[0].n), sum: rows[0].d };
 }

@@ -5,6 +5,7 @@
 import { spawnSync } from 'node:child_process';
 import * as path from 'node:path';
 import { findFiles } from '../../lib/catalog';
+import { withLongSession } from '../../lib/db';
 import { projectRoot } from '../../lib/paths';
 import { testEnv, writeConfig } from '../harness/harness';
 import type { BenchContext } from './context';
@@ -19,18 +20,23 @@ const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floo
  * `find:` figures (ms) with the number of matches of each pattern.
  */
 export async function measureFind(ctx: BenchContext, catalog: string, temporalAddress: string): Promise<void> {
-  const common = await ctx.dbs.catalogPool.query<{ p: string; dir: string }>(
-    `SELECT path || name AS p, path AS dir FROM active_files WHERE catalog_name = $1 AND name <> ''
-     GROUP BY path, name ORDER BY count(*) DESC, 1 LIMIT 1`,
-    [catalog],
+  const common = await withLongSession(ctx.dbs.catalogPool, (c) =>
+    c.query<{ p: string; dir: string }>(
+      `SELECT path || name AS p, path AS dir FROM active_files WHERE catalog_name = $1 AND name <> ''
+       GROUP BY path, name ORDER BY count(*) DESC, 1 LIMIT 1`,
+      [catalog],
+    ),
   );
   if (!common.rows.length) return;
   const env = testEnv({ address: temporalAddress, configFile: writeConfig(ctx.dbs), taskQueue: 'bench-find' });
   const bin = path.join(projectRoot(), 'bin/catalog-rebuild.js');
   for (const pattern of [common.rows[0].p, `${common.rows[0].dir}*`]) {
-    const matches = await ctx.dbs.catalogPool.query<{ n: string }>(
-      `SELECT count(*)::text AS n FROM active_files WHERE catalog_name = $1 AND path || name LIKE $2`,
-      [catalog, pattern.endsWith('*') ? `${pattern.slice(0, -1).replace(/[\\%_]/g, '\\$&')}%` : pattern],
+    const like = pattern.endsWith('*') ? `${pattern.slice(0, -1).replace(/[\\%_]/g, '\\$&')}%` : pattern;
+    const matches = await withLongSession(ctx.dbs.catalogPool, (c) =>
+      c.query<{ n: string }>(
+        `SELECT count(*)::text AS n FROM active_files WHERE catalog_name = $1 AND path || name LIKE $2`,
+        [catalog, like],
+      ),
     );
     const cli: number[] = [];
     const query: number[] = [];

@@ -3,6 +3,7 @@
  * `active` → `retired` → `dropped`; `abandoned`, `failed`), the fence every write takes on it, and
  * the per-catalog publish lock that serialises plan, publish, retirement claims and rollback.
  */
+import { PAGE_SIZING } from '../page-sizing';
 import type { PoolClient } from 'pg';
 import type { Queryable } from '../db';
 import { NotPublishableError, VersionFencedError } from '../errors';
@@ -146,8 +147,10 @@ export async function findPlan(db: Queryable, workflowId: string, firstRunId: st
     source_timezone: string;
     page_size: number;
     page_sizing: PageSizing | null;
+    max_rows: number | null;
   }>(
     `SELECT version_id::text, pages_total, page_size, page_sizing, source_rows::text, watermark_key::text,
+            (SELECT max(p.planned_rows) FROM plan_page p WHERE p.version_id = version.version_id) AS max_rows,
                   to_char(watermark_time AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS watermark_time, source_timezone
            FROM version WHERE workflow_id = $1 AND first_run_id = $2`,
     [workflowId, firstRunId],
@@ -162,6 +165,7 @@ export async function findPlan(db: Queryable, workflowId: string, firstRunId: st
     sourceRows: v.source_rows,
     watermark: { jobKey: v.watermark_key, time: v.watermark_time },
     timezone: v.source_timezone,
+    ...(v.max_rows !== null && v.max_rows > PAGE_SIZING.maxRows ? { maxPageRows: v.max_rows } : {}),
   };
 }
 
