@@ -12,7 +12,7 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Activities } from '../activities';
 import type { ActivityFixture } from '../dev/harness/activity-env';
-import { activityFixture, runActivity } from '../dev/harness/activity-env';
+import { activityFixture, copyVersion, runActivity } from '../dev/harness/activity-env';
 
 const JOBS = 2_000;
 let ascii: ActivityFixture;
@@ -31,19 +31,8 @@ after(async () => {
   await utf8?.close();
 });
 
-async function copyAll(acts: Activities, catalog: string, pageSize: number): Promise<string> {
-  const plan = await run(acts.planRebuild, {
-    catalog,
-    source: 'director',
-    pageSize,
-    workflowId: `wf-${catalog}`,
-    firstRunId: 'r1',
-  });
-  for (let p = 1; p <= plan.pagesTotal; p++)
-    await run(acts.copyPage, { catalog, source: 'director', versionId: plan.versionId, pageNo: p });
-  await run(acts.sealVersion, { versionId: plan.versionId });
-  return plan.versionId;
-}
+const copyAll = (acts: Activities, catalog: string, pageSize: number): Promise<string> =>
+  copyVersion(acts, { catalog, pageSize });
 
 test('SQL_ASCII source: a bucket holding a Latin-1 client name is repaired after a job of it changed', async () => {
   const { acts, dbs } = ascii;

@@ -49,9 +49,10 @@ test('SIGKILL inside the page of a job with 110,000 files: its pages alone are w
          FROM generate_series(1, $2::int) AS k`,
         [rows[0].id, BIG_JOB_FILES],
       );
-      await src.query(`UPDATE job SET jobfiles = (SELECT count(*) FROM file WHERE jobid = $1) WHERE jobid = $1`, [
-        rows[0].id,
-      ]);
+      await src.query(
+        `UPDATE job SET type = 'B', purgedfiles = 0, jobfiles = (SELECT count(*) FROM file WHERE jobid = $1) WHERE jobid = $1`,
+        [rows[0].id],
+      );
       await src.query('COMMIT');
       return rows[0].id;
     } finally {

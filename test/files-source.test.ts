@@ -16,7 +16,7 @@ import type { Pool } from 'pg';
 import type { Activities } from '../activities';
 import { generateBareosFiles } from '../dev/bareos-file-generator';
 import type { ActivityFixture } from '../dev/harness/activity-env';
-import { activityFixture, runActivity } from '../dev/harness/activity-env';
+import { activityFixture, copyVersion, runActivity } from '../dev/harness/activity-env';
 import { catalogFileRecords, sourceFileRecords } from '../dev/harness/file-records';
 import { encodeLStat } from '../dev/lstat';
 import { projectRoot } from '../lib/paths';
@@ -81,6 +81,26 @@ async function jobWithFiles(c: Client): Promise<string> {
   return rows[0].id;
 }
 
+/**
+ * A source with 200 generated jobs whose generated file records are moved into the file tables of
+ * `ddl` (a Bacula fixture) by `fill` (statements over the generated `gen_file`; `path` is copied).
+ */
+async function baculaFixture(tag: string, seed: number, ddl: string, fill: string[]): Promise<ActivityFixture> {
+  const f = await activityFixture(tag, { jobs: 200, seed });
+  await onSource(f, async (c) => {
+    await generateBareosFiles(c, 2_000, seed);
+    await c.query(`ALTER TABLE file RENAME TO gen_file; ALTER TABLE path RENAME TO gen_path; DROP TABLE version`);
+    await c.query(
+      `ALTER INDEX path_name_idx RENAME TO gen_path_name_idx; ALTER INDEX file_jpfid_idx RENAME TO gen_jpfid`,
+    );
+    await c.query(fixtureSql(ddl));
+    await c.query(`INSERT INTO path (pathid, path) SELECT pathid, path FROM gen_path`);
+    for (const sql of fill) await c.query(sql);
+    await c.query(`DROP TABLE gen_file, gen_path`);
+  });
+  return f;
+}
+
 before(async () => {
   bareos = await activityFixture('filesbareos', { jobs: 400, seed: 31, sqlAscii: true });
   hardJob = await onSource(bareos, async (c) => {
@@ -90,34 +110,16 @@ before(async () => {
     return id;
   });
   // Bacula 13 and Bacula 9: their own DDL, filled from generated records.
-  bacula = await activityFixture('filesbacula', { jobs: 200, seed: 32 });
-  await onSource(bacula, async (c) => {
-    await generateBareosFiles(c, 2_000, 32);
-    await c.query(`ALTER TABLE file RENAME TO gen_file; ALTER TABLE path RENAME TO gen_path; DROP TABLE version`);
-    await c.query(
-      `ALTER INDEX path_name_idx RENAME TO gen_path_name_idx; ALTER INDEX file_jpfid_idx RENAME TO gen_jpfid`,
-    );
-    await c.query(fixtureSql('bacula-file-schema.sql'));
-    await c.query(`INSERT INTO path (pathid, path) SELECT pathid, path FROM gen_path`);
-    await c.query(`INSERT INTO file (fileid, fileindex, jobid, pathid, filename, deltaseq, markid, lstat, md5)
-                   SELECT fileid, fileindex, jobid, pathid, name, deltaseq, markid, lstat, md5 FROM gen_file`);
-    await c.query(`DROP TABLE gen_file, gen_path`);
-  });
-  bacula9 = await activityFixture('filesbacula9', { jobs: 200, seed: 33 });
-  await onSource(bacula9, async (c) => {
-    await generateBareosFiles(c, 2_000, 33);
-    await c.query(`ALTER TABLE file RENAME TO gen_file; ALTER TABLE path RENAME TO gen_path; DROP TABLE version`);
-    await c.query(
-      `ALTER INDEX path_name_idx RENAME TO gen_path_name_idx; ALTER INDEX file_jpfid_idx RENAME TO gen_jpfid`,
-    );
-    await c.query(fixtureSql('bacula9-file-schema.sql'));
-    await c.query(`INSERT INTO path (pathid, path) SELECT pathid, path FROM gen_path`);
-    await c.query(`INSERT INTO filename (name) SELECT DISTINCT name FROM gen_file ORDER BY 1`);
-    await c.query(`INSERT INTO file (fileid, fileindex, jobid, pathid, filenameid, deltaseq, markid, lstat, md5)
-                   SELECT f.fileid, f.fileindex, f.jobid, f.pathid, n.filenameid, f.deltaseq, f.markid, f.lstat, f.md5
-                   FROM gen_file f JOIN filename n ON n.name = f.name`);
-    await c.query(`DROP TABLE gen_file, gen_path`);
-  });
+  bacula = await baculaFixture('filesbacula', 32, 'bacula-file-schema.sql', [
+    `INSERT INTO file (fileid, fileindex, jobid, pathid, filename, deltaseq, markid, lstat, md5)
+     SELECT fileid, fileindex, jobid, pathid, name, deltaseq, markid, lstat, md5 FROM gen_file`,
+  ]);
+  bacula9 = await baculaFixture('filesbacula9', 33, 'bacula9-file-schema.sql', [
+    `INSERT INTO filename (name) SELECT DISTINCT name FROM gen_file ORDER BY 1`,
+    `INSERT INTO file (fileid, fileindex, jobid, pathid, filenameid, deltaseq, markid, lstat, md5)
+     SELECT f.fileid, f.fileindex, f.jobid, f.pathid, n.filenameid, f.deltaseq, f.markid, f.lstat, f.md5
+     FROM gen_file f JOIN filename n ON n.name = f.name`,
+  ]);
 });
 
 after(async () => {
@@ -127,20 +129,8 @@ after(async () => {
 });
 
 /** Plans with files, copies every page, seals; returns the version id. */
-async function rebuildFiles(acts: Activities, catalog: string, pageSize?: number): Promise<string> {
-  const plan = await run(acts.planRebuild, {
-    catalog,
-    source: 'director',
-    files: true,
-    ...(pageSize ? { pageSize } : {}),
-    workflowId: `wf-${catalog}`,
-    firstRunId: 'r1',
-  });
-  for (let p = 1; p <= plan.pagesTotal; p++)
-    await run(acts.copyPage, { catalog, source: 'director', versionId: plan.versionId, pageNo: p });
-  await run(acts.sealVersion, { versionId: plan.versionId });
-  return plan.versionId;
-}
+const rebuildFiles = (acts: Activities, catalog: string, pageSize?: number): Promise<string> =>
+  copyVersion(acts, { catalog, files: true, pageSize });
 
 test('Bareos 2230 in SQL_ASCII: every file record equals the source field by field; hard records decoded or quarantined alone', async () => {
   const { acts, dbs } = bareos;
@@ -225,10 +215,12 @@ test('a file record changed after its page was copied is repaired by its bucket,
   assert.deepEqual([...actual.entries()].sort(), [...expected.entries()].sort());
 });
 
-test('plan with files: pages weigh 1 + JobFiles up to the target; a heavier job is a page of its own', async () => {
+test('plan with files: pages weigh 1 + JobFiles (backups not pruned) up to the target; a heavier job is a page of its own', async () => {
   const source = bareos.sources.get('director') as BareosSource;
   const { rows } = await bareos.dbs.sourcePool.query<{ id: string; w: string }>(
-    `SELECT jobid::text AS id, (1 + greatest(coalesce(jobfiles, 0), 0))::text AS w FROM job ORDER BY jobid`,
+    `SELECT jobid::text AS id,
+            (1 + CASE WHEN type IN ('B', 'C', 'A') AND coalesce(purgedfiles, 0) = 0 THEN greatest(jobfiles, 0) ELSE 0 END)::text AS w
+     FROM job ORDER BY jobid`,
   );
   const maxKey = rows[rows.length - 1].id;
   const target = 300;
@@ -313,16 +305,8 @@ test('shrink guard: a rebuild without --files, or one whose bucket lost more tha
   assert.equal(Number(readers.rows[0].n), (await sourceFileRecords(dbs.sourcePool)).size);
 
   // Without --files.
-  const plan = await run(acts.planRebuild, {
-    catalog: 'fshrink',
-    source: 'director',
-    workflowId: 'wf-fshrink-nofiles',
-    firstRunId: 'r1',
-  });
-  for (let p = 1; p <= plan.pagesTotal; p++)
-    await run(acts.copyPage, { catalog: 'fshrink', source: 'director', versionId: plan.versionId, pageNo: p });
-  await run(acts.sealVersion, { versionId: plan.versionId });
-  await assert.rejects(verifyAndPublish(acts, 'fshrink', plan.versionId), /has file records and this rebuild has none/);
+  const noFiles = await copyVersion(acts, { catalog: 'fshrink', workflowId: 'wf-fshrink-nofiles' });
+  await assert.rejects(verifyAndPublish(acts, 'fshrink', noFiles), /has file records and this rebuild has none/);
 
   // A bucket that lost more than half of its file records, and a File row of no job.
   const { rows } = await dbs.sourcePool.query<{ b: string }>(
@@ -338,26 +322,17 @@ test('shrink guard: a rebuild without --files, or one whose bucket lost more tha
      SELECT 990001, 1, min(g), 1, 'A', '0', 'orphan' FROM generate_series(1, (SELECT max(jobid) FROM job)) AS g
      WHERE NOT EXISTS (SELECT 1 FROM job WHERE jobid = g)`,
   );
-  const v3b = await run(acts.planRebuild, {
-    catalog: 'fshrink',
-    source: 'director',
-    files: true,
-    workflowId: 'wf-fshrink-lost',
-    firstRunId: 'r1',
-  });
-  for (let p = 1; p <= v3b.pagesTotal; p++)
-    await run(acts.copyPage, { catalog: 'fshrink', source: 'director', versionId: v3b.versionId, pageNo: p });
-  await run(acts.sealVersion, { versionId: v3b.versionId });
-  await assert.rejects(verifyAndPublish(acts, 'fshrink', v3b.versionId), new RegExp(`${rows[0].b} \\(\\d+ → \\d+\\)`));
+  const lost = await copyVersion(acts, { catalog: 'fshrink', files: true, workflowId: 'wf-fshrink-lost' });
+  await assert.rejects(verifyAndPublish(acts, 'fshrink', lost), new RegExp(`${rows[0].b} \\(\\d+ → \\d+\\)`));
   const report = await dbs.catalogPool.query<{ files: { orphanFiles: number; jobFilesMismatch: { jobs: number } } }>(
     `SELECT report->'files' AS files FROM reconciliation WHERE version_id = $1 AND round = 1`,
-    [v3b.versionId],
+    [lost],
   );
   assert.equal(report.rows[0].files.orphanFiles, 1);
   assert.ok(report.rows[0].files.jobFilesMismatch.jobs > 0, 'jobs whose JobFiles no longer match are listed');
-  await run(acts.publishVersion, { catalog: 'fshrink', versionId: v3b.versionId, allowShrink: true });
+  await run(acts.publishVersion, { catalog: 'fshrink', versionId: lost, allowShrink: true });
   const active = await dbs.catalogPool.query<{ v: string }>(
     `SELECT version_id::text AS v FROM active WHERE catalog_name = 'fshrink'`,
   );
-  assert.equal(active.rows[0].v, v3b.versionId);
+  assert.equal(active.rows[0].v, lost);
 });

@@ -27,7 +27,6 @@
  * same footing. Every figure is printed as `label: value` on its own line; --json FILE also writes
  * them as JSON.
  */
-import { measureFind } from './find';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import { Command } from 'commander';
@@ -36,11 +35,13 @@ import { createPool, migrate } from '../../lib/db';
 import { SourceRegistry } from '../../lib/sources';
 import { LIMITS } from '../../workflows/definitions';
 import { createDatabase, dropDatabase } from '../env/postgres';
+import type { TestDatabases } from '../harness/harness';
 import { privateTemporal, testDatabases } from '../harness/harness';
 import { serverTimezone } from '../harness/fixture';
 import type { BenchContext, BenchOptions } from './context';
 import { Figures, fmtInt, fmtS } from './context';
 import { dominant } from './cpu';
+import { measureFind } from './find';
 import { runCursorCopy } from './cursor-copy';
 import { runInsertSelect } from './insert-select';
 import { runPageWrite } from './page-write';
@@ -145,10 +146,34 @@ async function prepare(ctx: BenchContext): Promise<void> {
     seed: o.seed,
     clients,
   });
+  if (o.files !== undefined) await copyJobFiles(dbs);
   ctx.log(`copy of the source in the catalog database (schema bench_src) built in ${fmtS(Date.now() - t)}`);
   await dbs.sourcePool.query('VACUUM ANALYZE');
   await dbs.catalogPool.query('VACUUM ANALYZE');
   ctx.tz = await serverTimezone(dbs.sourcePool);
+}
+
+/**
+ * Copies `job.jobfiles` of the source into the copy `bench_src` (built without file records, whose
+ * generator scales `JobFiles` to the `File` rows), 100,000 jobs per statement, so (c) copies the
+ * same jobs as the others.
+ */
+async function copyJobFiles(dbs: TestDatabases): Promise<void> {
+  for (let from = -1; ;) {
+    const { rows } = await dbs.sourcePool.query<{ ids: string[]; files: (string | null)[]; last: string | null }>(
+      `SELECT array_agg(jobid::text ORDER BY jobid) AS ids, array_agg(jobfiles::text ORDER BY jobid) AS files,
+              max(jobid)::text AS last
+       FROM (SELECT jobid, jobfiles FROM job WHERE jobid > $1 ORDER BY jobid LIMIT 100000) s`,
+      [from],
+    );
+    if (!rows[0].last) return;
+    await dbs.catalogPool.query(
+      `UPDATE bench_src.job b SET jobfiles = s.f::integer
+       FROM unnest($1::bigint[], $2::text[]) AS s(id, f) WHERE b.jobid = s.id`,
+      [rows[0].ids, rows[0].files],
+    );
+    from = Number(rows[0].last);
+  }
 }
 
 /**

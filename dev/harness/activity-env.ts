@@ -74,3 +74,27 @@ async function recreateAsSqlAscii(dbs: TestDatabases): Promise<void> {
 export function runActivity<I, O>(fn: (input: I) => Promise<O>, input: I, info: Partial<Info> = {}): Promise<O> {
   return new MockActivityEnvironment({ heartbeatTimeoutMs: 2_000, ...info }).run(fn, input);
 }
+
+/**
+ * Plans a rebuild of `catalog` from source `director` (workflow id `workflowId`, default
+ * `wf-<catalog>`; run `r1`),
+ * copies every page in order and seals the version, each a call of the real activity.
+ * @returns the version id.
+ */
+export async function copyVersion(
+  acts: Activities,
+  o: { catalog: string; pageSize?: number; files?: boolean; workflowId?: string },
+): Promise<string> {
+  const plan = await runActivity(acts.planRebuild, {
+    catalog: o.catalog,
+    source: 'director',
+    ...(o.pageSize ? { pageSize: o.pageSize } : {}),
+    ...(o.files ? { files: true } : {}),
+    workflowId: o.workflowId ?? `wf-${o.catalog}`,
+    firstRunId: 'r1',
+  });
+  for (let p = 1; p <= plan.pagesTotal; p++)
+    await runActivity(acts.copyPage, { catalog: o.catalog, source: 'director', versionId: plan.versionId, pageNo: p });
+  await runActivity(acts.sealVersion, { versionId: plan.versionId });
+  return plan.versionId;
+}

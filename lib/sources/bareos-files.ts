@@ -154,6 +154,15 @@ export function bareosFilesCopyQuery(schema: FileSchema, mode: SourceTextMode, j
           WHERE ${where}) TO STDOUT`;
 }
 
+/**
+ * SQL: the file records a job (alias `j`) is expected to have, for the plan: its `JobFiles` when
+ * it is a backup, copy or archive job (types B, C, A) whose files were not pruned (`PurgedFiles`
+ * 0), else 0 (a restore, verify or migrated job counts files it keeps no `File` rows for, and a
+ * pruned job lost them; its `JobFiles` stays).
+ */
+export const FILE_WEIGHT = `CASE WHEN j.type IN ('B', 'C', 'A') AND coalesce(j.purgedfiles, 0) = 0
+  THEN greatest(coalesce(j.jobfiles, 0), 0) ELSE 0 END`;
+
 /** Jobs one statement of {@link planFilePages} reads at most. */
 export const FILE_WALK_ROWS_PER_STATEMENT = 200_000;
 
@@ -161,8 +170,8 @@ export const FILE_WALK_ROWS_PER_STATEMENT = 200_000;
 const MIN_BIGINT = '-9223372036854775808';
 
 /**
- * Pages of jobs at or below `maxKey` of about `targetRows` rows, a job weighing 1 + its `JobFiles`
- * (negative or NULL as 0): jobs are added to a page while its weight stays within the target; a job
+ * Pages of jobs at or below `maxKey` of about `targetRows` rows, a job weighing 1 + its expected
+ * file records ({@link FILE_WEIGHT}: its `JobFiles`, negative or NULL as 0, unless it keeps none): jobs are added to a page while its weight stays within the target; a job
  * of the target's weight or more is a page of its own. Walks `job` by primary key in statements of
  * at most {@link FILE_WALK_ROWS_PER_STATEMENT} jobs (rows as arrays: bounded memory).
  */
@@ -183,7 +192,7 @@ export async function planFilePages(
   let jobs = 0;
   for (;;) {
     const { rows } = await pool.query<[string, string]>({
-      text: `SELECT j.jobid::text AS id, (1 + greatest(coalesce(j.jobfiles, 0), 0))::text AS w FROM job j
+      text: `SELECT j.jobid::text AS id, (1 + ${FILE_WEIGHT})::text AS w FROM job j
              WHERE j.jobid >= $1::bigint AND j.jobid <= $2::bigint ORDER BY j.jobid LIMIT $3`,
       values: [from, maxKey, jobsPerStatement],
       rowMode: 'array',
