@@ -20,7 +20,9 @@ import { activityFixture, copyVersion, runActivity } from '../dev/harness/activi
 import { catalogFileRecords, sourceFileRecords } from '../dev/harness/file-records';
 import { encodeLStat } from '../dev/lstat';
 import { projectRoot } from '../lib/paths';
+import { createActivities } from '../activities';
 import type { BareosSource } from '../lib/sources';
+import { SourceRegistry } from '../lib/sources';
 import { planFilePages } from '../lib/sources/bareos-files';
 
 const run = <I, O>(fn: (i: I) => Promise<O>, input: I): Promise<O> => runActivity(fn, input);
@@ -335,4 +337,36 @@ test('shrink guard: a rebuild without --files, or one whose bucket lost more tha
     `SELECT version_id::text AS v FROM active WHERE catalog_name = 'fshrink'`,
   );
   assert.equal(active.rows[0].v, lost);
+});
+
+test("a fresh worker's first pages with files, as many at once as its source connections, do not wait for a connection", async () => {
+  // The file-record schema is read on the page's own session: a page holding one of the source's
+  // maxConcurrentReads connections never waits for another (it waited out the 10 s connect timeout).
+  const sources = new SourceRegistry(() => ({
+    kind: 'bareos',
+    databaseUrl: bareos.dbs.sourceUrl,
+    maxConcurrentReads: 2,
+  }));
+  const acts = createActivities({ pool: bareos.dbs.catalogPool, sources, identity: 'test@host', buildId: 'test' });
+  try {
+    const plan = await run(acts.planRebuild, {
+      catalog: 'fpool',
+      source: 'director',
+      files: true,
+      pageSize: 100,
+      workflowId: 'wf-fpool',
+      firstRunId: 'r1',
+    });
+    assert.ok(plan.pagesTotal >= 2);
+    // A new registry: nothing cached, as in a worker started after another was killed.
+    await sources.close();
+    const pages = await Promise.all(
+      [1, 2].map((pageNo) =>
+        run(acts.copyPage, { catalog: 'fpool', source: 'director', versionId: plan.versionId, pageNo }),
+      ),
+    );
+    assert.ok(pages.every((p) => p.rows > 0));
+  } finally {
+    await sources.close();
+  }
 });

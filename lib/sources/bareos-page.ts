@@ -19,6 +19,7 @@ import {
   LONG_CLIENT_IDS_SQL,
 } from './bareos-columns';
 import { isDataError, withSavepoint } from '../db';
+import type { Queryable } from '../db';
 import { bareosFilesCopyQuery } from './bareos-files';
 import type { FileSchema, PageRead, PageRejectRecord, ReadRow } from './types';
 
@@ -30,8 +31,8 @@ export interface PageReadSettings {
   mode: SourceTextMode;
   /** statement_timeout of the read transaction (ms), sized from the page's planned rows. */
   statementTimeoutMs: number;
-  /** The source's file-record schema (read once per source, when a page first streams files). */
-  fileSchema: () => Promise<FileSchema>;
+  /** The source's file-record schema (read once per source on `db`, the page's own session, when a page first streams files). */
+  fileSchema: (db: Queryable) => Promise<FileSchema>;
 }
 
 /**
@@ -135,7 +136,7 @@ class BareosPageRead implements PageRead {
   async copyFilesOut(): Promise<Readable> {
     if (this.filesStreamed) throw new Error('a page read streams its file records once');
     this.filesStreamed = true;
-    const schema = await this.settings.fileSchema();
+    const schema = await this.settings.fileSchema(this.client);
     return this.client.query(copyTo(bareosFilesCopyQuery(schema, this.settings.mode, this.range)));
   }
 

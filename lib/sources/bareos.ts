@@ -1,5 +1,6 @@
 import type { Pool } from 'pg';
 import { createPool, withLongSession } from '../db';
+import type { Queryable } from '../db';
 import type { DstReport, JobSource, KeySpan, PageRange, PageWalkProgress, ReadRow, SourceWatermark } from './types';
 import { DST_RULE, ROW_WIDTH_SAMPLE, toBucketStat } from './types';
 import type { BucketStat, StatRow } from './types';
@@ -89,13 +90,17 @@ export class BareosSource implements JobSource, StreamingSource, FileSource {
       zone,
       mode,
       statementTimeoutMs,
-      fileSchema: () => this.fileSchema(),
+      fileSchema: (db) => this.fileSchema(db),
     });
   }
 
-  fileSchema(): Promise<FileSchema> {
+  /**
+   * The file-record schema, read once (on `db`, default the source's pool: a page read passes its
+   * own session, so that it never waits for a second connection of the pool it holds one of).
+   */
+  fileSchema(db: Queryable = this.pool): Promise<FileSchema> {
     if (!this.schema) {
-      this.schema = readFileSchema(this.pool);
+      this.schema = readFileSchema(db);
       this.schema.catch(() => (this.schema = undefined));
     }
     return this.schema;
