@@ -124,6 +124,16 @@ export function buildReceipt(
 }
 
 /**
+ * What a page holds: `500 jobs per page`; a plan with files that sized its pages weighs each job as
+ * 1 + its file records: `about 100000 rows (jobs and their files) per page`.
+ */
+function pagesText(r: Receipt): string {
+  return r.files && r.pageSizing !== 'fixed'
+    ? `about ${r.pageSize} rows (jobs and their files) per page`
+    : `${r.pageSize} jobs per page`;
+}
+
+/**
  * The receipt as text lines, e.g.
  * `planned version 12 of catalog main:` (`… main with files:` with `--files`), `  pages: 40 (500 jobs per page, fixed by --page-size)` (or
  * `sized by the plan from measured cost`),
@@ -141,7 +151,7 @@ export function formatReceipt(r: Receipt, waitedMs: number): string[] {
   const watermark = !w ? 'unknown' : `${w.jobKey === null ? 'no jobs (empty source)' : `job ${w.jobKey}`} at ${w.time}`;
   return [
     `planned version ${r.versionId} of catalog ${r.catalog}${r.files ? ' with files' : ''}:`,
-    `  pages: ${r.pagesTotal} (${r.pageSize} jobs per page, ${sizing})`,
+    `  pages: ${r.pagesTotal} (${pagesText(r)}, ${sizing})`,
     `  rows: ${r.sourceRows === null ? 'unknown (the catalog database did not answer)' : r.sourceRows} source rows at the watermark`,
     `  watermark: ${watermark}`,
   ];

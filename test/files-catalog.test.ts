@@ -506,6 +506,7 @@ test('find (exact, prefix) through the find index and a job listing over the pub
   );
   assert.deepEqual(files[1], {
     jobId: '101',
+    startTime: '2024-05-01T10:00:00.000000Z',
     fileId: '2',
     path: '/data/',
     name: ODD_NAME,

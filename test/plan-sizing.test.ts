@@ -1,6 +1,7 @@
 /**
- * The page sizing rule (lib/page-sizing.ts), the dense pages of a staged listing and the stored
- * last keys of a plan: pure functions.
+ * The page sizing rule (lib/page-sizing.ts), the dense pages of a staged listing, the stored last
+ * keys of a plan, a page's start-to-close from the plan's largest page, and how the receipt names
+ * the page size: pure functions.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -9,6 +10,7 @@ import { densePages } from '../lib/sources/types';
 import { pageLastKeys } from '../activities/plan-rebuild';
 import { pageStatementTimeoutMs } from '../lib/page-cost';
 import { startToCloseMs } from '../workflows/activity-options';
+import { formatReceipt } from '../client/receipt';
 
 const MiB = 1024 * 1024;
 
@@ -96,4 +98,30 @@ test("a page's start-to-close: 10 × p99 of recent pages, at least 5 minutes and
   assert.equal(startToCloseMs([1_000], 2_000_001), 4_000_002);
   assert.ok(startToCloseMs([1_000], 2_000_001) > pageStatementTimeoutMs(2_000_001));
   assert.equal(startToCloseMs([1_000], 100_000), 300_000);
+});
+
+test('the receipt of a plan with files says its pages hold jobs and their files', () => {
+  const r = {
+    catalog: 'main',
+    workflowId: 'catalog-rebuild/main',
+    taskQueue: 'q',
+    attached: false,
+    files: true,
+    planned: true,
+    versionId: '3',
+    pagesTotal: 4,
+    pageSize: 100_000,
+    pageSizing: 'auto' as const,
+    sourceRows: 20_000,
+    watermark: { jobKey: '20000', time: '2026-11-01T20:00:00.000000Z' },
+    answeredBy: 'database' as const,
+  };
+  assert.equal(
+    formatReceipt(r, 0)[1],
+    '  pages: 4 (about 100000 rows (jobs and their files) per page, sized by the plan from measured cost)',
+  );
+  assert.equal(
+    formatReceipt({ ...r, pageSize: 500, pageSizing: 'fixed' }, 0)[1],
+    '  pages: 4 (500 jobs per page, fixed by --page-size)',
+  );
 });

@@ -10,6 +10,8 @@ import { FILE_FIND_KEY_CHARS, fileFindKey } from './files';
 /** One published file record, as {@link listJobFiles} returns it. */
 export interface FileRecord {
   jobId: string;
+  /** The job's start time, UTC text; null when it has none (or the job is quarantined). */
+  startTime: string | null;
   /** The source's FileId, decimal text. */
   fileId: string;
   /** The directory with its trailing '/', as text (decoded from the legacy encoding when not UTF-8). */
@@ -62,11 +64,13 @@ export async function listJobFiles(
   limit?: number,
 ): Promise<FileRecord[]> {
   const { rows } = await db.query<FileRecord>(
-    `SELECT f.job_id AS "jobId", f.file_id::text AS "fileId", f.path, f.name,
+    `SELECT f.job_id AS "jobId", ${utcText('j.start_time')} AS "startTime", f.file_id::text AS "fileId", f.path, f.name,
             ${hexText('f.path_bytes')} AS "pathBytes", ${hexText('f.name_bytes')} AS "nameBytes",
             f.file_index AS "fileIndex", f.delta_seq AS "deltaSeq", f.deleted, f.size::text AS size, f.mode,
             f.uid::text AS uid, f.gid::text AS gid, ${utcText('f.mtime')} AS mtime, f.md5, f.lstat
-     FROM active_files f WHERE f.catalog_name = $1 AND ${ACTIVE_VERSION_ONLY} AND f.job_id = $2
+     FROM active_files f
+     LEFT JOIN job j ON j.version_id = f.version_id AND j.job_id = f.job_id
+     WHERE f.catalog_name = $1 AND ${ACTIVE_VERSION_ONLY} AND f.job_id = $2
      ORDER BY f.file_id LIMIT $3`,
     [catalog, jobId, limit ?? null],
   );
