@@ -14,6 +14,7 @@ import { from as copyFrom } from 'pg-copy-streams';
 import type { Queryable } from '../db';
 import { withLongSession } from '../db';
 import { fileFingerprintRow } from '../fingerprint';
+import { detachAndDropTable } from './partitions';
 
 /**
  * Name of the table holding one version's file records: `file_v<id>`.
@@ -254,31 +255,11 @@ export async function createFileIndexes(pool: Pool, versionId: string): Promise<
 }
 
 /**
- * Detaches the version's file table from `file` (`DETACH PARTITION … CONCURRENTLY`, lock_timeout
- * 5 s, outside any transaction; a pending detach of an interrupted attempt is finished with
- * `FINALIZE`) and drops it, on a session of its own without statement timeout (discarded
- * afterwards). The version's quarantined file records are not touched.
+ * Detaches the version's file table from `file` and drops it (partitions.ts `detachAndDropTable`).
+ * The version's quarantined file records are not touched.
  * @returns false when the table was already gone (nothing done), true when it was dropped now.
  * @throws the database error of the detach or drop (lock_timeout 55P03 is retryable).
  */
 export async function detachAndDropFilePartition(pool: Pool, versionId: string): Promise<boolean> {
-  const table = filePartitionName(versionId);
-  const exists = await pool.query(`SELECT 1 FROM pg_class WHERE relname = $1 AND relkind = 'r'`, [table]);
-  if (!exists.rowCount) return false;
-  const attached = await pool.query(
-    `SELECT 1 FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid WHERE c.relname = $1`,
-    [table],
-  );
-  await withLongSession(pool, async (c) => {
-    await c.query(`SET lock_timeout = '5s'`);
-    try {
-      if (attached.rowCount) await c.query(format('ALTER TABLE file DETACH PARTITION %I CONCURRENTLY', table));
-    } catch (err) {
-      // A pending detach from an interrupted attempt is finished by FINALIZE.
-      if (!/pending detach|FINALIZE/i.test((err as Error).message)) throw err;
-      await c.query(format('ALTER TABLE file DETACH PARTITION %I FINALIZE', table));
-    }
-    await c.query(format('DROP TABLE IF EXISTS %I', table));
-  });
-  return true;
+  return detachAndDropTable(pool, 'file', filePartitionName(versionId));
 }

@@ -57,15 +57,25 @@ export async function createReaderIndex(pool: Pool, versionId: string): Promise<
 }
 
 /**
- * Detaches the version's table from `job` (`DETACH PARTITION … CONCURRENTLY`, lock_timeout 5 s,
- * outside any transaction; a pending detach of an interrupted attempt is finished with `FINALIZE`)
- * and drops it, on a session of its own without statement timeout (discarded afterwards).
+ * Detaches the version's table from `job` and drops it ({@link detachAndDropTable}).
  * @returns false when the table was already gone (nothing done), true when it was dropped now.
  * @throws the database error of the detach or drop (lock_timeout 55P03 is retryable).
  */
 export async function detachAndDropPartition(pool: Pool, versionId: string): Promise<boolean> {
-  const table = partitionName(versionId);
-  if (!(await partitionExists(pool, versionId))) return false;
+  return detachAndDropTable(pool, 'job', partitionName(versionId));
+}
+
+/**
+ * Detaches `table` from the partitioned `parent` (`DETACH PARTITION … CONCURRENTLY`, lock_timeout
+ * 5 s, outside any transaction; a pending detach of an interrupted attempt is finished with
+ * `FINALIZE`) and drops it, on a session of its own without statement timeout (discarded
+ * afterwards). The one removal of a version's tables (`job_v<id>`, `file_v<id>`).
+ * @returns false when the table was already gone (nothing done), true when it was dropped now.
+ * @throws the database error of the detach or drop (lock_timeout 55P03 is retryable).
+ */
+export async function detachAndDropTable(pool: Pool, parent: string, table: string): Promise<boolean> {
+  const exists = await pool.query(`SELECT 1 FROM pg_class WHERE relname = $1 AND relkind = 'r'`, [table]);
+  if (!exists.rowCount) return false;
   const attached = await pool.query(
     `SELECT 1 FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid WHERE c.relname = $1`,
     [table],
@@ -73,11 +83,12 @@ export async function detachAndDropPartition(pool: Pool, versionId: string): Pro
   await withLongSession(pool, async (client) => {
     await client.query(`SET lock_timeout = '5s'`);
     try {
-      if (attached.rowCount) await client.query(format('ALTER TABLE job DETACH PARTITION %I CONCURRENTLY', table));
+      if (attached.rowCount)
+        await client.query(format('ALTER TABLE %I DETACH PARTITION %I CONCURRENTLY', parent, table));
     } catch (err) {
       // A pending detach from an interrupted attempt is finished by FINALIZE.
       if (!/pending detach|FINALIZE/i.test((err as Error).message)) throw err;
-      await client.query(format('ALTER TABLE job DETACH PARTITION %I FINALIZE', table));
+      await client.query(format('ALTER TABLE %I DETACH PARTITION %I FINALIZE', parent, table));
     }
     await client.query(format('DROP TABLE IF EXISTS %I', table));
   });
