@@ -97,26 +97,21 @@ async function repair(ctx: ActivityContext, input: RepairBucketInput): Promise<R
     ? await withLongSession(ctx.pool, (c) => bucketCountInSpan(c, input.versionId, input.bucket, span))
     : await bucketCountWithRejects(ctx.pool, input.versionId, input.bucket);
   const ok = after === read.valid.length + read.rejects.length;
-  const movedCount = moved.valid.length + moved.rejects.length;
+  const facts = {
+    bucket: input.bucket,
+    upserted,
+    deleted,
+    moved: moved.valid.length + moved.rejects.length,
+    rejects: rejected.length,
+    ok,
+  };
   await ctx.events.record(ctx.pool, {
     catalog: input.catalog,
     versionId: input.versionId,
     kind: 'repaired',
-    message: repairedMessage({
-      bucket: input.bucket,
-      upserted,
-      deleted,
-      moved: movedCount,
-      rejects: rejected.length,
-      ok,
-    }),
+    message: repairedMessage(facts),
     details: {
-      bucket: input.bucket,
-      upserted,
-      deleted,
-      moved: movedCount,
-      rejects: rejected.length,
-      ok,
+      ...facts,
       ...(files
         ? {
             filesReplacedJobs: files.replacedJobs.slice(0, 100),
