@@ -140,18 +140,37 @@ export function rebuildHandle(client: Client, catalog: string): WorkflowHandle {
 }
 
 /**
- * Queries `progress`. Rejects after `timeoutMs` (default 5,000 ms) when no worker answers.
+ * The server's refusal of a query while another query already waits for the same workflow's task
+ * (it buffers one per workflow: `status --follow`, the Web UI and `temporal workflow query` side by
+ * side meet it). Transient: asking again a moment later is answered.
+ */
+export const QUERY_BUFFER_FULL = /consistent query buffer is full/;
+
+/**
+ * Queries `progress`. A query the server refuses with {@link QUERY_BUFFER_FULL} is asked again
+ * every 200 ms. Rejects after `timeoutMs` (default 5,000 ms) when no worker answers.
  */
 export async function getProgress(handle: WorkflowHandle, timeoutMs = 5_000): Promise<RebuildProgress> {
   let timer: NodeJS.Timeout | undefined;
+  let timedOut = false;
   const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(
-      () => reject(new Error(`no worker answered the progress query within ${timeoutMs} ms`)),
-      timeoutMs,
-    );
+    timer = setTimeout(() => {
+      timedOut = true;
+      reject(new Error(`no worker answered the progress query within ${timeoutMs} ms`));
+    }, timeoutMs);
   });
+  const ask = async (): Promise<RebuildProgress> => {
+    for (;;) {
+      try {
+        return await handle.query(progressQuery);
+      } catch (err) {
+        if (timedOut || !QUERY_BUFFER_FULL.test(String((err as Error).message))) throw err;
+        await new Promise((r) => setTimeout(r, 200));
+      }
+    }
+  };
   try {
-    return await Promise.race([handle.query(progressQuery), timeout]);
+    return await Promise.race([ask(), timeout]);
   } finally {
     clearTimeout(timer);
   }

@@ -17,7 +17,8 @@ import { throttleCommand } from '../client/commands/throttle';
 import { filesCommand, findCommand } from '../client/commands/files';
 import type { ActiveFileVersion, FileHit, FileReads } from '../client/commands/file-reads';
 import type { RebuildCatalogResult } from '../client';
-import { flagConflicts, rebuildFlags } from '../client';
+import { flagConflicts, getProgress, rebuildFlags } from '../client';
+import type { WorkflowHandle } from '@temporalio/client';
 import type { EventRow } from '../lib/catalog/event-reads';
 
 const RESULT: RebuildCatalogResult = {
@@ -312,4 +313,36 @@ test('files and find print one line per hit or one JSON array, and name a catalo
     filesCommand(ctx, { catalog: 'main', job: '12', json: false }, note, reads),
     (e: unknown) => e instanceof ExitCode && e.code === 1 && /catalog main has no active version/.test(e.message),
   );
+});
+
+test('getProgress asks again when the server refuses a query with a full query buffer; other errors and the timeout still reject', async () => {
+  const full = new Error(
+    'querying workflow failed: consistent query buffer is full, this may be caused by too many queries',
+  );
+  let calls = 0;
+  const flaky = {
+    query: async () => {
+      calls++;
+      if (calls <= 3) throw full;
+      return { phase: 'copying', pagesDone: 7 };
+    },
+  } as unknown as WorkflowHandle;
+  const p = await getProgress(flaky, 5_000);
+  assert.equal(calls, 4);
+  assert.equal((p as { pagesDone: number }).pagesDone, 7);
+
+  const broken = { query: async () => Promise.reject(new Error('workflow not found')) } as unknown as WorkflowHandle;
+  await assert.rejects(getProgress(broken, 5_000), /workflow not found/);
+
+  let asked = 0;
+  const alwaysFull = {
+    query: async () => {
+      asked++;
+      throw full;
+    },
+  } as unknown as WorkflowHandle;
+  await assert.rejects(getProgress(alwaysFull, 700), /no worker answered the progress query within 700 ms/);
+  const askedAtTimeout = asked;
+  await new Promise((r) => setTimeout(r, 500));
+  assert.ok(askedAtTimeout >= 3 && asked <= askedAtTimeout + 1, `asked ${askedAtTimeout}, then ${asked}`);
 });

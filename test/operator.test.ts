@@ -27,7 +27,7 @@ import type { DevServer } from '../dev/env/dev-server';
 import { freePort, startDevServer } from '../dev/env/dev-server';
 import { projectRoot } from '../lib/paths';
 import type { TemporalSession } from '../client';
-import { connectTemporal, rebuildHandle, startRebuild } from '../client';
+import { QUERY_BUFFER_FULL, connectTemporal, rebuildHandle, startRebuild } from '../client';
 import { LIVE_POLLER_WINDOW_SECONDS } from '../client/status';
 import type { TestDatabases, WorkerProcess } from '../dev/harness/harness';
 import {
@@ -116,13 +116,26 @@ async function committedPages(catalog: string): Promise<number> {
 }
 
 /** Runs the official Temporal CLI against the private server. */
+/**
+ * Runs the Temporal CLI against the test server. A query the server refuses because another one
+ * (the `status --follow` running beside it) already waits on the workflow task ("consistent query
+ * buffer is full": the server buffers one query per workflow) is asked again, as an operator would.
+ */
 async function temporal(args: string[]): Promise<string> {
   const env = { ...process.env, TEMPORAL_ADDRESS: server.address, TEMPORAL_NAMESPACE: 'default' };
-  const { stdout } = await run(temporalCli, [...args, '--address', server.address, '--namespace', 'default'], {
-    env,
-    timeout: 60_000,
-  });
-  return stdout;
+  for (let attempt = 1; ; attempt++) {
+    try {
+      const { stdout } = await run(temporalCli, [...args, '--address', server.address, '--namespace', 'default'], {
+        env,
+        timeout: 60_000,
+      });
+      return stdout;
+    } catch (err) {
+      const stderr = String((err as { stderr?: unknown }).stderr ?? '');
+      if (attempt >= 20 || !QUERY_BUFFER_FULL.test(stderr)) throw err;
+      await new Promise((r) => setTimeout(r, 250));
+    }
+  }
 }
 
 /** A JSON document, or JSON lines, as one list. */
