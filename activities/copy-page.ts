@@ -23,6 +23,7 @@ import { FailureType, NotPublishableError } from '../lib/errors';
 import { pageStatementTimeoutMs } from '../lib/page-cost';
 import type { PageRead } from '../lib/sources/types';
 import { isStreamingSource } from '../lib/sources/types';
+import { StagedFileSource } from '../lib/sources/staged-files';
 import { validateRows } from '../lib/validate';
 import type { CopyPageInput, CopyPageResult, PageActivityReport } from '../workflows/definitions';
 import { pageActivityPausedSignal, pageActivityResumedSignal } from '../workflows/definitions';
@@ -31,6 +32,7 @@ import { guard } from './failures';
 import type { OperatorPauseWatch } from './heartbeat';
 import { cancelReason, onOperatorPause, withHeartbeat } from './heartbeat';
 import { pageRetryMessage, zombieEndedMessage } from './messages';
+import { listingFilesWriter } from './page-listing-files';
 import { validatedRowsWriter } from './page-rows';
 import { streamedRowsWriter } from './page-stream';
 import type { RowWriter } from './page-write';
@@ -153,12 +155,16 @@ async function copyPageAttempt(
       files: plan.files,
     });
   } else {
-    if (plan.files)
+    if (plan.files && !(source instanceof StagedFileSource))
       throw new NotPublishableError(`source ${input.source} (${source.kind}) has no file records to page`);
     const rows = await source.readRange(plan.firstKey, plan.lastKey);
     progress.rowsRead = rows.length;
     // Malformed records are quarantined (never fail the page); repeated ids keep the last row read.
-    write = validatedRowsWriter(input.versionId, input.pageNo, attempt, validateRows(rows));
+    const checked = validateRows(rows);
+    write =
+      plan.files && source instanceof StagedFileSource
+        ? listingFilesWriter(input, attempt, source, checked, statementTimeoutMs, signal)
+        : validatedRowsWriter(input.versionId, input.pageNo, attempt, checked);
   }
   try {
     await ctx.hooks?.afterRead?.(page);

@@ -100,7 +100,7 @@ export async function planRebuild(ctx: ActivityContext, input: PlanRebuildInput)
 async function requireFileRecords(prepared: PreparedSource, input: PlanRebuildInput): Promise<void> {
   if (!prepared.planFilePages || !prepared.checkFileSchema)
     throw new SourceDataInvalidError(
-      `source ${input.source} has no file records this release can read: --files needs a Bareos or Bacula catalog database`,
+      `source ${input.source} has no file records this release can read: --files needs a Bareos or Bacula catalog database, or a restic or borg listing source with a filesCommand`,
     );
   await prepared.checkFileSchema();
 }

@@ -101,8 +101,8 @@ async function replaceJobFiles(
       const read = await source.openFileRead(jobIds, 0);
       try {
         await ensureFileStage(c);
-        await copyFilesIntoStage(c, await read.copyFilesOut());
-        const r = await insertStagedFiles(c, versionId, 0, read.legacyEncoding);
+        await copyFilesIntoStage(c, await read.copyFilesOut(), undefined, read.stageColumns);
+        const r = await insertStagedFiles(c, versionId, 0, read.legacyEncoding, read.timezone);
         await read.close();
         return { rows: r.rows, rejects: r.rejects };
       } catch (err) {

@@ -100,6 +100,9 @@ export const databaseSourceSchema = z
   })
   .strict();
 
+/** Placeholders a listing source's `filesCommand` may hold. */
+const FILES_PLACEHOLDERS = new Set(['{id}', '{short_id}', '{archive}', '{repo}']);
+
 /**
  * A restic (`restic snapshots --json`) or borg (`borg list --json`) listing, read from a file
  * (`path`) or from a command's standard output (`command`, an argv array run without a shell).
@@ -138,8 +141,30 @@ export const fileSourceSchema = z
     legacyEncoding,
     /** Quarantined file records allowed in a published rebuild with `--files` (default 0.1%, at least 100). */
     maxFileRejects,
+    /**
+     * Command listing one snapshot's or archive's files (`start --files`), as an argv array (no
+     * shell), run per job inside its page: `["restic", "-r", "/srv/restic", "ls", "--json", "{id}"]`,
+     * `["borg", "list", "--json-lines", "{repo}::{archive}"]`. Placeholders: `{id}` (snapshot or
+     * archive id), `{short_id}` (restic), `{archive}` (borg archive name), `{repo}` (`repository`).
+     */
+    filesCommand: z
+      .array(z.string().min(1), {
+        error: 'must be an argv array such as ["restic", "-r", "/srv/restic", "ls", "--json", "{id}"] (no shell)',
+      })
+      .min(1)
+      .refine((argv) => argv.every((a) => (a.match(/\{[^}]*\}/g) ?? []).every((p) => FILES_PLACEHOLDERS.has(p))), {
+        message: 'holds an unknown placeholder: use {id}, {short_id}, {archive} or {repo}',
+      })
+      .optional(),
+    /** Time limit of one `filesCommand` (ms), default 300,000. */
+    filesCommandTimeoutMs: z.number().int().positive().optional(),
+    /** The repository `{repo}` stands for in `filesCommand` (borg: the repository URL or path). */
+    repository: z.string().min(1).optional(),
   })
   .strict()
+  .refine((s) => !s.filesCommand?.some((a) => a.includes('{repo}')) || s.repository !== undefined, {
+    error: 'filesCommand uses {repo}: set "repository" to the repository it stands for',
+  })
   .refine((s) => (s.path === undefined) !== (s.command === undefined), {
     error: (iss) =>
       `a listing source needs exactly one of "path" (a listing file) or "command" (an argv array printing the listing); ${

@@ -103,7 +103,26 @@ export interface FileFingerprintColumns {
   deltaSeq: string;
   lstat: string;
   md5: string;
+  /**
+   * The values a listing record (restic, borg) carries instead of an LStat, as SQL expressions:
+   * size (numeric), mode (integer), uid, gid (bigint) and mtime (timestamptz). Absent for a side
+   * that only ever holds LStat records (a director catalog).
+   */
+  listed?: { size: string; mode: string; uid: string; gid: string; mtime: string };
 }
+
+/**
+ * SQL: the LStat field of a fingerprint input: the LStat, else for a listing record (no LStat, some
+ * listed value) the text `listed size mode uid gid mtime` (`\N` for NULL, mtime as a UTC instant).
+ * A record with an LStat, or with nothing listed, hashes the same with and without `listed`.
+ */
+const lstatForm = (lstat: string, listed: FileFingerprintColumns['listed']): string => {
+  if (!listed) return `(${lstat})::text`;
+  const n = (x: string) => `coalesce((${x})::text, '\\N')`;
+  const { size, mode, uid, gid, mtime } = listed;
+  return `coalesce((${lstat})::text, CASE WHEN num_nonnulls(${size}, ${mode}, ${uid}, ${gid}, ${mtime}) > 0 THEN
+    'listed ' || ${n(size)} || ' ' || ${n(mode)} || ' ' || ${n(uid)} || ' ' || ${n(gid)} || ' ' || ${n(utcText(mtime))} END)`;
+};
 
 /** SQL: a path or name in its fingerprint form: the text when exact, else `\x` and its bytes in hex. */
 const fileTextForm = (text: string, bytes: string): string =>
@@ -111,7 +130,8 @@ const fileTextForm = (text: string, bytes: string): string =>
 
 /**
  * SQL: the fingerprint input of one file record, the text
- * `file id|job id|path|name|file index|delta seq|lstat|md5` (`\N` for NULL; a path or name that is
+ * `file id|job id|path|name|file index|delta seq|lstat|md5` (`\N` for NULL; a listing record's
+ * listed values in place of its LStat, see `lstatForm`; a path or name that is
  * not valid UTF-8 as `\x` and the hex of its bytes, so the fingerprint hashes the source's bytes).
  * The one definition of the source side, the catalog side and quarantined file records.
  */
@@ -124,7 +144,7 @@ export function fileFingerprintRow(c: FileFingerprintColumns): string {
     fileTextForm(c.name, c.nameBytes),
     v(c.fileIndex),
     v(c.deltaSeq),
-    v(c.lstat),
+    v(lstatForm(c.lstat, c.listed)),
     v(c.md5),
   ].join(` || '|' || `);
 }

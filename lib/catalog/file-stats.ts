@@ -26,6 +26,7 @@ export const CATALOG_FILE_FINGERPRINT_ROW = fileFingerprintRow({
   deltaSeq: 't.delta_seq',
   lstat: 't.lstat',
   md5: 't.md5',
+  listed: { size: 't.size', mode: 't.mode', uid: 't.uid', gid: 't.gid', mtime: 't.mtime' },
 });
 
 /**

@@ -57,7 +57,28 @@ export async function createFilePartition(db: Queryable, versionId: string): Pro
  */
 export const FILE_STAGE_COLUMNS = `job_key bigint, job_id text, bucket date, file_id bigint, path_id bigint, path text,
   name text, path_bytes bytea, name_bytes bytea, file_index integer, delta_seq integer, lstat text, md5 text,
-  problem text`;
+  problem text, size numeric, mode integer, uid bigint, gid bigint, mtime text, raw text`;
+
+/**
+ * The stage columns a director catalog's COPY fills, in its order: the records carry an LStat
+ * (the listing columns `size` … `raw` stay NULL).
+ */
+export const DIRECTOR_STAGE_COLUMNS = [
+  'job_key',
+  'job_id',
+  'bucket',
+  'file_id',
+  'path_id',
+  'path',
+  'name',
+  'path_bytes',
+  'name_bytes',
+  'file_index',
+  'delta_seq',
+  'lstat',
+  'md5',
+  'problem',
+] as const;
 
 /**
  * Creates the session's page stage `pg_temp.file_stage` unless it exists (`ON COMMIT DELETE ROWS`:
@@ -70,12 +91,18 @@ export async function ensureFileStage(c: PoolClient): Promise<void> {
 /**
  * Streams file records in COPY text form (the stage's column order) into `pg_temp.file_stage`
  * with `COPY … FROM STDIN`, joined with `stream.pipeline`: an error on either side (or `signal`)
- * ends both streams and rejects; the transaction is then left aborted. Must run inside the
+ * ends both streams and rejects; the transaction is then left aborted. `columns` are the stage
+ * columns the text holds, in order (default: a director catalog's, {@link DIRECTOR_STAGE_COLUMNS}). Must run inside the
  * transaction that then calls {@link insertStagedFiles} (the stage empties at commit).
  * @returns records staged.
  */
-export async function copyFilesIntoStage(c: PoolClient, rows: Readable, signal?: AbortSignal): Promise<number> {
-  const sink = c.query(copyFrom('COPY pg_temp.file_stage FROM STDIN'));
+export async function copyFilesIntoStage(
+  c: PoolClient,
+  rows: Readable,
+  signal?: AbortSignal,
+  columns: readonly string[] = DIRECTOR_STAGE_COLUMNS,
+): Promise<number> {
+  const sink = c.query(copyFrom(format('COPY pg_temp.file_stage (%I) FROM STDIN', columns)));
   await pipeline(rows, sink, signal ? { signal } : {});
   return sink.rowCount;
 }
@@ -120,24 +147,38 @@ const STAGE_PROBLEM = `coalesce(s.problem,
 /** SQL: a staged path or name as raw text: the text, or `\x` and the hex of its bytes when not UTF-8. */
 const rawText = (text: string, bytes: string) => `coalesce('\\x' || encode(${bytes}, 'hex'), ${text})`;
 
-/** SQL: a staged record (alias `s`) as readable JSON text, path and name included. */
-const STAGE_RAW = `json_build_object('file_id', s.file_id, 'job_id', s.job_id, 'job_key', s.job_key,
+/** SQL: a staged record (alias `s`) as readable text, path and name included: the listing's line, else JSON of its fields. */
+const STAGE_RAW = `coalesce(s.raw, json_build_object('file_id', s.file_id, 'job_id', s.job_id, 'job_key', s.job_key,
   'path_id', s.path_id, 'path', ${rawText('s.path', 's.path_bytes')}, 'name', ${rawText('s.name', 's.name_bytes')},
-  'file_index', s.file_index, 'delta_seq', s.delta_seq, 'lstat', s.lstat, 'md5', s.md5)::text`;
+  'file_index', s.file_index, 'delta_seq', s.delta_seq, 'lstat', s.lstat, 'md5', s.md5)::text)`;
 
-/** SQL: the fingerprint input of a staged record (alias `s`); the same text the source and the catalog rows give. */
-const STAGE_FINGERPRINT_ROW = fileFingerprintRow({
-  fileId: 's.file_id',
-  jobId: 's.job_id',
-  path: 's.path',
-  pathBytes: 's.path_bytes',
-  name: 's.name',
-  nameBytes: 's.name_bytes',
-  fileIndex: 's.file_index',
-  deltaSeq: 's.delta_seq',
-  lstat: 's.lstat',
-  md5: 's.md5',
-});
+/**
+ * SQL: a staged listing mtime (alias `s`) as timestamptz: a time with an offset as that instant,
+ * a naive one (borg 1.x) in the source's zone `$4`.
+ */
+const stageMtime = (tz: string) => `(CASE WHEN s.mtime ~ '(Z|[+-][0-9]{2}:[0-9]{2})$' THEN s.mtime::timestamptz
+  ELSE s.mtime::timestamp AT TIME ZONE ${tz}::text END)`;
+const STAGE_MTIME = stageMtime('$4');
+
+/**
+ * SQL: the fingerprint input of a staged record (alias `s`); the same text the source and the
+ * catalog rows give. `tz` is the SQL parameter holding the source's zone (naive listing mtimes).
+ */
+export const stagedFileFingerprintRow = (tz: string): string =>
+  fileFingerprintRow({
+    fileId: 's.file_id',
+    jobId: 's.job_id',
+    path: 's.path',
+    pathBytes: 's.path_bytes',
+    name: 's.name',
+    nameBytes: 's.name_bytes',
+    fileIndex: 's.file_index',
+    deltaSeq: 's.delta_seq',
+    lstat: 's.lstat',
+    md5: 's.md5',
+    listed: { size: 's.size', mode: 's.mode', uid: 's.uid', gid: 's.gid', mtime: stageMtime(tz) },
+  });
+const STAGE_FINGERPRINT_ROW = stagedFileFingerprintRow('$4');
 
 /**
  * Writes the staged page: one `INSERT … SELECT` of the good records into `file_v<id>`, with size,
@@ -150,13 +191,15 @@ const STAGE_FINGERPRINT_ROW = fileFingerprintRow({
  * records yet: a replay first removes its jobs' files ({@link deleteJobFiles}). Run it in the
  * transaction that staged the records. A path or name staged as bytes only (not UTF-8) is decoded
  * from `legacyEncoding` (the source's, default LATIN1) by `catalog_decode_legacy`; one that the
- * encoding does not define is quarantined.
+ * encoding does not define is quarantined. A listing record (no LStat) keeps its listed size, mode,
+ * uid, gid and mtime; a naive mtime is read in `timezone` (the source's IANA zone, default UTC).
  */
 export async function insertStagedFiles(
   c: PoolClient,
   versionId: string,
   pageNo: number,
   legacyEncoding = 'LATIN1',
+  timezone = 'UTC',
 ): Promise<StagedFilesResult> {
   const table = filePartitionName(versionId);
   const good = await c.query(
@@ -166,14 +209,17 @@ export async function insertStagedFiles(
        SELECT $1::bigint, $2::integer, s.job_key, s.job_id, s.bucket, s.file_id,
               ${decodedText('s.path', 's.path_bytes')}, ${decodedText('s.name', 's.name_bytes')}, s.path_bytes,
               s.name_bytes, s.file_index, s.delta_seq, s.file_index = 0,
-              catalog_b64_unchecked(s.f[8])::numeric(20,0), catalog_b64_unchecked(s.f[3])::integer,
-              catalog_b64_unchecked(s.f[5]), catalog_b64_unchecked(s.f[6]), to_timestamp(catalog_b64_unchecked(s.f[12])),
+              CASE WHEN s.lstat IS NULL THEN s.size ELSE catalog_b64_unchecked(s.f[8]) END::numeric(20,0),
+              CASE WHEN s.lstat IS NULL THEN s.mode ELSE catalog_b64_unchecked(s.f[3])::integer END,
+              CASE WHEN s.lstat IS NULL THEN s.uid ELSE catalog_b64_unchecked(s.f[5]) END,
+              CASE WHEN s.lstat IS NULL THEN s.gid ELSE catalog_b64_unchecked(s.f[6]) END,
+              CASE WHEN s.lstat IS NULL THEN ${STAGE_MTIME} ELSE to_timestamp(catalog_b64_unchecked(s.f[12])) END,
               s.md5, s.lstat
        FROM (SELECT s.*, string_to_array(s.lstat, ' ') AS f FROM pg_temp.file_stage s
              WHERE ${STAGE_PROBLEM} IS NULL OFFSET 0) s`,
       table,
     ),
-    [versionId, pageNo, legacyEncoding],
+    [versionId, pageNo, legacyEncoding, timezone],
   );
   const rows = good.rowCount ?? 0;
   const staged = await c.query<{ n: string }>(`SELECT count(*)::text AS n FROM pg_temp.file_stage`);
@@ -195,7 +241,7 @@ export async function insertStagedFiles(
               (SELECT json_agg(json_build_object('jobId', b.job_id, 'fileId', b.record_key::text, 'reason', b.reason)
                                ORDER BY b.record_key)
                FROM (SELECT * FROM bad ORDER BY record_key LIMIT ${FIRST_REJECTS}) b) AS first`,
-      [versionId, pageNo, legacyEncoding],
+      [versionId, pageNo, legacyEncoding, timezone],
     );
     rejects = bad.rows[0].n;
     firstRejects = bad.rows[0].first ?? [];

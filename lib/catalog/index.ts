@@ -28,3 +28,4 @@ export * from './rollback';
 export * from './status';
 export * from './versions';
 export * from './worker-sources';
+export * from './listing-files';

@@ -118,18 +118,24 @@ export async function unpublishableVersionIds(db: Queryable, catalog: string): P
   return rows.map((r) => r.version_id);
 }
 
-/** Deletes the staged listing records of one version. */
+/** Deletes the staged listing records of one version, and its listings' file statistics. */
 export async function deleteStagedRecords(db: Queryable, versionId: string): Promise<void> {
   await db.query(`DELETE FROM staged_record WHERE version_id = $1`, [versionId]);
+  await db.query(`DELETE FROM listing_file_stat WHERE version_id = $1`, [versionId]);
 }
 
 /**
- * Deletes the staged listing records of the versions of `catalog` that are published, retired or
- * dropped (a listing is only read while its version is built and verified).
+ * Deletes the staged listing records (and listings' file statistics) of the versions of `catalog`
+ * that are published, retired or dropped (a listing is only read while its version is built and verified).
  */
 export async function deleteStagedRecordsOfFinishedVersions(db: Queryable, catalog: string): Promise<void> {
   await db.query(
     `DELETE FROM staged_record s USING version v
+           WHERE s.version_id = v.version_id AND v.catalog_name = $1 AND v.status IN ('active', 'retired', 'dropped')`,
+    [catalog],
+  );
+  await db.query(
+    `DELETE FROM listing_file_stat s USING version v
            WHERE s.version_id = v.version_id AND v.catalog_name = $1 AND v.status IN ('active', 'retired', 'dropped')`,
     [catalog],
   );

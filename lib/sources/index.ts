@@ -7,11 +7,13 @@ import type { SourceConfig } from '../config';
 import { isFileSource } from '../config';
 import { BareosSource } from './bareos';
 import { readListing, StagedSource, stageListing } from './staged';
+import { listingFilePages, StagedFileSource } from './staged-files';
 import type { FileSource, JobSource, SourceWatermark } from './types';
 import { densePages, isFileSource as isFileRecordSource } from './types';
 
 export { BareosSource } from './bareos';
 export { StagedSource } from './staged';
+export { StagedFileSource } from './staged-files';
 export * from './types';
 
 /** What planRebuild needs from a source before the version exists. */
@@ -35,7 +37,7 @@ export interface PreparedSource {
   /** Stages the listing for the new version, inside the plan transaction (file sources only). */
   stage?(c: PoolClient, versionId: string): Promise<void>;
   /**
-   * Sources with file records (director catalogs): pages of about `targetRows` rows where a job
+   * Sources with file records (director catalogs, listings with a `filesCommand`): pages of about `targetRows` rows where a job
    * weighs 1 + its `JobFiles`, a job heavier than the target a page of its own (see
    * {@link FileSource.planFilePages}); absent for sources without file records.
    */
@@ -73,6 +75,13 @@ export class SourceRegistry {
         throw new Error(`source ${name} (${config.kind}) is staged per version: a version id is required`);
       if (!this.catalogPool)
         throw new Error(`source ${name} (${config.kind}) needs the catalog database to stage its listing`);
+      if (config.filesCommand)
+        return new StagedFileSource(
+          name,
+          { ...config, filesCommand: config.filesCommand },
+          this.catalogPool,
+          versionId,
+        );
       return new StagedSource(name, config, this.catalogPool, versionId);
     }
     let s = this.open.get(name);
@@ -124,6 +133,12 @@ export class SourceRegistry {
       countRowsUpTo: async (maxKey, limit) => Math.min(Number(maxKey), limit),
       decoded: { encoding: config.legacyEncoding ?? 'LATIN1', values: listing.decoded },
       stage: (c, versionId) => stageListing(c, versionId, listing),
+      ...(config.filesCommand
+        ? {
+            planFilePages: async (_maxKey, target) => listingFilePages(listing.files, target),
+            checkFileSchema: async () => undefined,
+          }
+        : {}),
     };
   }
 

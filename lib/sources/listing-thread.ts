@@ -33,6 +33,8 @@ export interface ListingForStaging {
   copyText: Uint8Array;
   /** Ids of the staged records (when asked for). */
   ids: string[] | null;
+  /** Each staged record's file count as listed (restic's `summary.total_files_processed`), null when none. */
+  files: (string | null)[];
 }
 
 type Reply = { ok: true; listing: ListingForStaging } | { ok: false; message: string; code?: string };
@@ -114,6 +116,7 @@ if (!isMainThread && parentPort && (workerData as Job | undefined)?.kind) {
         decoded: l.decoded,
         copyText,
         ids,
+        files: l.records.map((r) => r.files),
       },
     };
   } catch (err) {

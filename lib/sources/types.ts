@@ -316,8 +316,8 @@ export interface FileJobStat {
 export interface FileSchema {
   /** `Version.VersionId` of the source catalog. */
   version: number;
-  /** Where a file record's name is. */
-  name: 'file.name' | 'file.filename' | 'filename table';
+  /** Where a file record's name is (`listing`: a restic or borg listing source's `filesCommand`, version 0). */
+  name: 'file.name' | 'file.filename' | 'filename table' | 'listing';
 }
 
 /** The file records of a set of jobs read on one source snapshot, streamed once. */
@@ -326,6 +326,10 @@ export interface FileRead {
   copyFilesOut(): Promise<Readable>;
   /** As {@link PageRead.legacyEncoding}. */
   readonly legacyEncoding: string;
+  /** The stage columns the COPY text holds, in order; absent: a director catalog's (lib/catalog/files.ts DIRECTOR_STAGE_COLUMNS). */
+  readonly stageColumns?: readonly string[];
+  /** IANA zone of naive listed mtimes (listing sources); absent: UTC. */
+  readonly timezone?: string;
   /** Ends the snapshot and returns the connection (discarded when `err` is given or the COPY broke off). */
   close(err?: Error): Promise<void>;
 }

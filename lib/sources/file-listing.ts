@@ -1,0 +1,303 @@
+/**
+ * File listings of restic and borg (`restic ls --json <id>`, `borg list --json-lines <archive>`),
+ * one JSON record per line, mapped to the catalog's page stage (lib/catalog/files.ts
+ * FILE_STAGE_COLUMNS, the listing columns included): `path` = the directory with a trailing '/',
+ * `name` = the last component ('' for a directory's own entry), `mode` = the POSIX st_mode,
+ * `size`, `uid`, `gid` and `mtime` as listed, `file_index` = position in the listing (1-based),
+ * `delta_seq` 0, `md5` and `lstat` NULL. A record that cannot be used keeps its position and is
+ * quarantined with its reason and the line as listed (`raw`); it never fails the listing.
+ *
+ * Shapes read (real output in test/fixtures/file-listings):
+ * - restic 0.14–0.16: a first line `{"struct_type":"snapshot", "id", …}`, then one
+ *   `{"struct_type":"node", "name", "type", "path", "uid", "gid", "size"?, "mode"?, "mtime", …}`
+ *   per node (0.16 adds `inode`); restic 0.17 and later add `"message_type"` beside `struct_type`.
+ *   `mode` is Go's `os.FileMode` (type bits 1<<31 … 1<<19, permissions in the low 9 bits,
+ *   setuid 1<<23, setgid 1<<22, sticky 1<<20) and is left out when zero; `size` only for files.
+ *   Go's JSON encoder writes a name that is not UTF-8 with U+FFFD in place of each bad byte.
+ * - borg 1.2 (`borg list --json-lines`): `{"type": "-", "mode": "-rw-r--r--", "uid", "gid",
+ *   "path": "data/x", "size", "mtime": "2026-12-01T21:52:33.691138"}`: a path relative to the
+ *   archive root, a naive mtime (local time of the host that ran borg: read in the source's
+ *   zone); a name that is not UTF-8 has `?` in place of each bad byte.
+ * - borg 2: the same with an offset in `mtime`, and `path_b64` (the exact bytes of a path that is
+ *   not UTF-8), which this mapping uses: such a path is staged as bytes (decoded by the catalog
+ *   from the source's `legacyEncoding`).
+ */
+import { isLosslessNumber, parse } from 'lossless-json';
+import { copyValue } from '../text-form';
+
+/** Listing formats of file records. */
+export type FileListingKind = 'restic' | 'borg';
+
+/** The job a listing belongs to, as the page stage records it. */
+export interface ListedJob {
+  /** Paging key of the job (decimal text). */
+  jobKey: string;
+  /** Job id (restic snapshot id, borg archive id). */
+  jobId: string;
+  /** Bucket of the job (`YYYY-MM-DD`), null for a job without start time. */
+  bucket: string | null;
+}
+
+/** Columns of the page stage a listing fills, in the order of {@link listingRecordCopyLine}. */
+export const LISTING_STAGE_COLUMNS = [
+  'job_key',
+  'job_id',
+  'bucket',
+  'file_id',
+  'path',
+  'name',
+  'path_bytes',
+  'name_bytes',
+  'file_index',
+  'delta_seq',
+  'problem',
+  'size',
+  'mode',
+  'uid',
+  'gid',
+  'mtime',
+  'raw',
+] as const;
+
+/**
+ * Records one job's listing may hold: a listed file's `file_id` is `job key × 10^10 + position`
+ * (unique in a version, as the catalog's `(file_id)` index and the quarantine's record key need;
+ * the position alone is the `file_index`).
+ */
+export const LISTING_POSITIONS_PER_JOB = 10_000_000_000n;
+
+/** POSIX file type bits of st_mode. */
+const S_IFMT = {
+  socket: 0o140000,
+  symlink: 0o120000,
+  file: 0o100000,
+  block: 0o060000,
+  dir: 0o040000,
+  char: 0o020000,
+  fifo: 0o010000,
+} as const;
+
+/** restic's node `type` → POSIX file type bits (`irregular`: none). */
+const RESTIC_TYPES: Record<string, number> = {
+  file: S_IFMT.file,
+  dir: S_IFMT.dir,
+  symlink: S_IFMT.symlink,
+  dev: S_IFMT.block,
+  chardev: S_IFMT.char,
+  fifo: S_IFMT.fifo,
+  socket: S_IFMT.socket,
+  irregular: 0,
+};
+
+/** Go os.FileMode bits that map to POSIX permission bits beyond the low nine. */
+const GO_SETUID = 1 << 23;
+const GO_SETGID = 1 << 22;
+const GO_STICKY = 1 << 20;
+
+/**
+ * A restic node's POSIX st_mode: the file type from the node's `type`, the permissions from Go's
+ * `os.FileMode` (low 9 bits, setuid, setgid, sticky). `goMode` is absent when restic left it out (zero).
+ * @returns the mode, or a reason when the type is unknown or the mode is not a 32-bit unsigned integer.
+ */
+export function resticMode(type: unknown, goMode: number | undefined): number | { error: string } {
+  if (typeof type !== 'string' || !(type in RESTIC_TYPES))
+    return { error: `type: unknown node type ${JSON.stringify(type)}` };
+  const m = goMode ?? 0;
+  if (!Number.isInteger(m) || m < 0 || m > 0xffffffff) return { error: `mode: not a Go file mode (${m})` };
+  const perm = (m & 0o777) | (m & GO_SETUID ? 0o4000 : 0) | (m & GO_SETGID ? 0o2000 : 0) | (m & GO_STICKY ? 0o1000 : 0);
+  return RESTIC_TYPES[type] | perm;
+}
+
+/** borg's mode string's first character → POSIX file type bits. */
+const BORG_TYPES: Record<string, number> = {
+  '-': S_IFMT.file,
+  d: S_IFMT.dir,
+  l: S_IFMT.symlink,
+  b: S_IFMT.block,
+  c: S_IFMT.char,
+  p: S_IFMT.fifo,
+  s: S_IFMT.socket,
+};
+
+/**
+ * A borg mode string (`-rw-r--r--`, `drwxrwxrwt`, `-rwsr-xr-x`, as `ls -l` and Python's
+ * `stat.filemode` write it) as a POSIX st_mode.
+ * @returns the mode, or a reason when the string is not such a mode.
+ */
+export function borgMode(s: unknown): number | { error: string } {
+  if (typeof s !== 'string' || !/^[-dlbcps][-r][-w][-xsS][-r][-w][-xsS][-r][-w][-xtT]$/.test(s))
+    return { error: `mode: not a mode string (${JSON.stringify(s)})` };
+  let m = BORG_TYPES[s[0]];
+  const bit = (i: number, v: number) => (s[i] !== '-' && s[i] !== 'S' && s[i] !== 'T' ? v : 0);
+  m |= bit(1, 0o400) | bit(2, 0o200) | bit(3, 0o100) | bit(4, 0o040) | bit(5, 0o020) | bit(6, 0o010);
+  m |= bit(7, 0o004) | bit(8, 0o002) | bit(9, 0o001);
+  if (s[3] === 's' || s[3] === 'S') m |= 0o4000;
+  if (s[6] === 's' || s[6] === 'S') m |= 0o2000;
+  if (s[9] === 't' || s[9] === 'T') m |= 0o1000;
+  return m;
+}
+
+/** A listing record's directory and name: the path split at its last '/'. */
+function splitPath(p: string, isDir: boolean): { path: string; name: string } {
+  if (isDir) return { path: p.endsWith('/') ? p : `${p}/`, name: '' };
+  const at = p.lastIndexOf('/');
+  return { path: p.slice(0, at + 1), name: p.slice(at + 1) };
+}
+
+/** The same split on a path's bytes (0x2f is '/' in UTF-8 and in every legacy encoding). */
+function splitBytes(b: Buffer, isDir: boolean): { path: Buffer; name: Buffer } {
+  if (isDir)
+    return { path: b[b.length - 1] === 0x2f ? b : Buffer.concat([b, Buffer.from('/')]), name: Buffer.alloc(0) };
+  const at = b.lastIndexOf(0x2f);
+  return { path: b.subarray(0, at + 1), name: b.subarray(at + 1) };
+}
+
+const UTF8 = new TextDecoder('utf-8', { fatal: true });
+
+/** A text as itself when its bytes are UTF-8, else null and the bytes as `\x` hex (bytea text). */
+function exactText(b: Buffer): { text: string | null; bytes: string | null } {
+  try {
+    return { text: UTF8.decode(b), bytes: null };
+  } catch {
+    return { text: null, bytes: `\\x${b.toString('hex')}` };
+  }
+}
+
+/** A JSON number kept exact (lossless-json), as decimal text; null when absent; undefined when not a whole number. */
+function wholeNumber(v: unknown): string | null | undefined {
+  if (v === undefined || v === null) return null;
+  if (isLosslessNumber(v)) return /^\d+$/.test(v.value) ? v.value : undefined;
+  return undefined;
+}
+
+/** Go's zero time.Time (restic's "not recorded"). */
+const GO_ZERO_TIME = /^0001-01-01T00:00:00(\.0+)?(Z|[+-]00:00)$/;
+/** An RFC 3339 time (fraction and offset optional, as restic and borg write them). */
+const LISTED_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})?$/;
+
+/** One mapped listing record: the stage's values (text or NULL) in LISTING_STAGE_COLUMNS order. */
+export type StagedListingRecord = (string | null)[];
+
+/**
+ * Maps one line of a file listing to the stage's values. Restic's snapshot line is not a record
+ * (the caller checks it, see {@link resticSnapshotId}).
+ * @param position 1-based position of the record in the job's listing.
+ */
+export function listingRecord(
+  kind: FileListingKind,
+  job: ListedJob,
+  position: number,
+  line: string,
+): StagedListingRecord {
+  const fileId = (BigInt(job.jobKey) * LISTING_POSITIONS_PER_JOB + BigInt(position)).toString();
+  const out = (
+    f: {
+      path?: string | null;
+      name?: string | null;
+      pathBytes?: string | null;
+      nameBytes?: string | null;
+      size?: string | null;
+      mode?: number | null;
+      uid?: string | null;
+      gid?: string | null;
+      mtime?: string | null;
+    },
+    problem: string | null,
+  ): StagedListingRecord => [
+    job.jobKey,
+    job.jobId,
+    job.bucket,
+    fileId,
+    f.path ?? null,
+    f.name ?? null,
+    f.pathBytes ?? null,
+    f.nameBytes ?? null,
+    String(position),
+    '0',
+    problem,
+    f.size ?? null,
+    f.mode === undefined || f.mode === null ? null : String(f.mode),
+    f.uid ?? null,
+    f.gid ?? null,
+    f.mtime ?? null,
+    problem ? line.slice(0, 8192) : null,
+  ];
+  let rec: Record<string, unknown>;
+  try {
+    const v = parse(line);
+    if (!v || typeof v !== 'object' || Array.isArray(v)) return out({}, 'record: not a JSON object');
+    rec = v as Record<string, unknown>;
+  } catch (err) {
+    return out({}, `record: not valid JSON: ${(err as Error).message}`);
+  }
+  const p = rec.path;
+  if (typeof p !== 'string' || !p) return out({}, 'path: is missing');
+  const mode = kind === 'restic' ? resticMode(rec.type, numberOrUndefined(rec.mode)) : borgMode(rec.mode);
+  const isDir = kind === 'restic' ? rec.type === 'dir' : rec.type === 'd' || String(rec.mode ?? '').startsWith('d');
+  let names: { path: string | null; name: string | null; pathBytes: string | null; nameBytes: string | null };
+  if (kind === 'borg' && typeof rec.path_b64 === 'string') {
+    const s = splitBytes(Buffer.from(rec.path_b64, 'base64'), isDir);
+    const dir = exactText(s.path);
+    const name = exactText(s.name);
+    names = { path: dir.text, name: name.text, pathBytes: dir.bytes, nameBytes: name.bytes };
+  } else {
+    const s = splitPath(p, isDir);
+    names = { path: s.path, name: s.name, pathBytes: null, nameBytes: null };
+  }
+  const size = wholeNumber(rec.size);
+  const uid = wholeNumber(rec.uid);
+  const gid = wholeNumber(rec.gid);
+  const t = rec.mtime;
+  const mtime = typeof t === 'string' && !GO_ZERO_TIME.test(t) ? t : null;
+  const problems = [
+    typeof mode === 'object' ? mode.error : null,
+    size === undefined ? `size: not a whole number (${String(rec.size)})` : null,
+    size && BigInt(size) >= 1n << 64n ? `size: exceeds 64 bits (${size})` : null,
+    uid === undefined ? `uid: not a whole number (${String(rec.uid)})` : null,
+    gid === undefined ? `gid: not a whole number (${String(rec.gid)})` : null,
+    t !== undefined && t !== null && (typeof t !== 'string' || !LISTED_TIME.test(t))
+      ? `mtime: not an RFC 3339 time (${String(t)})`
+      : null,
+    `${names.path ?? ''}${names.name ?? ''}`.includes('\u0000')
+      ? 'name: contains a NUL character (\\u0000), which PostgreSQL text cannot store'
+      : null,
+  ].filter((x): x is string => x !== null);
+  const ok = !problems.length;
+  return out(
+    {
+      ...names,
+      size: size ?? null,
+      mode: typeof mode === 'number' ? mode : null,
+      uid: uid ?? null,
+      gid: gid ?? null,
+      mtime: ok ? mtime : null,
+    },
+    ok ? null : problems.join('; '),
+  );
+}
+
+/** A lossless JSON number as a JS number (Go file modes fit in 32 bits); undefined when absent or not a number. */
+function numberOrUndefined(v: unknown): number | undefined {
+  if (v === undefined || v === null) return undefined;
+  return isLosslessNumber(v) ? Number(v.value) : Number.NaN;
+}
+
+/**
+ * The id of a restic snapshot line (`struct_type` or `message_type` "snapshot"), or null when the
+ * line is not one (a node line, or not JSON).
+ */
+export function resticSnapshotId(line: string): string | null {
+  if (!line.includes('"snapshot"')) return null;
+  try {
+    const v = JSON.parse(line) as Record<string, unknown>;
+    const isSnapshot = v.struct_type === 'snapshot' || v.message_type === 'snapshot';
+    return isSnapshot && typeof v.id === 'string' ? v.id : null;
+  } catch {
+    return null;
+  }
+}
+
+/** One mapped record as a line of `COPY pg_temp.file_stage (LISTING_STAGE_COLUMNS) FROM STDIN` text. */
+export function listingRecordCopyLine(r: StagedListingRecord): string {
+  return `${r.map((v) => (v === null ? '\\N' : copyValue(v.includes('\u0000') ? v.replace(/\u0000/g, '') : v))).join('\t')}\n`;
+}

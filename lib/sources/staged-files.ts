@@ -1,0 +1,157 @@
+/**
+ * A staged listing whose jobs' files are listed by the source's `filesCommand` (restic
+ * `ls --json`, borg `list --json-lines`), run per snapshot or archive inside the page (and again by
+ * a repair). The source side of its file reconciliation is what each page listed
+ * (lib/catalog/listing-files.ts), since a snapshot's file list never changes.
+ */
+import type { Pool } from 'pg';
+import type { FileSourceConfig } from '../config';
+import { listingFileBucketStats, listingFileJobStats } from '../catalog/listing-files';
+import type { RowHashKind } from '../fingerprint';
+import { LISTING_STAGE_COLUMNS } from './file-listing';
+import type { CommandJob, FilesCommandSettings } from './files-command';
+import { filesCommandStream } from './files-command';
+import { StagedSource } from './staged';
+import type {
+  FileJobStat,
+  FileRead,
+  FileSchema,
+  FileSource,
+  PageRange,
+  ReadRow,
+  SourceFileReconciliation,
+} from './types';
+
+/** Default time limit of one `filesCommand` (ms). */
+export const FILES_COMMAND_TIMEOUT_MS = 300_000;
+
+/**
+ * Pages of a staged listing's jobs (keys 1..n) for a rebuild with files: a job weighs 1 + its
+ * estimated file count (`files[k-1]`: restic's `summary.total_files_processed`), or the whole
+ * `targetRows` when the listing gives none (borg), so such a job is a page of its own; jobs join a
+ * page up to `targetRows`.
+ */
+export function listingFilePages(files: (string | null)[], targetRows: number): PageRange[] {
+  const pages: PageRange[] = [];
+  let first = 0;
+  let rows = 0;
+  let weight = 0;
+  const close = (last: number) => {
+    pages.push({ firstKey: String(first), lastKey: String(last), rows, ...(weight > rows ? { weight } : {}) });
+    rows = 0;
+    weight = 0;
+  };
+  files.forEach((f, i) => {
+    const key = i + 1;
+    const w = 1 + (f !== null && /^\d+$/.test(f) ? Math.min(Number(f), 1e12) : targetRows);
+    if (rows && weight + w > targetRows) close(key - 1);
+    if (!rows) first = key;
+    rows++;
+    weight += w;
+  });
+  if (rows) close(files.length);
+  return pages;
+}
+
+/** A staged listing with file records: the page and the repair list them by the source's `filesCommand`. */
+export class StagedFileSource extends StagedSource implements FileSource {
+  constructor(
+    private readonly sourceName: string,
+    private readonly listingConfig: FileSourceConfig & { filesCommand: string[] },
+    private readonly catalogPool: Pool,
+    private readonly version: string,
+  ) {
+    super(sourceName, listingConfig, catalogPool, version);
+  }
+
+  /** A listing's file records have no catalog schema: version 0, `listing`. */
+  async fileSchema(): Promise<FileSchema> {
+    return { version: 0, name: 'listing' };
+  }
+
+  async planFilePages(maxKey: string, targetRows: number): Promise<PageRange[]> {
+    const { rows } = await this.catalogPool.query<{ files: string | null }>(
+      `SELECT files FROM staged_record WHERE version_id = $1 AND seq <= $2::bigint ORDER BY seq`,
+      [this.version, maxKey],
+    );
+    return listingFilePages(
+      rows.map((r) => r.files),
+      targetRows,
+    );
+  }
+
+  /**
+   * What the pages listed, per bucket. Listings count no orphan records, and restic's
+   * `total_files_processed` counts files only (not directories), so no job's count is compared with it.
+   * @throws Error when asked for another hash than `hashtext64` (staged sources hash in the catalog database).
+   */
+  async fileReconciliation(maxKey: string, hash: RowHashKind): Promise<SourceFileReconciliation> {
+    if (hash !== 'hashtext64') throw new Error(`a listing source's file statistics are hashtext64, not ${hash}`);
+    return {
+      buckets: await listingFileBucketStats(this.catalogPool, this.version, maxKey),
+      orphanFiles: 0,
+      jobFilesMismatch: { jobs: 0, examples: [] },
+    };
+  }
+
+  async fileJobStats(jobIds: string[], hash: RowHashKind): Promise<FileJobStat[]> {
+    if (hash !== 'hashtext64') throw new Error(`a listing source's file statistics are hashtext64, not ${hash}`);
+    return listingFileJobStats(this.catalogPool, this.version, jobIds);
+  }
+
+  /** The encoding a listed path or name that is not UTF-8 is decoded from: `legacyEncoding`, default LATIN1. */
+  legacyEncodingName(): string {
+    return this.listingConfig.legacyEncoding ?? 'LATIN1';
+  }
+
+  /** The settings of this source's `filesCommand` runs; `signal` ends the command in flight. */
+  commandSettings(signal?: AbortSignal): FilesCommandSettings {
+    return {
+      source: this.sourceName,
+      kind: this.listingConfig.kind === 'restic-json' ? 'restic' : 'borg',
+      argv: this.listingConfig.filesCommand,
+      repository: this.listingConfig.repository,
+      timeoutMs: this.listingConfig.filesCommandTimeoutMs ?? FILES_COMMAND_TIMEOUT_MS,
+      signal,
+    };
+  }
+
+  /** The jobs of `rows` (staged records with an id) as the commands list them. */
+  commandJobs(rows: ReadRow[]): CommandJob[] {
+    return rows
+      .filter((r) => r.job_id !== null && r.job_key !== null)
+      .map((r) => {
+        const extra = r.extra ? (JSON.parse(r.extra) as { short_id?: unknown }) : {};
+        const id = r.job_id!;
+        return {
+          jobKey: r.job_key!,
+          jobId: id,
+          bucket: r.bucket,
+          id,
+          shortId: typeof extra.short_id === 'string' ? extra.short_id : id.slice(0, 8),
+          archive: this.listingConfig.kind === 'borg-json' ? (r.job ?? id) : id,
+        };
+      });
+  }
+
+  /**
+   * The listed file records of the jobs `jobIds`, one command per job, streamed (used by a repair).
+   * Each command has the source's `filesCommandTimeoutMs`; the statement timeout does not apply.
+   */
+  async openFileRead(jobIds: string[]): Promise<FileRead> {
+    const { rows } = await this.catalogPool.query<{ seq: string }>(
+      `SELECT seq::text FROM staged_record WHERE version_id = $1 AND job_id = ANY($2::text[]) ORDER BY seq`,
+      [this.version, jobIds],
+    );
+    const records = await this.readKeys(rows.map((r) => r.seq));
+    const settings = this.commandSettings();
+    const timezone = await this.timezone();
+    return {
+      copyFilesOut: async () => filesCommandStream(settings, this.commandJobs(records)),
+      legacyEncoding: this.legacyEncodingName(),
+      stageColumns: LISTING_STAGE_COLUMNS,
+      timezone,
+      close: async () => undefined,
+    };
+  }
+}
