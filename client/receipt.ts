@@ -33,14 +33,17 @@ export interface PlanReaders {
   readPlan(): Promise<PlanResult | null>;
   /** The `progress` query, rejecting after `timeoutMs` (ms) when no worker answers. */
   queryProgress(timeoutMs: number): Promise<RebuildProgress>;
+  /** Whether the rebuild has closed (failed at its plan, say): its plan will not come. */
+  closed?(): Promise<boolean>;
 }
 
 /**
  * Waits until the rebuild is planned: reads the version row every `intervalMs` (default 250 ms)
  * and asks the `progress` query about once a second (every round when the database read fails).
- * Never throws: read errors count as "not yet".
+ * Never throws: read errors count as "not yet". Stops early when the rebuild has closed (`closed`,
+ * asked with the query).
  * @param timeoutMs how long to wait (ms).
- * @returns the plan, or null when neither answered with a plan within `timeoutMs`.
+ * @returns the plan, or null when neither answered with a plan within `timeoutMs` or the rebuild closed.
  */
 export async function awaitPlan(readers: PlanReaders, timeoutMs: number, intervalMs = 250): Promise<SeenPlan | null> {
   const deadline = Date.now() + timeoutMs;
@@ -70,6 +73,7 @@ export async function awaitPlan(readers: PlanReaders, timeoutMs: number, interva
       } catch {
         /* no worker answered yet */
       }
+      if (await readers.closed?.().catch(() => false)) return null;
     }
     if (Date.now() >= deadline) return null;
     await new Promise((r) => setTimeout(r, Math.min(intervalMs, Math.max(0, deadline - Date.now()))));

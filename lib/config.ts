@@ -152,7 +152,7 @@ export const fileSourceSchema = z
         error: 'must be an argv array such as ["restic", "-r", "/srv/restic", "ls", "--json", "{id}"] (no shell)',
       })
       .min(1)
-      .refine((argv) => argv.every((a) => (a.match(/\{[^}]*\}/g) ?? []).every((p) => FILES_PLACEHOLDERS.has(p))), {
+      .refine((argv) => argv.every((a) => (a.match(/\{[a-z_]+\}/g) ?? []).every((p) => FILES_PLACEHOLDERS.has(p))), {
         message: 'holds an unknown placeholder: use {id}, {short_id}, {archive} or {repo}',
       })
       .optional(),

@@ -207,6 +207,7 @@ async function receiptOf(
     {
       readPlan: () => findPlan(pool(), handle.workflowId, firstRunId),
       queryProgress: (ms) => getProgress(handle, ms),
+      closed: async () => !(await isRunning(handle)),
     },
     o.planWaitMs,
   );
@@ -279,6 +280,8 @@ export async function startCommand(
         { ...o, attached: r.attached, planWaitMs: settings.planWaitMs },
         catalogPool,
       );
+      // A rebuild that closed before its plan was seen (it failed planning): its result, at once.
+      if (!receipt.planned && !(await isRunning(r.handle))) return waitAndReport(s, o.catalog, o.json ? note : ctx.out);
       const lines = formatReceipt(receipt, Date.now() - t1);
       if (!o.json) for (const line of lines) ctx.out(line);
       else {

@@ -248,7 +248,8 @@ export function listingRecord(
   const uid = wholeNumber(rec.uid);
   const gid = wholeNumber(rec.gid);
   const t = rec.mtime;
-  const mtime = typeof t === 'string' && !GO_ZERO_TIME.test(t) ? t : null;
+  // Fractions beyond microseconds (restic's nanoseconds) are truncated, as for job times; PostgreSQL would round them.
+  const mtime = typeof t === 'string' && !GO_ZERO_TIME.test(t) ? t.replace(/(\.\d{6})\d+/, '$1') : null;
   const problems = [
     typeof mode === 'object' ? mode.error : null,
     size === undefined ? `size: not a whole number (${String(rec.size)})` : null,
