@@ -103,7 +103,7 @@ function addStart(program: Command, ctx: CommandContext, err: (s: string) => voi
     )
     .option(
       '--files',
-      "rebuild each job's file records too (Bareos/Bacula File and Path; not yet for restic/borg listings)",
+      "rebuild each job's file records too (Bareos/Bacula File and Path; restic/borg listings with a filesCommand)",
       false,
     )
     .option('--allow-shrink', 'publish even if buckets shrank beyond the shrink guard', false)
