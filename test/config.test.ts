@@ -123,7 +123,7 @@ test('an unknown key: exit 1 naming it (top level and inside a source)', async (
   await expectConfigFailure(envFor(file2), /sources\.director.*timeZone/);
 });
 
-test('source kinds and listing sources: an unknown kind, path and command together, an unknown time zone: exit 1 naming the key', async () => {
+test('source kinds and listing sources: an unknown kind, path and command together, an unknown time zone, a filesCommand placeholder: exit 1 naming the key', async () => {
   const bad = (name: string, source: Record<string, unknown>) =>
     configFile(name, { catalogDatabaseUrl: dbs.catalogUrl, sources: { fleet: source } });
   await expectConfigFailure(
@@ -137,6 +137,18 @@ test('source kinds and listing sources: an unknown kind, path and command togeth
   await expectConfigFailure(
     envFor(bad('tz.json', { kind: 'borg-json', path: '/x.json', timezone: 'Europe/Berln' })),
     /sources\.fleet\.timezone: must be an IANA time zone name/,
+  );
+  await expectConfigFailure(
+    envFor(
+      bad('placeholder.json', { kind: 'restic-json', path: '/x.json', filesCommand: ['restic', 'ls', '{snapshot}'] }),
+    ),
+    /sources\.fleet\.filesCommand: holds an unknown placeholder: use \{id\}, \{short_id\}, \{archive\} or \{repo\}/,
+  );
+  await expectConfigFailure(
+    envFor(
+      bad('repo.json', { kind: 'borg-json', path: '/x.json', filesCommand: ['borg', 'list', '{repo}::{archive}'] }),
+    ),
+    /sources\.fleet: filesCommand uses \{repo\}: set "repository" to the repository it stands for/,
   );
 });
 
