@@ -5,10 +5,10 @@
  * repository when the page runs instead of being staged at plan time. Memory holds one line and
  * one batch of COPY text at a time, whatever the size of the listing.
  */
-import { spawn } from 'node:child_process';
 import { Readable } from 'node:stream';
 import { createInterface } from 'node:readline';
 import { SourceDataInvalidError } from '../errors';
+import { spawnInGroup } from './process-group';
 import type { FileListingKind, ListedJob } from './file-listing';
 import { LISTING_POSITIONS_PER_JOB, listingRecord, listingRecordCopyLine, resticSnapshotId } from './file-listing';
 
@@ -70,18 +70,11 @@ export function filesCommandStream(s: FilesCommandSettings, jobs: CommandJob[]):
 }
 
 async function* oneJob(s: FilesCommandSettings, job: CommandJob): AsyncGenerator<string> {
-  const [cmd, ...args] = commandArgv(s, job);
-  const what = `source ${s.source}: files command ${cmd} for ${s.kind === 'restic' ? `snapshot ${job.id}` : `archive ${job.archive} (id ${job.id})`}`;
-  const child = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'], detached: true, windowsHide: true });
+  const argv = commandArgv(s, job);
+  const what = `source ${s.source}: files command ${argv[0]} for ${s.kind === 'restic' ? `snapshot ${job.id}` : `archive ${job.archive} (id ${job.id})`}`;
+  const { child, killGroup } = spawnInGroup(argv);
   let stderr = '';
   let failure: string | null = null;
-  const killGroup = () => {
-    try {
-      if (child.pid) process.kill(-child.pid, 'SIGKILL');
-    } catch {
-      /* already gone */
-    }
-  };
   const timer = setTimeout(() => {
     failure = `timed out after ${s.timeoutMs} ms`;
     killGroup();
@@ -91,7 +84,7 @@ async function* oneJob(s: FilesCommandSettings, job: CommandJob): AsyncGenerator
     killGroup();
   };
   s.signal?.addEventListener('abort', onAbort, { once: true });
-  child.stderr!.on('data', (d: Buffer) => {
+  child.stderr.on('data', (d: Buffer) => {
     if (stderr.length < 64_000) stderr += d.toString('utf8');
   });
   const started = new Promise<void>((resolve, reject) => {
@@ -106,7 +99,7 @@ async function* oneJob(s: FilesCommandSettings, job: CommandJob): AsyncGenerator
     let position = 0;
     let snapshotSeen = s.kind !== 'restic';
     let batch = '';
-    for await (const line of createInterface({ input: child.stdout!, crlfDelay: Infinity })) {
+    for await (const line of createInterface({ input: child.stdout, crlfDelay: Infinity })) {
       if (!line.trim()) continue;
       if (!snapshotSeen) {
         const id = resticSnapshotId(line);

@@ -4,7 +4,6 @@
  * worker, so all of them see the same snapshot. Times are converted in SQL: offset times as
  * instants, naive ones in the source's zone; never through Node's local zone.
  */
-import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import * as fs from 'node:fs/promises';
 import { finished } from 'node:stream/promises';
@@ -20,6 +19,7 @@ import { withLongSession } from '../db';
 import { STAGED_COPY_COLUMNS } from './listing';
 import type { ListingForStaging } from './listing-thread';
 import { parseListingInThread } from './listing-thread';
+import { spawnInGroup } from './process-group';
 import type { BucketStat, DstReport, JobSource, KeySpan, PageRange, ReadRow, SourceWatermark, StatRow } from './types';
 import { densePages, DST_RULE, ROW_WIDTH_SAMPLE, toBucketStat } from './types';
 
@@ -53,32 +53,25 @@ export async function readListingBytes(name: string, config: FileSourceConfig): 
  *   they may hold secrets) when it cannot start, fails, times out or prints more than 1 GiB.
  */
 function runListingCommand(name: string, argv: string[], timeoutMs: number): Promise<Buffer> {
-  const [cmd, ...args] = argv;
+  const cmd = argv[0];
   return new Promise((resolve, reject) => {
-    const child = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'], detached: true, windowsHide: true });
+    const { child, killGroup } = spawnInGroup(argv);
     const out: Buffer[] = [];
     let outBytes = 0;
     let err = '';
     let failure: string | null = null;
-    const killGroup = () => {
-      try {
-        if (child.pid) process.kill(-child.pid, 'SIGKILL');
-      } catch {
-        /* already gone */
-      }
-    };
     const timer = setTimeout(() => {
       failure = `timed out after ${timeoutMs} ms`;
       killGroup();
     }, timeoutMs);
-    child.stdout!.on('data', (d: Buffer) => {
+    child.stdout.on('data', (d: Buffer) => {
       outBytes += d.length;
       if (outBytes > MAX_LISTING_BYTES) {
         failure ??= `printed more than ${MAX_LISTING_BYTES} bytes`;
         killGroup();
       } else out.push(d);
     });
-    child.stderr!.on('data', (d: Buffer) => {
+    child.stderr.on('data', (d: Buffer) => {
       if (err.length < 64_000) err += d.toString('utf8');
     });
     child.once('exit', () => killGroup()); // nothing of the command outlives it
