@@ -152,12 +152,23 @@ export const fileSourceSchema = z
         error: 'must be an argv array such as ["restic", "-r", "/srv/restic", "ls", "--json", "{id}"] (no shell)',
       })
       .min(1)
-      .refine((argv) => argv.every((a) => (a.match(/\{[a-z_]+\}/g) ?? []).every((p) => FILES_PLACEHOLDERS.has(p))), {
-        message: 'holds an unknown placeholder: use {id}, {short_id}, {archive} or {repo}',
-      })
+      .refine(
+        (argv) => argv.every((a) => (a.match(/\{[A-Za-z_-]+\}/g) ?? []).every((p) => FILES_PLACEHOLDERS.has(p))),
+        {
+          message: 'holds an unknown placeholder: use {id}, {short_id}, {archive} or {repo}',
+        },
+      )
       .optional(),
-    /** Time limit of one `filesCommand` (ms), default 300,000. */
-    filesCommandTimeoutMs: z.number().int().positive().optional(),
+    /**
+     * Time limit of one `filesCommand` (ms), default 240,000, at most 280,000: a page that lists a
+     * job must finish within its start-to-close timeout (5 minutes at least).
+     */
+    filesCommandTimeoutMs: z
+      .number()
+      .int()
+      .positive()
+      .max(280_000, { message: 'at most 280000 ms (a page has at least 5 minutes to list its jobs and write them)' })
+      .optional(),
     /** The repository `{repo}` stands for in `filesCommand` (borg: the repository URL or path). */
     repository: z.string().min(1).optional(),
   })

@@ -13,6 +13,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
+import * as os from 'node:os';
+import { spawn } from 'node:child_process';
 import { projectRoot } from '../lib/paths';
 import type { FileListingKind, ListedJob, StagedListingRecord } from '../lib/sources/file-listing';
 import {
@@ -82,9 +84,9 @@ for (const v of ['0.14', '0.18', '0.19']) {
     const readme = get(`${d}docs/readme.txt`);
     assert.deepEqual(
       [readme.path, readme.name, readme.size, readme.mode, readme.uid, readme.gid, readme.mtime, readme.delta_seq],
-      [`${d}docs/`, 'readme.txt', '6', OCT('100644'), '0', '0', '1960-06-15T12:00:00Z', '0'],
+      [`${d}docs/`, 'readme.txt', '6', OCT('100644'), '0', '0', '1960-06-15T12:00:00.000000Z', '0'],
     );
-    assert.equal(get(`${d}docs/empty`).mtime, '1970-01-01T00:00:00Z');
+    assert.equal(get(`${d}docs/empty`).mtime, '1970-01-01T00:00:00.000000Z');
     assert.equal(get(`${d}docs/empty`).size, '0');
     for (const n of [
       'tab\tname.txt',
@@ -181,6 +183,11 @@ test('records that cannot be used are quarantined with their line; sizes beyond 
     ['{"name":"x","type":"file","path":"/x","size":1.5}', /^size: not a whole number \(1\.5\)$/],
     ['{"name":"x","type":"file","path":"/x","size":18446744073709551616}', /^size: exceeds 64 bits/],
     ['{"name":"x","type":"file","path":"/x","mtime":"yesterday"}', /^mtime: not an RFC 3339 time \(yesterday\)$/],
+    ['{"name":"x","type":"file","path":"/x","mtime":"2026-02-30T00:00:00Z"}', /^mtime: not a calendar date/],
+    ['{"name":"x","type":"file","path":"/x","mtime":"0000-06-01T00:00:00Z"}', /^mtime: not a calendar date/],
+    ['{"name":"x","type":"file","path":"/x","mtime":"2026-01-01T00:00:00+99:99"}', /^mtime: has a UTC offset beyond/],
+    ['{"name":"x","type":"file","path":"/x","mtime":3}', /^mtime: not an RFC 3339 time \(3\)$/],
+    ['{"name":"x","type":"file","path":"/x","uid":99999999999999999999}', /^uid: exceeds 63 bits/],
     ['{"name":"x","type":"file"}', /^path: is missing$/],
     ['{"name":', /^record: not valid JSON/],
   ];
@@ -248,4 +255,72 @@ test('filesCommand: placeholders per job; a snapshot gone from the repository fa
   assert.match(String(lines), /listed snapshot b06b35b8.* instead/);
   const text = await drain(['cat', path.join(DIR, 'borg-1.2-files.jsonl')], 'borg');
   assert.equal(text.split('\n').filter(Boolean).length, 17);
+});
+
+test('filesCommand: a warning on standard error with a good listing is no prune; a value holding a placeholder stays as it is', async () => {
+  const job = { jobKey: '1', jobId: 'b06b35b8', bucket: null, id: 'b06b35b8', shortId: 'b06b35b8', archive: 'a{repo}' };
+  const settings = {
+    source: 'r',
+    kind: 'restic' as const,
+    argv: ['x', '{archive}'],
+    repository: '/srv',
+    timeoutMs: 5_000,
+  };
+  assert.deepEqual(commandArgv(settings, job), ['x', 'a{repo}']);
+  let text = '';
+  const listing = path.join(DIR, 'restic-0.14-ls.jsonl');
+  for await (const chunk of filesCommandStream(
+    {
+      ...settings,
+      argv: [
+        'sh',
+        '-c',
+        `echo "Warning: cache dir /root/.cache/restic does not exist, creating" >&2; exec cat "${listing}"`,
+      ],
+    },
+    [job],
+  ))
+    text += String(chunk);
+  assert.equal(text.split('\n').filter(Boolean).length, 20);
+  await assert.rejects(
+    (async () => {
+      for await (const _ of filesCommandStream({ ...settings, argv: ['sh', '-c', `tail -n +2 "${listing}"`] }, [job]))
+        void _;
+    })(),
+    /printed no snapshot line \(20 records\): is it restic ls --json for one snapshot\?/,
+  );
+});
+
+test('filesCommand: when the worker dies (SIGKILL), the command it was running is ended with its process group', async () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'catalog-rebuild-watchdog-'));
+  const pidFile = path.join(dir, 'pid');
+  const script = `
+    const { filesCommandStream } = require(${JSON.stringify(path.join(projectRoot(), 'dist/lib/sources/files-command.js'))});
+    const job = { jobKey: '1', jobId: 'x', bucket: null, id: 'x', shortId: 'x', archive: 'x' };
+    filesCommandStream({ source: 'r', kind: 'borg', argv: ['sh', '-c', 'trap "" TERM; echo $$ > ${pidFile}; sleep 300'], timeoutMs: 600000 }, [job]).resume();`;
+  const fakeWorker = spawn(process.execPath, ['-e', script], { stdio: 'ignore' });
+  try {
+    const deadline = Date.now() + 20_000;
+    while (!fs.existsSync(pidFile) || !fs.readFileSync(pidFile, 'utf8').trim()) {
+      assert.ok(Date.now() < deadline, 'the command started');
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    const pid = Number(fs.readFileSync(pidFile, 'utf8'));
+    const alive = () => {
+      try {
+        process.kill(pid, 0);
+        return true;
+      } catch {
+        return false;
+      }
+    };
+    assert.ok(alive(), 'the command runs');
+    fakeWorker.kill('SIGKILL');
+    const gone = Date.now() + 10_000;
+    while (alive() && Date.now() < gone) await new Promise((r) => setTimeout(r, 50));
+    assert.equal(alive(), false, `command ${pid} ended with its worker`);
+  } finally {
+    fakeWorker.kill('SIGKILL');
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
 });

@@ -24,6 +24,7 @@
  */
 import { isLosslessNumber, parse } from 'lossless-json';
 import { copyValue } from '../text-form';
+import { normalizeTime } from './listing-records';
 
 /** Listing formats of file records. */
 export type FileListingKind = 'restic' | 'borg';
@@ -172,8 +173,8 @@ function wholeNumber(v: unknown): string | null | undefined {
 
 /** Go's zero time.Time (restic's "not recorded"). */
 const GO_ZERO_TIME = /^0001-01-01T00:00:00(\.0+)?(Z|[+-]00:00)$/;
-/** An RFC 3339 time (fraction and offset optional, as restic and borg write them). */
-const LISTED_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})?$/;
+/** Largest uid or gid the catalog stores (bigint). */
+const MAX_ID = (1n << 63n) - 1n;
 
 /** One mapped listing record: the stage's values (text or NULL) in LISTING_STAGE_COLUMNS order. */
 export type StagedListingRecord = (string | null)[];
@@ -247,18 +248,14 @@ export function listingRecord(
   const size = wholeNumber(rec.size);
   const uid = wholeNumber(rec.uid);
   const gid = wholeNumber(rec.gid);
-  const t = rec.mtime;
-  // Fractions beyond microseconds (restic's nanoseconds) are truncated, as for job times; PostgreSQL would round them.
-  const mtime = typeof t === 'string' && !GO_ZERO_TIME.test(t) ? t.replace(/(\.\d{6})\d+/, '$1') : null;
+  const { mtime, problem: timeProblem } = listedMtime(rec.mtime);
   const problems = [
     typeof mode === 'object' ? mode.error : null,
     size === undefined ? `size: not a whole number (${String(rec.size)})` : null,
     size && BigInt(size) >= 1n << 64n ? `size: exceeds 64 bits (${size})` : null,
-    uid === undefined ? `uid: not a whole number (${String(rec.uid)})` : null,
-    gid === undefined ? `gid: not a whole number (${String(rec.gid)})` : null,
-    t !== undefined && t !== null && (typeof t !== 'string' || !LISTED_TIME.test(t))
-      ? `mtime: not an RFC 3339 time (${String(t)})`
-      : null,
+    idProblem('uid', uid, rec.uid),
+    idProblem('gid', gid, rec.gid),
+    timeProblem,
     `${names.path ?? ''}${names.name ?? ''}`.includes('\u0000')
       ? 'name: contains a NUL character (\\u0000), which PostgreSQL text cannot store'
       : null,
@@ -269,12 +266,33 @@ export function listingRecord(
       ...names,
       size: size ?? null,
       mode: typeof mode === 'number' ? mode : null,
-      uid: uid ?? null,
-      gid: gid ?? null,
+      uid: uid && BigInt(uid) <= MAX_ID ? uid : null,
+      gid: gid && BigInt(gid) <= MAX_ID ? gid : null,
       mtime: ok ? mtime : null,
     },
     ok ? null : problems.join('; '),
   );
+}
+
+/**
+ * A listed mtime checked as job times are (a real date and clock time, an offset PostgreSQL can
+ * hold, year 1 or later), its fraction truncated to microseconds (restic writes nanoseconds; never
+ * rounded); null for none or Go's zero time.
+ */
+function listedMtime(t: unknown): { mtime: string | null; problem: string | null } {
+  if (t === undefined || t === null) return { mtime: null, problem: null };
+  if (typeof t !== 'string') return { mtime: null, problem: `mtime: not an RFC 3339 time (${String(t)})` };
+  if (GO_ZERO_TIME.test(t)) return { mtime: null, problem: null };
+  const time = normalizeTime(t);
+  return 'text' in time
+    ? { mtime: time.text, problem: null }
+    : { mtime: null, problem: `mtime: ${time.error.replace(/^is /, '')} (${t})` };
+}
+
+/** Why a listed uid or gid cannot be stored (`v` undefined: not a whole number), else null. */
+function idProblem(field: string, v: string | null | undefined, raw: unknown): string | null {
+  if (v === undefined) return `${field}: not a whole number (${String(raw)})`;
+  return v !== null && BigInt(v) > MAX_ID ? `${field}: exceeds 63 bits (${v})` : null;
 }
 
 /** A lossless JSON number as a JS number (Go file modes fit in 32 bits); undefined when absent or not a number. */

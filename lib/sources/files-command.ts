@@ -40,19 +40,29 @@ export interface FilesCommandSettings {
 /** Lines of COPY text gathered before they are pushed (bytes). */
 const BATCH_BYTES = 1 << 16;
 
-/** The argv of one job: each placeholder replaced by the job's value. */
+/**
+ * The argv of one job: each placeholder replaced by the job's value, in one pass (a value that
+ * holds a placeholder's text, an archive named `{repo}`, stays as it is).
+ */
 export function commandArgv(s: FilesCommandSettings, job: CommandJob): string[] {
-  return s.argv.map((a) =>
-    a
-      .replaceAll('{id}', job.id)
-      .replaceAll('{short_id}', job.shortId)
-      .replaceAll('{archive}', job.archive)
-      .replaceAll('{repo}', s.repository ?? ''),
-  );
+  const values: Record<string, string> = {
+    '{id}': job.id,
+    '{short_id}': job.shortId,
+    '{archive}': job.archive,
+    '{repo}': s.repository ?? '',
+  };
+  return s.argv.map((a) => a.replace(/\{(id|short_id|archive|repo)\}/g, (p) => values[p]));
 }
 
-/** Messages of restic and borg for a snapshot or archive that is not in the repository. */
-const NOT_IN_REPOSITORY = /no matching ID found|does not exist|snapshot .* not found|Archive .* not found/i;
+/**
+ * What restic and borg print for a snapshot or archive that is not in the repository: restic's
+ * `no matching ID found for prefix "…"` (restic 0.14 prints it and exits 0; 0.17 and later exit 1),
+ * borg's `Archive … does not exist`. A missing repository (`Repository … does not exist`) is not one.
+ */
+const NOT_IN_REPOSITORY = /no matching ID found for prefix|^Archive .* does not exist/m;
+
+/** Characters of a command's standard error kept for its message: the last ones. */
+const STDERR_KEPT = 64_000;
 
 /**
  * The file records of `jobs`, one command after another, as COPY text of the page stage's listing
@@ -72,7 +82,7 @@ export function filesCommandStream(s: FilesCommandSettings, jobs: CommandJob[]):
 async function* oneJob(s: FilesCommandSettings, job: CommandJob): AsyncGenerator<string> {
   const argv = commandArgv(s, job);
   const what = `source ${s.source}: files command ${argv[0]} for ${s.kind === 'restic' ? `snapshot ${job.id}` : `archive ${job.archive} (id ${job.id})`}`;
-  const { child, killGroup } = spawnInGroup(argv);
+  const { child, killGroup } = spawnInGroup(argv, { endWithParent: true });
   let stderr = '';
   let failure: string | null = null;
   const timer = setTimeout(() => {
@@ -85,7 +95,8 @@ async function* oneJob(s: FilesCommandSettings, job: CommandJob): AsyncGenerator
   };
   s.signal?.addEventListener('abort', onAbort, { once: true });
   child.stderr.on('data', (d: Buffer) => {
-    if (stderr.length < 64_000) stderr += d.toString('utf8');
+    stderr += d.toString('utf8');
+    if (stderr.length > 2 * STDERR_KEPT) stderr = stderr.slice(-STDERR_KEPT);
   });
   const started = new Promise<void>((resolve, reject) => {
     child.once('spawn', () => resolve());
@@ -120,11 +131,16 @@ async function* oneJob(s: FilesCommandSettings, job: CommandJob): AsyncGenerator
       }
     }
     const { code, signal } = await closed;
-    const tail = stderr.trim().split('\n').slice(-3).join(' | ').slice(0, 500);
+    const tail = stderr.trim().split('\n').slice(-3).join(' | ').slice(-500);
     if (failure) throw new Error(`${what} ${failure}${tail ? `: ${tail}` : ''}`);
-    if (NOT_IN_REPOSITORY.test(stderr) || (code === 0 && !snapshotSeen)) {
+    if ((code !== 0 || !snapshotSeen) && NOT_IN_REPOSITORY.test(stderr)) {
       throw new SourceDataInvalidError(
         `${what}: the ${s.kind === 'restic' ? 'snapshot' : 'archive'} is no longer in the repository (pruned or deleted after the plan?)${tail ? `: ${tail}` : ''}; start a new rebuild to plan without it`,
+      );
+    }
+    if (code === 0 && !snapshotSeen) {
+      throw new SourceDataInvalidError(
+        `${what} printed no snapshot line (${position} records): is it restic ls --json for one snapshot?${tail ? ` ${tail}` : ''}`,
       );
     }
     if (code !== 0)

@@ -23,7 +23,7 @@ import type {
 } from './types';
 
 /** Default time limit of one `filesCommand` (ms). */
-export const FILES_COMMAND_TIMEOUT_MS = 300_000;
+export const FILES_COMMAND_TIMEOUT_MS = 240_000;
 
 /**
  * Pages of a staged listing's jobs (keys 1..n) for a rebuild with files: a job weighs 1 + its
