@@ -58,7 +58,7 @@ function fakeContext(pool: Partial<Pool> | (() => Pool), lines: string[]): Comma
   };
 }
 
-test('a closed rebuild is described in one line, plus the reconciliation report', () => {
+test('a closed rebuild is described in one line, plus the reconciliation report (with its file records)', () => {
   assert.deepEqual(formatRebuildResult(RESULT), [
     'catalog main: version 7 published; 12 pages, 2400 rows, 2 rejects, 1 retries, 61 s, 2 run(s)',
     'reconciliation: ok: 30 buckets, source 2400 = catalog 2398 + 2 quarantined; delta after watermark 5; duplicate job names 0; sample 100 checked, 0 differ',
@@ -73,6 +73,14 @@ test('a closed rebuild is described in one line, plus the reconciliation report'
   });
   assert.match(mismatch[0], /version 7 NOT published;/);
   assert.match(mismatch[1], /^reconciliation: MISMATCH: 30 buckets, source 2400 = catalog 2398; delta/);
+  const withFiles = formatRebuildResult({
+    ...RESULT,
+    reconciliation: { ...RESULT.reconciliation!, files: { source: 81, catalog: 80, rejects: 1 } },
+  });
+  assert.match(
+    withFiles[1],
+    /2 quarantined; file records: source 81 = catalog 80 \+ 1 quarantined; delta after watermark 5;/,
+  );
 });
 
 test('events print as text lines or as the row in JSON', () => {

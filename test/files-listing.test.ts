@@ -168,6 +168,7 @@ describe('file records of restic and borg listings rebuilt on a real Temporal se
   test('restic 0.14, 0.18 and 0.19 snapshots: active_files equals each listing field by field; a record with a NUL is quarantined alone', async () => {
     const r = rebuild('rf', 'restic-fleet');
     assert.equal(r.code, 0, `${r.stdout}\n${r.stderr}`);
+    assert.match(r.stdout, /file records: source 81 = catalog 80 \+ 1 quarantined;/);
     for (const [i, id] of ids.entries()) {
       const expected = resticListed(fixture(`restic-${RESTIC[i]}-ls.jsonl`));
       const got = await files('rf', id);

@@ -12,9 +12,15 @@ import { readRenumberedJobs } from '../../lib/catalog/event-reads';
 import type { CommandContext } from './context';
 import { ExitCode, processContext } from './context';
 
-/** The reconciliation line: `reconciliation: ok|MISMATCH: <buckets>, source = catalog (+ quarantined); …`. */
+/**
+ * The reconciliation line: `reconciliation: ok|MISMATCH: <buckets>, source = catalog (+ quarantined); …`,
+ * with files (`start --files`) `…; file records: source N = catalog M (+ K quarantined)`.
+ */
 export function formatReconciliation(x: ReconcileSummary): string {
-  return `reconciliation: ${x.ok ? 'ok' : 'MISMATCH'}: ${x.buckets} buckets, source ${x.sourceRows} = catalog ${x.catalogRows}${x.rejects ? ` + ${x.rejects} quarantined` : ''}; delta after watermark ${x.delta}; duplicate job names ${x.duplicateJobNames}; sample ${x.sampled} checked, ${x.sampleMismatches} differ`;
+  const files = x.files
+    ? `; file records: source ${x.files.source} = catalog ${x.files.catalog}${x.files.rejects ? ` + ${x.files.rejects} quarantined` : ''}`
+    : '';
+  return `reconciliation: ${x.ok ? 'ok' : 'MISMATCH'}: ${x.buckets} buckets, source ${x.sourceRows} = catalog ${x.catalogRows}${x.rejects ? ` + ${x.rejects} quarantined` : ''}${files}; delta after watermark ${x.delta}; duplicate job names ${x.duplicateJobNames}; sample ${x.sampled} checked, ${x.sampleMismatches} differ`;
 }
 
 /**

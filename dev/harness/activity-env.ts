@@ -39,7 +39,7 @@ export async function activityFixture(
   await generateBareosSource({ databaseUrl: dbs.sourceUrl, jobs: o.jobs, seed: o.seed });
   await migrate(dbs.catalogPool);
   const settings = o.source ?? ((d: TestDatabases): SourceConfig => ({ kind: 'bareos', databaseUrl: d.sourceUrl }));
-  const sources = new SourceRegistry(() => settings(dbs));
+  const sources = new SourceRegistry(() => settings(dbs), dbs.catalogPool);
   const acts = createActivities({ pool: dbs.catalogPool, sources, identity: 'test@host', buildId: 'test' });
   return {
     dbs,
