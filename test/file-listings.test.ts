@@ -324,3 +324,46 @@ test('filesCommand: when the worker dies (SIGKILL), the command it was running i
     fs.rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test('filesCommand: a cancelled page (its AbortSignal) ends the command in flight with its process group', async () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'catalog-rebuild-abort-'));
+  const pidFile = path.join(dir, 'pid');
+  const ac = new AbortController();
+  const job = { jobKey: '1', jobId: 'x', bucket: null, id: 'x', shortId: 'x', archive: 'x' };
+  const stream = filesCommandStream(
+    {
+      source: 'r',
+      kind: 'borg',
+      argv: ['sh', '-c', `trap "" TERM; echo $$ > ${pidFile}; sleep 300`],
+      timeoutMs: 600_000,
+      signal: ac.signal,
+    },
+    [job],
+  );
+  const drained = (async () => {
+    for await (const _ of stream) void _;
+  })();
+  try {
+    const deadline = Date.now() + 20_000;
+    while (!fs.existsSync(pidFile) || !fs.readFileSync(pidFile, 'utf8').trim()) {
+      assert.ok(Date.now() < deadline, 'the command started');
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    const pid = Number(fs.readFileSync(pidFile, 'utf8'));
+    const alive = () => {
+      try {
+        process.kill(pid, 0);
+        return true;
+      } catch {
+        return false;
+      }
+    };
+    ac.abort();
+    await assert.rejects(drained, /source r: files command was cancelled/);
+    const gone = Date.now() + 10_000;
+    while (alive() && Date.now() < gone) await new Promise((r) => setTimeout(r, 50));
+    assert.equal(alive(), false, `command ${pid} ended with its page`);
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});

@@ -268,11 +268,12 @@ test('a batch temporal workflow signal by query pauses and resumes one catalogâ€
   const ctx = await setup(t, 'batch', JOBS);
   await ctx.spawn();
   const handle = await ctx.start({ pageSize: 100, concurrency: 2, pauseBetweenPagesMs: 100 });
-  // A rebuild of another catalog on the same queue: the query must leave it alone.
+  // A rebuild of another catalog on the same queue: the query must leave it alone. It runs slowly
+  // (2 s between pages, 40 s at least) so that it still runs when it is looked at; it is terminated.
   const otherCatalog = `${ctx.catalog}-other`;
   const { handle: other } = await startRebuild(
     ctx.client,
-    { catalog: otherCatalog, source: 'director', pageSize: 100, concurrency: 1, pauseBetweenPagesMs: 100 },
+    { catalog: otherCatalog, source: 'director', pageSize: 100, concurrency: 1, pauseBetweenPagesMs: 2_000 },
     { taskQueue: ctx.taskQueue },
   );
   t.after(() => other.terminate('test cleanup').catch(() => undefined));

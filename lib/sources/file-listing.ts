@@ -168,7 +168,21 @@ function exactText(b: Buffer): { text: string | null; bytes: string | null } {
 function wholeNumber(v: unknown): string | null | undefined {
   if (v === undefined || v === null) return null;
   if (isLosslessNumber(v)) return /^\d+$/.test(v.value) ? v.value : undefined;
+  // A line without a number of 16 or more digits is parsed by JSON.parse: its numbers are exact.
+  if (typeof v === 'number') return Number.isSafeInteger(v) && v >= 0 && !Object.is(v, -0) ? String(v) : undefined;
   return undefined;
+}
+
+/** A number of 16 or more digits (it may exceed 2^53): its line is parsed with lossless-json. */
+const LONG_NUMBER = /\d{16,}/;
+
+/**
+ * One listing line as JSON: with JSON.parse (fast, little garbage) unless the line holds a long run
+ * of digits, then with lossless-json, which keeps every number exact.
+ * @throws SyntaxError when the line is not JSON.
+ */
+function parseLine(line: string): unknown {
+  return LONG_NUMBER.test(line) ? parse(line) : JSON.parse(line);
 }
 
 /** Go's zero time.Time (restic's "not recorded"). */
@@ -225,7 +239,7 @@ export function listingRecord(
   ];
   let rec: Record<string, unknown>;
   try {
-    const v = parse(line);
+    const v = parseLine(line);
     if (!v || typeof v !== 'object' || Array.isArray(v)) return out({}, 'record: not a JSON object');
     rec = v as Record<string, unknown>;
   } catch (err) {
@@ -298,6 +312,7 @@ function idProblem(field: string, v: string | null | undefined, raw: unknown): s
 /** A lossless JSON number as a JS number (Go file modes fit in 32 bits); undefined when absent or not a number. */
 function numberOrUndefined(v: unknown): number | undefined {
   if (v === undefined || v === null) return undefined;
+  if (typeof v === 'number') return v;
   return isLosslessNumber(v) ? Number(v.value) : Number.NaN;
 }
 

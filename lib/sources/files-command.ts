@@ -6,7 +6,9 @@
  * one batch of COPY text at a time, whatever the size of the listing.
  */
 import { Readable } from 'node:stream';
-import { createInterface } from 'node:readline';
+import * as path from 'node:path';
+import { StringDecoder } from 'node:string_decoder';
+import { Worker } from 'node:worker_threads';
 import { SourceDataInvalidError } from '../errors';
 import { spawnInGroup } from './process-group';
 import type { FileListingKind, ListedJob } from './file-listing';
@@ -73,13 +75,89 @@ const STDERR_KEPT = 64_000;
  *   cannot start, fails otherwise or times out (its arguments are not echoed: they may hold secrets).
  */
 export function filesCommandStream(s: FilesCommandSettings, jobs: CommandJob[]): Readable {
-  async function* lines(): AsyncGenerator<string> {
-    for (const job of jobs) yield* oneJob(s, job);
-  }
-  return Readable.from(lines(), { objectMode: false });
+  return Readable.from(inThread(s, jobs), { objectMode: false });
 }
 
-async function* oneJob(s: FilesCommandSettings, job: CommandJob): AsyncGenerator<string> {
+/**
+ * The COPY text of `jobs` as {@link listedCopyText} makes it, run in a worker thread
+ * (files-command-thread.ts) with a small heap of its own: the garbage of parsing a listing, a few
+ * hundred bytes per record, is collected there and never grows the worker's heap; this thread only
+ * passes the batches on, one at a time (the thread waits for each to be taken). Cancellation
+ * (`s.signal`) ends the thread, and with it the command's process group (its watchdog sees its
+ * standard input close).
+ */
+async function* inThread(s: FilesCommandSettings, jobs: CommandJob[]): AsyncGenerator<Buffer> {
+  const { signal, ...settings } = s;
+  const worker = new Worker(path.join(__dirname, 'files-command-thread.js'), {
+    workerData: { settings, jobs },
+    resourceLimits: { maxOldGenerationSizeMb: 48, maxYoungGenerationSizeMb: 4 },
+  });
+  const inbox: ThreadMessage[] = [];
+  let wake: (() => void) | null = null;
+  const deliver = (m: ThreadMessage) => {
+    inbox.push(m);
+    wake?.();
+  };
+  worker.on('message', deliver);
+  worker.once('error', (e) =>
+    deliver({ type: 'error', message: `${s.source}: files command thread failed: ${e.message}` }),
+  );
+  worker.once('exit', (code) =>
+    deliver({ type: 'error', message: `${s.source}: files command thread exited (${code})` }),
+  );
+  const onAbort = () => deliver({ type: 'error', message: `source ${s.source}: files command was cancelled` });
+  signal?.addEventListener('abort', onAbort, { once: true });
+  try {
+    for (;;) {
+      while (!inbox.length) await new Promise<void>((r) => (wake = r));
+      wake = null;
+      const m = inbox.shift()!;
+      if (m.type === 'end') return;
+      if (m.type === 'error')
+        throw m.code === 'SOURCE_DATA_INVALID' ? new SourceDataInvalidError(m.message) : new Error(m.message);
+      yield Buffer.from(m.buffer, m.offset, m.length);
+      worker.postMessage('next');
+    }
+  } finally {
+    signal?.removeEventListener('abort', onAbort);
+    worker.removeAllListeners('message');
+    await worker.terminate();
+  }
+}
+
+/** What the files command thread sends: a batch of COPY text, the end, or why it stopped. */
+export type ThreadMessage =
+  | { type: 'data'; buffer: ArrayBuffer; offset: number; length: number }
+  | { type: 'end' }
+  | { type: 'error'; message: string; code?: string };
+
+/** The COPY text of `jobs`, one command after another (run by files-command-thread.ts). */
+export async function* listedCopyText(s: FilesCommandSettings, jobs: CommandJob[]): AsyncGenerator<Buffer> {
+  for (const job of jobs) yield* oneJob(s, job);
+}
+
+/**
+ * The lines of a stream (`\n` or `\r\n`), read one chunk at a time as they are asked for, so the
+ * command is held back by the pipe while the page writes (readline reads ahead without limit when
+ * its consumer is slower than the command, and the worker's memory grew with the listing).
+ */
+async function* linesOf(stream: Readable): AsyncGenerator<string> {
+  const decoder = new StringDecoder('utf8');
+  let rest = '';
+  for await (const chunk of stream) {
+    const text = rest + decoder.write(chunk as Buffer);
+    let start = 0;
+    for (let nl = text.indexOf('\n'); nl !== -1; nl = text.indexOf('\n', start)) {
+      yield text.charCodeAt(nl - 1) === 13 && nl > start ? text.slice(start, nl - 1) : text.slice(start, nl);
+      start = nl + 1;
+    }
+    rest = text.slice(start);
+  }
+  rest += decoder.end();
+  if (rest) yield rest.endsWith('\r') ? rest.slice(0, -1) : rest;
+}
+
+async function* oneJob(s: FilesCommandSettings, job: CommandJob): AsyncGenerator<Buffer> {
   const argv = commandArgv(s, job);
   const what = `source ${s.source}: files command ${argv[0]} for ${s.kind === 'restic' ? `snapshot ${job.id}` : `archive ${job.archive} (id ${job.id})`}`;
   const { child, killGroup } = spawnInGroup(argv, { endWithParent: true });
@@ -109,8 +187,11 @@ async function* oneJob(s: FilesCommandSettings, job: CommandJob): AsyncGenerator
     await started;
     let position = 0;
     let snapshotSeen = s.kind !== 'restic';
-    let batch = '';
-    for await (const line of createInterface({ input: child.stdout, crlfDelay: Infinity })) {
+    // Each line's COPY text is written into a buffer at once, so its strings die young (a string
+    // batch kept them alive across collections, and the worker's heap grew with the listing).
+    let batch = Buffer.allocUnsafe(BATCH_BYTES);
+    let used = 0;
+    for await (const line of linesOf(child.stdout)) {
       if (!line.trim()) continue;
       if (!snapshotSeen) {
         const id = resticSnapshotId(line);
@@ -124,11 +205,14 @@ async function* oneJob(s: FilesCommandSettings, job: CommandJob): AsyncGenerator
       position++;
       if (BigInt(position) >= LISTING_POSITIONS_PER_JOB)
         throw new SourceDataInvalidError(`${what} lists more than ${LISTING_POSITIONS_PER_JOB - 1n} records`);
-      batch += listingRecordCopyLine(listingRecord(s.kind, job, position, line));
-      if (batch.length >= BATCH_BYTES) {
-        yield batch;
-        batch = '';
-      }
+      const text = listingRecordCopyLine(listingRecord(s.kind, job, position, line));
+      const bytes = Buffer.byteLength(text);
+      if (used && used + bytes > batch.length) {
+        yield batch.subarray(0, used);
+        batch = Buffer.allocUnsafe(Math.max(BATCH_BYTES, bytes));
+        used = 0;
+      } else if (bytes > batch.length) batch = Buffer.allocUnsafe(bytes);
+      used += batch.write(text, used);
     }
     const { code, signal } = await closed;
     const tail = stderr.trim().split('\n').slice(-3).join(' | ').slice(-500);
@@ -147,7 +231,7 @@ async function* oneJob(s: FilesCommandSettings, job: CommandJob): AsyncGenerator
       throw new Error(
         `${what} ${code === null ? `was killed by ${signal}` : `exited with status ${code}`}${tail ? `: ${tail}` : ''}`,
       );
-    if (batch) yield batch;
+    if (used) yield batch.subarray(0, used);
   } finally {
     clearTimeout(timer);
     s.signal?.removeEventListener('abort', onAbort);
