@@ -291,6 +291,32 @@ test('filesCommand: a warning on standard error with a good listing is no prune;
   );
 });
 
+/** The pid a test command wrote to `pidFile` once it started (waits up to 20 s). */
+async function commandPid(pidFile: string): Promise<number> {
+  const deadline = Date.now() + 20_000;
+  while (!fs.existsSync(pidFile) || !fs.readFileSync(pidFile, 'utf8').trim()) {
+    assert.ok(Date.now() < deadline, 'the command started');
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  return Number(fs.readFileSync(pidFile, 'utf8'));
+}
+
+/** Whether process `pid` exists. */
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Waits up to `ms` for process `pid` to be gone. */
+async function endsWithin(pid: number, ms: number): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (isAlive(pid) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+}
+
 test('filesCommand: when the worker dies (SIGKILL), the command it was running is ended with its process group', async () => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'catalog-rebuild-watchdog-'));
   const pidFile = path.join(dir, 'pid');
@@ -300,24 +326,11 @@ test('filesCommand: when the worker dies (SIGKILL), the command it was running i
     filesCommandStream({ source: 'r', kind: 'borg', argv: ['sh', '-c', 'trap "" TERM; echo $$ > ${pidFile}; sleep 300'], timeoutMs: 600000 }, [job]).resume();`;
   const fakeWorker = spawn(process.execPath, ['-e', script], { stdio: 'ignore' });
   try {
-    const deadline = Date.now() + 20_000;
-    while (!fs.existsSync(pidFile) || !fs.readFileSync(pidFile, 'utf8').trim()) {
-      assert.ok(Date.now() < deadline, 'the command started');
-      await new Promise((r) => setTimeout(r, 50));
-    }
-    const pid = Number(fs.readFileSync(pidFile, 'utf8'));
-    const alive = () => {
-      try {
-        process.kill(pid, 0);
-        return true;
-      } catch {
-        return false;
-      }
-    };
+    const pid = await commandPid(pidFile);
+    const alive = () => isAlive(pid);
     assert.ok(alive(), 'the command runs');
     fakeWorker.kill('SIGKILL');
-    const gone = Date.now() + 10_000;
-    while (alive() && Date.now() < gone) await new Promise((r) => setTimeout(r, 50));
+    await endsWithin(pid, 10_000);
     assert.equal(alive(), false, `command ${pid} ended with its worker`);
   } finally {
     fakeWorker.kill('SIGKILL');
@@ -344,24 +357,11 @@ test('filesCommand: a cancelled page (its AbortSignal) ends the command in fligh
     for await (const _ of stream) void _;
   })();
   try {
-    const deadline = Date.now() + 20_000;
-    while (!fs.existsSync(pidFile) || !fs.readFileSync(pidFile, 'utf8').trim()) {
-      assert.ok(Date.now() < deadline, 'the command started');
-      await new Promise((r) => setTimeout(r, 50));
-    }
-    const pid = Number(fs.readFileSync(pidFile, 'utf8'));
-    const alive = () => {
-      try {
-        process.kill(pid, 0);
-        return true;
-      } catch {
-        return false;
-      }
-    };
+    const pid = await commandPid(pidFile);
+    const alive = () => isAlive(pid);
     ac.abort();
     await assert.rejects(drained, /source r: files command was cancelled/);
-    const gone = Date.now() + 10_000;
-    while (alive() && Date.now() < gone) await new Promise((r) => setTimeout(r, 50));
+    await endsWithin(pid, 10_000);
     assert.equal(alive(), false, `command ${pid} ended with its page`);
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
