@@ -13,6 +13,7 @@ import type { Pool, PoolClient } from 'pg';
 import { from as copyFrom } from 'pg-copy-streams';
 import type { Queryable } from '../db';
 import { withLongSession } from '../db';
+import { DIRECTOR_STAGE_COLUMNS, FILE_STAGE_COLUMNS } from '../file-stage';
 import { fileFingerprintRow } from '../fingerprint';
 import { detachAndDropTable } from './partitions';
 
@@ -50,35 +51,7 @@ export async function createFilePartition(db: Queryable, versionId: string): Pro
   return table;
 }
 
-/**
- * The page stage's columns, in the order of the source's COPY text (H2's `copyFilesOut`): the
- * contract between the source and the catalog. `problem` is a reason found at the source (a
- * dangling PathId, a NUL byte in a name), NULL otherwise.
- */
-export const FILE_STAGE_COLUMNS = `job_key bigint, job_id text, bucket date, file_id bigint, path_id bigint, path text,
-  name text, path_bytes bytea, name_bytes bytea, file_index integer, delta_seq integer, lstat text, md5 text,
-  problem text, size numeric, mode integer, uid bigint, gid bigint, mtime text, raw text`;
-
-/**
- * The stage columns a director catalog's COPY fills, in its order: the records carry an LStat
- * (the listing columns `size` … `raw` stay NULL).
- */
-export const DIRECTOR_STAGE_COLUMNS = [
-  'job_key',
-  'job_id',
-  'bucket',
-  'file_id',
-  'path_id',
-  'path',
-  'name',
-  'path_bytes',
-  'name_bytes',
-  'file_index',
-  'delta_seq',
-  'lstat',
-  'md5',
-  'problem',
-] as const;
+export { DIRECTOR_STAGE_COLUMNS, FILE_STAGE_COLUMNS } from '../file-stage';
 
 /**
  * Creates the session's page stage `pg_temp.file_stage` unless it exists (`ON COMMIT DELETE ROWS`:

@@ -40,25 +40,7 @@ export interface ListedJob {
 }
 
 /** Columns of the page stage a listing fills, in the order of {@link listingRecordCopyLine}. */
-export const LISTING_STAGE_COLUMNS = [
-  'job_key',
-  'job_id',
-  'bucket',
-  'file_id',
-  'path',
-  'name',
-  'path_bytes',
-  'name_bytes',
-  'file_index',
-  'delta_seq',
-  'problem',
-  'size',
-  'mode',
-  'uid',
-  'gid',
-  'mtime',
-  'raw',
-] as const;
+export { LISTING_STAGE_COLUMNS } from '../file-stage';
 
 /**
  * Records one job's listing may hold: a listed file's `file_id` is `job key × 10^10 + position`

@@ -4,11 +4,11 @@
  * for the page to take it before it reads on; then `end`, or the error with its code.
  */
 import { parentPort, workerData } from 'node:worker_threads';
-import type { CommandJob, FilesCommandSettings, ThreadMessage } from './files-command';
+import type { CommandJob, ThreadMessage, ThreadSettings } from './files-command';
 import { listedCopyText } from './files-command';
 
 const port = parentPort!;
-const { settings, jobs } = workerData as { settings: FilesCommandSettings; jobs: CommandJob[] };
+const { settings, jobs } = workerData as { settings: ThreadSettings; jobs: CommandJob[] };
 
 /** Resolves when the page has taken the last batch. */
 function taken(): Promise<void> {

@@ -131,8 +131,11 @@ export type ThreadMessage =
   | { type: 'end' }
   | { type: 'error'; message: string; code?: string };
 
+/** The settings a files command thread runs with: a cancellation ends the thread itself. */
+export type ThreadSettings = Omit<FilesCommandSettings, 'signal'>;
+
 /** The COPY text of `jobs`, one command after another (run by files-command-thread.ts). */
-export async function* listedCopyText(s: FilesCommandSettings, jobs: CommandJob[]): AsyncGenerator<Buffer> {
+export async function* listedCopyText(s: ThreadSettings, jobs: CommandJob[]): AsyncGenerator<Buffer> {
   for (const job of jobs) yield* oneJob(s, job);
 }
 
@@ -157,7 +160,7 @@ async function* linesOf(stream: Readable): AsyncGenerator<string> {
   if (rest) yield rest.endsWith('\r') ? rest.slice(0, -1) : rest;
 }
 
-async function* oneJob(s: FilesCommandSettings, job: CommandJob): AsyncGenerator<Buffer> {
+async function* oneJob(s: ThreadSettings, job: CommandJob): AsyncGenerator<Buffer> {
   const argv = commandArgv(s, job);
   const what = `source ${s.source}: files command ${argv[0]} for ${s.kind === 'restic' ? `snapshot ${job.id}` : `archive ${job.archive} (id ${job.id})`}`;
   const { child, killGroup } = spawnInGroup(argv, { endWithParent: true });
@@ -167,11 +170,6 @@ async function* oneJob(s: FilesCommandSettings, job: CommandJob): AsyncGenerator
     failure = `timed out after ${s.timeoutMs} ms`;
     killGroup();
   }, s.timeoutMs);
-  const onAbort = () => {
-    failure ??= 'was cancelled';
-    killGroup();
-  };
-  s.signal?.addEventListener('abort', onAbort, { once: true });
   child.stderr.on('data', (d: Buffer) => {
     stderr += d.toString('utf8');
     if (stderr.length > 2 * STDERR_KEPT) stderr = stderr.slice(-STDERR_KEPT);
@@ -234,7 +232,6 @@ async function* oneJob(s: FilesCommandSettings, job: CommandJob): AsyncGenerator
     if (used) yield batch.subarray(0, used);
   } finally {
     clearTimeout(timer);
-    s.signal?.removeEventListener('abort', onAbort);
     killGroup(); // nothing of the command outlives its listing
   }
 }
