@@ -50,10 +50,17 @@ after(async () => {
 
 const runs = () => fs.readFileSync(path.join(dir, 'runs'), 'utf8').split('\n').filter(Boolean);
 
-test('a listed file record changed or deleted in the catalog is found by its bucket and listed again, exactly its job', async () => {
+test('a replayed listing page changes nothing; a listed file record changed or deleted in the catalog is found by its bucket and listed again, exactly its job', async () => {
   const { acts, dbs } = fx;
   const versionId = await copyVersion(acts, { catalog: 'lrepair', files: true });
   assert.deepEqual(runs().sort(), [...ids].sort(), 'each snapshot listed once by its page');
+  // A committed page run again by hand lists nothing and changes nothing.
+  const count = async () =>
+    (await dbs.catalogPool.query<{ n: number }>(`SELECT count(*)::int AS n FROM file_v${versionId}`)).rows[0].n;
+  const replay = await runActivity(acts.copyPage, { catalog: 'lrepair', source: 'director', versionId, pageNo: 1 });
+  assert.equal(replay.alreadyCommitted, true);
+  assert.equal(runs().length, 3, 'the replay ran no files command');
+  assert.equal(await count(), 60);
   const r1 = await runActivity(acts.reconcile, { catalog: 'lrepair', source: 'director', versionId, round: 1 });
   assert.equal(r1.ok, true, JSON.stringify(r1));
   assert.deepEqual(r1.files, { source: 60, catalog: 60, rejects: 0 });
