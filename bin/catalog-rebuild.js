@@ -1,11 +1,13 @@
 #!/usr/bin/env node
 'use strict';
 // Runs the compiled CLI (npm run build produces dist/).
-const { runCli } = require('../dist/client/cli.js');
-runCli(process.argv.slice(2)).then(
-  (code) => process.exit(code),
+const { runCli, endProcess, quietOnClosedPipe, rawArgv } = require('../dist/client/cli.js');
+
+quietOnClosedPipe();
+runCli(process.argv.slice(2), undefined, undefined, rawArgv()).then(
+  (code) => endProcess(code),
   (err) => {
     console.error(err);
-    process.exit(1);
+    endProcess(1);
   },
 );

@@ -30,9 +30,17 @@ import { eventsCommand } from './commands/events';
 import { rejectsCommand } from './commands/rejects';
 import { rollbackCommand } from './commands/rollback';
 import { migrateCommand } from './commands/migrate';
-import { FIND_DEFAULT_LIMIT, filesCommand, findCommand, findPatternProblem } from './commands/files';
+import {
+  FIND_DEFAULT_LIMIT,
+  filesCommand,
+  findCommand,
+  findPatternProblem,
+  parsePathHex,
+  pathArgsFromRawBytes,
+} from './commands/files';
 
 export { ExitCode } from './commands/context';
+export { endProcess, quietOnClosedPipe, rawArgv } from './process-io';
 
 function intOption(name: string, min: number, max: number) {
   return (value: string): number => {
@@ -263,6 +271,7 @@ function addFileCommands(program: Command, ctx: CommandContext, err: (s: string)
       return v;
     })
     .option('--limit <n>', 'at most N file records (default: all of the job)', limit)
+    .option('--deleted', 'also the records the job did not save (FileIndex <= 0), marked deleted', false)
     .option('--json', 'one JSON array', false)
     .action(run((o) => filesCommand(ctx, o, err)));
 
@@ -270,16 +279,25 @@ function addFileCommands(program: Command, ctx: CommandContext, err: (s: string)
     .command('find')
     .description('which jobs hold a path, newest job first: PATTERN is an exact path+name or a prefix ending in *')
     .requiredOption('--catalog <name>', 'catalog', catalogName)
-    .requiredOption(
-      '--path <pattern>',
-      'exact path+name (/etc/hosts) or a prefix ending in * (/home/alice/*)',
+    .option('--path <pattern>', 'exact path+name (/etc/hosts) or a prefix ending in * (/home/alice/*)', (v: string) => {
+      const problem = findPatternProblem(v);
+      if (problem) throw new InvalidArgumentError(problem);
+      return v;
+    })
+    .option(
+      '--path-hex <hex>',
+      'the path+name as the hex of its bytes, * at the end for a prefix (a name not in UTF-8, e.g. 2f6574632f636166e9)',
       (v: string) => {
-        const problem = findPatternProblem(v);
-        if (problem) throw new InvalidArgumentError(problem);
+        try {
+          parsePathHex(v);
+        } catch (e) {
+          throw new InvalidArgumentError((e as Error).message);
+        }
         return v;
       },
     )
     .option('--limit <n>', 'at most N hits', limit, FIND_DEFAULT_LIMIT)
+    .option('--deleted', 'also records their job did not save (FileIndex <= 0), marked deleted', false)
     .option('--json', 'one JSON array', false)
     .action(run((o) => findCommand(ctx, o, err)));
 }
@@ -308,13 +326,21 @@ export function buildCli(
 }
 
 /**
- * Runs the CLI with `argv` (without node and script) and returns the exit code; the executable
- * `bin/catalog-rebuild.js` exits with it. Diagnostics go to `err` as `catalog-rebuild: <message>`.
+ * Runs the CLI with `userArgv` (without node and script) and returns the exit code; the executable
+ * `bin/catalog-rebuild.js` exits with it once its output has drained. Diagnostics go to `err` as
+ * `catalog-rebuild: <message>`. `raw` are the same arguments as the operating system's bytes
+ * (client/process-io.ts `rawArgv`): a `find --path` that is not UTF-8 is looked up by its bytes.
  */
-export async function runCli(argv: string[], out?: (s: string) => void, err?: (s: string) => void): Promise<number> {
+export async function runCli(
+  userArgv: string[],
+  out?: (s: string) => void,
+  err?: (s: string) => void,
+  raw?: Buffer[],
+): Promise<number> {
   const e = err ?? ((s: string) => console.error(s));
   const o = out ?? ((s: string) => console.log(s));
   const program = buildCli(o, e);
+  const argv = pathArgsFromRawBytes(userArgv, raw);
   if (!argv.length) {
     program.outputHelp();
     return 2;

@@ -14,7 +14,7 @@ import type { CommandContext } from '../client/commands/context';
 import { formatEvent } from '../client/commands/events';
 import { formatRebuildResult } from '../client/commands/outcome';
 import { throttleCommand } from '../client/commands/throttle';
-import { filesCommand, findCommand } from '../client/commands/files';
+import { filesCommand, findCommand, parsePathHex, pathArgsFromRawBytes } from '../client/commands/files';
 import type { ActiveFileVersion, FileHit, FileReads } from '../client/commands/file-reads';
 import type { RebuildCatalogResult } from '../client';
 import { flagConflicts, getProgress, rebuildFlags } from '../client';
@@ -261,9 +261,45 @@ test('files and find: usage errors exit 2 before any connection; start --help sh
   assert.equal(star.code, 2);
   assert.match(star.text, /prefix before the trailing \*/);
   assert.equal((await run(['find', '--catalog', 'main', '--path', '/etc/*', '--limit', '0'])).code, 2);
+  assert.equal((await run(['find', '--catalog', 'main', '--path-hex', 'xyz'])).code, 2);
   const help = await run(['start', '--help']);
   assert.equal(help.code, 0);
   assert.match(help.text, /--files +rebuild each job's file records too/);
+});
+
+test('find: a --path whose raw bytes are not UTF-8 becomes --path-hex; UTF-8 and other commands stay as they are', () => {
+  const latin1 = Buffer.from('/home/caf\xe9', 'latin1');
+  const argv = ['find', '--catalog', 'main', '--path', latin1.toString('utf8')];
+  assert.match(argv[4], /\uFFFD/);
+  const raw = argv.map((a, i) => (i === 4 ? latin1 : Buffer.from(a)));
+  assert.deepEqual(pathArgsFromRawBytes(argv, raw), [
+    'find',
+    '--catalog',
+    'main',
+    '--path-hex',
+    latin1.toString('hex'),
+  ]);
+  const prefix = Buffer.concat([latin1, Buffer.from('/*')]);
+  assert.deepEqual(
+    pathArgsFromRawBytes(
+      ['find', `--path=${prefix.toString('utf8')}`],
+      [Buffer.from('find'), Buffer.concat([Buffer.from('--path='), prefix])],
+    ),
+    ['find', `--path-hex=${Buffer.concat([latin1, Buffer.from('/')]).toString('hex')}*`],
+  );
+  const utf8 = ['find', '--path', '/home/café'];
+  assert.deepEqual(
+    pathArgsFromRawBytes(
+      utf8,
+      utf8.map((a) => Buffer.from(a)),
+    ),
+    utf8,
+  );
+  assert.deepEqual(pathArgsFromRawBytes(argv, undefined), argv);
+  const files = ['files', '--path', argv[4]];
+  assert.deepEqual(pathArgsFromRawBytes(files, [Buffer.from('files'), Buffer.from('--path'), latin1]), files);
+  assert.deepEqual(parsePathHex('2f6574632f*'), { bytes: Buffer.from('/etc/'), prefix: true });
+  assert.throws(() => parsePathHex('2f*2f'), /two digits per byte/);
 });
 
 test('start attaching to a running rebuild compares --files like the other identifying flags', () => {
@@ -278,20 +314,28 @@ test('start attaching to a running rebuild compares --files like the other ident
 });
 
 test('files and find print one line per hit or one JSON array, and name a catalog without file records', async () => {
-  const hit = (jobId: string, name: string): FileHit => ({
+  const hit = (jobId: string, name: string, deleted = false): FileHit => ({
     jobId,
     startTime: '2026-11-01T20:00:00.000Z',
     path: '/etc/',
     name,
     size: '158',
     mtime: null,
+    deleted,
   });
   const calls: unknown[][] = [];
   let active: ActiveFileVersion | null = { versionId: '7', files: true };
   const reads: FileReads = {
     activeFileVersion: async () => active,
-    listJobFiles: async (_db, ...args) => (calls.push(['list', ...args]), [hit('12', 'hosts'), hit('12', '')]),
+    listJobFiles: async (_db, ...args) => (
+      calls.push(['list', ...args]),
+      [hit('12', 'hosts'), hit('12', ''), ...(args[3] ? [hit('12', 'old', true)] : [])]
+    ),
     findFiles: async (_db, ...args) => (calls.push(['find', ...args]), [hit('12', 'hosts'), hit('9', 'hosts')]),
+    findFilesByBytes: async (_db, catalog, bytes, ...args) => (
+      calls.push(['bytes', catalog, bytes.toString('hex'), ...args]),
+      []
+    ),
   };
   const lines: string[] = [];
   const notes: string[] = [];
@@ -303,13 +347,34 @@ test('files and find print one line per hit or one JSON array, and name a catalo
     '12  2026-11-01T20:00:00.000Z  /etc/  158  -',
   ]);
   lines.length = 0;
+  assert.equal(await filesCommand(ctx, { catalog: 'main', job: '12', json: false, deleted: true }, note, reads), 0);
+  assert.equal(lines[2], '12  2026-11-01T20:00:00.000Z  /etc/old  158  -  deleted');
+  lines.length = 0;
   assert.equal(await findCommand(ctx, { catalog: 'main', path: '/etc/hosts', limit: 1, json: true }, note, reads), 0);
   assert.deepEqual(JSON.parse(lines[0]), [hit('12', 'hosts')]);
   assert.deepEqual(notes, ['first 1 hits shown (newest jobs); more with a higher --limit']);
   assert.deepEqual(calls, [
-    ['list', 'main', '12', undefined],
-    ['find', 'main', '/etc/hosts', 2],
+    ['list', 'main', '12', undefined, false],
+    ['list', 'main', '12', undefined, true],
+    ['find', 'main', '/etc/hosts', 2, false],
   ]);
+  calls.length = 0;
+  assert.equal(
+    await findCommand(ctx, { catalog: 'main', pathHex: '2f6574632f636166e9*', limit: 3, json: false }, note, reads),
+    0,
+  );
+  assert.deepEqual(calls.at(-1), ['bytes', 'main', '2f6574632f636166e9', true, 4, false]);
+  assert.equal(
+    notes.at(-1),
+    'no file record matches --path-hex 2f6574632f636166e9* in the active version 7 of catalog main',
+  );
+  for (const bad of [{ pathHex: '2f6' }, { pathHex: '2f00' }, {}, { path: '/etc/', pathHex: '2f' }]) {
+    await assert.rejects(
+      findCommand(ctx, { catalog: 'main', limit: 3, json: false, ...bad }, note, reads),
+      (e: unknown) => e instanceof ExitCode && e.code === 2,
+      JSON.stringify(bad),
+    );
+  }
   active = { versionId: '7', files: false };
   await assert.rejects(
     findCommand(ctx, { catalog: 'main', path: '/etc/*', limit: 5, json: false }, note, reads),

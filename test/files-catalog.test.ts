@@ -15,7 +15,9 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import * as fs from 'node:fs';
+import * as os from 'node:os';
 import * as path from 'node:path';
+import { spawnSync } from 'node:child_process';
 import { Readable } from 'node:stream';
 import type { Pool } from 'pg';
 import {
@@ -34,6 +36,7 @@ import {
   fileJobStats,
   filePartitionName,
   findFiles,
+  findFilesByBytes,
   insertStagedFiles,
   listJobFiles,
   rejectSample,
@@ -45,11 +48,13 @@ import { bucketDigest } from '../lib/fingerprint';
 import { copyValue } from '../lib/text-form';
 import { baculaBase64, encodeLStat } from '../dev/lstat';
 import { createDatabase, dropDatabase, resolveAdminUrl } from '../dev/env/postgres';
+import { projectRoot } from '../lib/paths';
 
 const CATALOG = 'files-test';
 const TWO_53_PLUS_1 = 2n ** 53n + 1n;
 
 let adminUrl: string;
+let catalogUrl: string;
 let dbName: string;
 let pool: Pool;
 let versionId: string;
@@ -57,7 +62,8 @@ let versionId: string;
 before(async () => {
   adminUrl = await resolveAdminUrl();
   dbName = `crt_files_catalog_${randomBytes(3).toString('hex')}`;
-  pool = createPool(await createDatabase(adminUrl, dbName), { applicationName: 'catalog-rebuild:test', max: 3 });
+  catalogUrl = await createDatabase(adminUrl, dbName);
+  pool = createPool(catalogUrl, { applicationName: 'catalog-rebuild:test', max: 3 });
   await migrate(pool);
   const v = await pool.query<{ version_id: string }>(
     `INSERT INTO version (catalog_name, source_name, status, workflow_id, first_run_id, page_size, pages_total, source_rows, files)
@@ -92,6 +98,7 @@ interface Staged {
 const lstat = (size: number | bigint, o: { mode?: number; uid?: number; mtime?: number } = {}) =>
   encodeLStat({ mode: o.mode ?? 33188, uid: o.uid ?? 1000, gid: o.uid ?? 1000, size, mtime: o.mtime ?? 1714550400 });
 const GOOD_LSTAT = lstat(1234);
+const ZERO_LSTAT = Array(16).fill('A').join(' ');
 const J1 = { jobKey: '101', jobId: '101', bucket: '2024-05-01' };
 const J2 = { jobKey: '102', jobId: '102', bucket: '2024-05-02' };
 const J3 = { jobKey: '103', jobId: '103', bucket: null };
@@ -150,6 +157,8 @@ const RECORDS: Staged[] = [
     lstat: GOOD_LSTAT.replace(/ /, ' *'),
   },
   { ...J2, fileId: '12', pathId: '1', path: '/etc/', name: 'passwd', fileIndex: 3, lstat: GOOD_LSTAT },
+  // Bacula 9.6 in Accurate mode: a file deleted since the previous job, negative FileIndex, all-zero LStat.
+  { ...J2, fileId: '13', pathId: '2', path: '/data/', name: 'was-here', fileIndex: -4, lstat: ZERO_LSTAT },
   { ...J3, fileId: '11', pathId: '5', path: '/srv/', name: 'a', fileIndex: 1, lstat: GOOD_LSTAT },
 ];
 const BAD = new Set(['6', '7', '10']);
@@ -297,7 +306,7 @@ test('a staged page: good records decoded into file_v<id>, bad ones quarantined 
   );
   assert.deepEqual(
     rows.map((r) => r.file_id),
-    ['1', '2', '3', '4', '5', '8', '9', '11', '12'],
+    ['1', '2', '3', '4', '5', '8', '9', '11', '12', '13'],
   );
   const byId = new Map(rows.map((r) => [r.file_id, r]));
   assert.deepEqual(byId.get('2'), {
@@ -318,6 +327,8 @@ test('a staged page: good records decoded into file_v<id>, bad ones quarantined 
   assert.equal(byId.get('3').mtime, '1970-01-01T00:00:00');
   assert.equal(byId.get('3').mode, 16877);
   assert.equal(byId.get('4').deleted, true);
+  assert.equal(byId.get('13').deleted, true, 'a negative FileIndex is a record not saved');
+  assert.deepEqual([byId.get('13').size, byId.get('13').mode], ['0', 0]);
   assert.equal(byId.get('5').path_hex, '636166e92f');
   assert.deepEqual([byId.get('8').size, byId.get('8').uid], ['-5', '-1']);
 
@@ -365,13 +376,13 @@ test('a job reject sits beside the file rejects of its job; a replay after delet
   assert.equal(await bucketCountWithRejects(pool, versionId, '2024-05-01'), 2);
 
   // A replay of job 102: its files and file rejects go, the page writes them again.
-  assert.equal(await deleteJobFiles(pool, versionId, ['102']), 3);
+  assert.equal(await deleteJobFiles(pool, versionId, ['102']), 4);
   assert.equal(await deleteJobFiles(pool, versionId, []), 0);
   const again = await writePage(
     RECORDS.filter((r) => r.jobId === '102'),
     1,
   );
-  assert.deepEqual([again.rows, again.rejects], [2, 1]);
+  assert.deepEqual([again.rows, again.rejects], [3, 1]);
   // A reject written twice is replaced, not doubled.
   assert.equal((await writePage([RECORDS[6]], 1)).rejects, 1);
   const n = await pool.query(`SELECT count(*)::int AS n FROM reject WHERE version_id = $1`, [versionId]);
@@ -406,7 +417,7 @@ test('per-bucket and per-job counts and digests equal a digest computed in Node'
     await fileCountsByBucket(pool, versionId),
     new Map<string | null, number>([
       ['2024-05-01', 6],
-      ['2024-05-02', 2],
+      ['2024-05-02', 3],
       [null, 1],
     ]),
   );
@@ -429,45 +440,68 @@ test('find (exact, prefix) through the find index and a job listing over the pub
     {
       jobId: '102',
       startTime: '2024-05-02T10:00:00.000000Z',
-      fullPath: '/etc/passwd',
+      path: '/etc/',
+      name: 'passwd',
+      deleted: false,
       size: '1234',
       mtime: '2024-05-01T08:00:00.000000Z',
     },
     {
       jobId: '101',
       startTime: '2024-05-01T10:00:00.000000Z',
-      fullPath: '/etc/passwd',
+      path: '/etc/',
+      name: 'passwd',
+      deleted: false,
       size: '1234',
       mtime: '2024-05-01T08:00:00.000000Z',
     },
   ]);
+  // Saved records only, as Bacula's `FileIndex > 0`; with includeDeleted, the others too, marked.
   const prefix = await findFiles(pool, CATALOG, '/data/*', 10);
   assert.deepEqual(
-    prefix.map((h) => h.fullPath),
-    ['/data/', `/data/${ODD_NAME}`, '/data/gone'],
+    prefix.map((h) => h.path! + h.name!),
+    ['/data/', `/data/${ODD_NAME}`],
   );
+  const withDeleted = await findFiles(pool, CATALOG, '/data/*', 10, true);
+  assert.deepEqual(
+    withDeleted.map((h) => [h.jobId, h.path! + h.name!, h.deleted]),
+    [
+      ['102', '/data/was-here', true],
+      ['101', '/data/', false],
+      ['101', `/data/${ODD_NAME}`, false],
+      ['101', '/data/gone', true],
+    ],
+  );
+  assert.deepEqual(await findFiles(pool, CATALOG, '/data/was-here', 10), []);
+  assert.equal((await findFiles(pool, CATALOG, '/data/was-here', 10, true)).length, 1);
   assert.equal(prefix[1].size, '9007199254740993');
   assert.equal(prefix[1].mtime, '1969-12-31T00:00:00.000000Z');
   assert.deepEqual(await findFiles(pool, CATALOG, '/dat_/*', 10), []); // '_' is not a wildcard
   assert.deepEqual(await findFiles(pool, CATALOG, '/data/', 10).then((h) => h.length), 1);
   assert.equal((await findFiles(pool, CATALOG, '/filler/*', 5)).length, 5);
   // A prefix of more than FIND_DENSE_MATCHES records walks the jobs newest first: the same hits, in the same order.
-  for (const [pattern, like] of [
-    ['/filler/*', '/filler/%'],
-    ['/*', '/%'],
-  ]) {
-    const want = await pool.query<{ job_id: string; p: string }>(
-      `SELECT f.job_id, f.path || f.name AS p FROM active_files f
+  for (const [pattern, like, includeDeleted] of [
+    ['/filler/*', '/filler/%', false],
+    ['/*', '/%', false],
+    ['/*', '/%', true],
+  ] as const) {
+    const want = await pool.query<{ job_id: string; p: string; deleted: boolean }>(
+      `SELECT f.job_id, f.path || f.name AS p, f.deleted FROM active_files f
        LEFT JOIN job j ON j.version_id = f.version_id AND j.job_id = f.job_id
-       WHERE f.catalog_name = $1 AND f.path || f.name LIKE $2
+       WHERE f.catalog_name = $1 AND f.path || f.name LIKE $2 AND ($3 OR NOT f.deleted)
        ORDER BY j.start_time DESC NULLS LAST, f.job_id, f.path || f.name, f.file_id LIMIT 40`,
-      [CATALOG, like],
+      [CATALOG, like, includeDeleted],
     );
-    const got = await findFiles(pool, CATALOG, pattern, 40);
+    const got = await findFiles(pool, CATALOG, pattern, 40, includeDeleted);
     assert.deepEqual(
-      got.map((h) => [h.jobId, h.fullPath]),
-      want.rows.map((r) => [r.job_id, r.p]),
+      got.map((h) => [h.jobId, h.path! + h.name!, h.deleted]),
+      want.rows.map((r) => [r.job_id, r.p, r.deleted]),
       pattern,
+    );
+    assert.equal(
+      want.rows.some((r) => r.deleted),
+      includeDeleted,
+      `${pattern}: the sample holds deleted records`,
     );
   }
   assert.deepEqual(await findFiles(pool, 'no-such-catalog', '/etc/passwd', 10), []);
@@ -499,10 +533,31 @@ test('find (exact, prefix) through the find index and a job listing over the pub
   assert.equal(await detachAndDropFilePartition(pool, building.rows[0].version_id), true);
   assert.equal(await detachAndDropFilePartition(pool, building.rows[0].version_id), false);
 
-  const files = await listJobFiles(pool, CATALOG, '101');
+  const files = await listJobFiles(pool, CATALOG, '101', undefined, true);
   assert.deepEqual(
     files.map((f) => f.fileId),
     ['1', '2', '3', '4', '5', '8'],
+  );
+  assert.deepEqual(
+    (await listJobFiles(pool, CATALOG, '101')).map((f) => f.fileId),
+    ['1', '2', '3', '5', '8'],
+    'saved records only: the one of FileIndex 0 is left out',
+  );
+  assert.deepEqual(
+    (await listJobFiles(pool, CATALOG, '102')).map((f) => f.fileId),
+    ['9', '12'],
+  );
+  // A version written before migration 12 stored deleted = (FileIndex = 0): the view reads it right.
+  await pool.query(`UPDATE ${filePartitionName(versionId)} SET deleted = false WHERE file_id = 13`);
+  const old = await pool.query(`SELECT deleted FROM active_files WHERE catalog_name = $1 AND file_id = 13`, [CATALOG]);
+  assert.equal(old.rows[0].deleted, true);
+  assert.deepEqual(
+    (await listJobFiles(pool, CATALOG, '102', undefined, true)).map((f) => [f.fileId, f.deleted]),
+    [
+      ['9', false],
+      ['12', false],
+      ['13', true],
+    ],
   );
   assert.deepEqual(files[1], {
     jobId: '101',
@@ -529,4 +584,88 @@ test('find (exact, prefix) through the find index and a job listing over the pub
   assert.equal(reader.rows[0].ok, true);
   // The migration runs again without error (additive, idempotent).
   await pool.query(fs.readFileSync(path.join(migrationsDir(), '008_files.sql'), 'utf8'));
+  await pool.query(fs.readFileSync(path.join(migrationsDir(), '012_file_saved.sql'), 'utf8'));
+});
+
+test('find by the exact bytes of a name that is not UTF-8: --path-hex, raw Latin-1 bytes in argv, UTF-8 text', async () => {
+  const latin1 = Buffer.from('café/x', 'latin1'); // record 5: path bytes 636166e92f
+  const exact = await findFilesByBytes(pool, CATALOG, latin1, false, 10);
+  assert.deepEqual(
+    exact.map((h) => [h.jobId, h.path, h.name]),
+    [['101', 'café/', 'x']],
+  );
+  assert.deepEqual(
+    (await findFilesByBytes(pool, CATALOG, latin1.subarray(0, 4), true, 10)).map((h) => h.path! + h.name!),
+    ['café/x'],
+  );
+  assert.deepEqual(await findFilesByBytes(pool, CATALOG, Buffer.from('caf\xe8/x', 'latin1'), false, 10), []);
+  // The UTF-8 text of the decoded name finds it too, and so do its UTF-8 bytes.
+  assert.equal((await findFiles(pool, CATALOG, 'café/x', 10)).length, 1);
+  assert.equal((await findFilesByBytes(pool, CATALOG, Buffer.from('café/x'), false, 10)).length, 1);
+
+  // The CLI as an operator on a Latin-1 terminal runs it: the argument holds the raw byte 0xE9.
+  const env = { ...process.env, CATALOG_DATABASE_URL: catalogUrl, CATALOG_REBUILD_CONFIG: '' };
+  const cli = `${JSON.stringify(process.execPath)} ${JSON.stringify(path.join(projectRoot(), 'bin/catalog-rebuild.js'))}`;
+  const raw = spawnSync('bash', ['-c', `${cli} find --catalog ${CATALOG} --path "$(printf 'caf\\351/x')"`], {
+    env,
+    encoding: 'utf8',
+  });
+  assert.equal(raw.status, 0, raw.stderr);
+  assert.match(raw.stdout, /^101 {2}2024-05-01T10:00:00\.000000Z {2}café\/x {2}1234 /);
+  const hex = spawnSync('bash', ['-c', `${cli} find --catalog ${CATALOG} --path-hex 636166e9* --json`], {
+    env,
+    encoding: 'utf8',
+  });
+  assert.equal(hex.status, 0, hex.stderr);
+  assert.deepEqual(
+    (JSON.parse(hex.stdout) as { path: string; name: string }[]).map((h) => [h.path, h.name]),
+    [['café/', 'x']],
+  );
+});
+
+test('output piped to a slow reader is complete and byte-identical to output into a file; a closed pipe ends quietly', async () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'crt-pipe-'));
+  const env = { ...process.env, CATALOG_DATABASE_URL: catalogUrl, CATALOG_REBUILD_CONFIG: '' };
+  const cli = `${JSON.stringify(process.execPath)} ${JSON.stringify(path.join(projectRoot(), 'bin/catalog-rebuild.js'))}`;
+  await pool.query(
+    `INSERT INTO event (catalog_name, version_id, kind, message)
+     SELECT $1, $2, 'page', 'page ' || g || ' committed: ' || repeat('x', 60) FROM generate_series(1, 20000) g`,
+    [CATALOG, versionId],
+  );
+  try {
+    for (const [name, args] of [
+      ['files-json', `files --catalog ${CATALOG} --job 103 --json`],
+      ['files-text', `files --catalog ${CATALOG} --job 103`],
+      ['find-text', `find --catalog ${CATALOG} --path '/filler/*' --limit 30000`],
+      ['events', `events --catalog ${CATALOG} --limit 100000`],
+    ] as const) {
+      const file = path.join(dir, `${name}.file`);
+      const piped = path.join(dir, `${name}.pipe`);
+      // The reader takes nothing for a second: the writer's pipe fills at 64 KiB long before its last line.
+      const r = spawnSync(
+        'bash',
+        ['-c', `set -o pipefail; ${cli} ${args} > ${file} && ${cli} ${args} | (sleep 1; cat > ${piped})`],
+        { env, encoding: 'utf8' },
+      );
+      assert.equal(r.status, 0, `${name}: ${r.stderr}`);
+      const a = fs.readFileSync(file);
+      const b = fs.readFileSync(piped);
+      // Far beyond a pipe's 64 KiB buffer (files --json: about 3 MB).
+      assert.ok(a.length > 512 * 1024, `${name}: ${a.length} bytes, more than 512 KiB expected`);
+      assert.equal(b.length, a.length, `${name}: piped ${b.length} bytes, into a file ${a.length}`);
+      assert.ok(a.equals(b), `${name}: same bytes`);
+    }
+    const head = spawnSync(
+      'bash',
+      ['-c', `${cli} files --catalog ${CATALOG} --job 103 | head -1; echo "rc=\${PIPESTATUS[0]}" >&2`],
+      {
+        env,
+        encoding: 'utf8',
+      },
+    );
+    assert.equal(head.stdout.split('\n').filter(Boolean).length, 1);
+    assert.equal(head.stderr.trim(), 'rc=0', 'a closed pipe ends with exit code 0 and nothing on stderr');
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
 });

@@ -3,7 +3,7 @@
  * written against, and the one place its implementation is chosen ({@link catalogFileReads}).
  * The reads run on `active_files` (migrations/008_files.sql) in lib/catalog.
  */
-import { activeFileVersion, findFiles, listJobFiles } from '../../lib/catalog';
+import { activeFileVersion, findFiles, findFilesByBytes, listJobFiles } from '../../lib/catalog';
 import type { Queryable } from '../../lib/db';
 
 /** One file record as `files` and `find` print it (a row of `active_files` with its job's start time). */
@@ -20,6 +20,11 @@ export interface FileHit {
   size: string | null;
   /** Modification time, ISO 8601; null when unknown. */
   mtime: string | null;
+  /**
+   * The job did not save this record (FileIndex ≤ 0: deleted since the previous accurate job);
+   * such records are only read with `--deleted`.
+   */
+  deleted: boolean;
 }
 
 /** The active version of a catalog, as far as `files` and `find` need it. */
@@ -34,23 +39,63 @@ export interface ActiveFileVersion {
 export interface FileReads {
   /** The catalog's active version and whether it holds file records; null when none is active. */
   activeFileVersion(db: Queryable, catalog: string): Promise<ActiveFileVersion | null>;
-  /** The files of one job of the catalog's active version, in FileId order; at most `limit` when given. */
-  listJobFiles(db: Queryable, catalog: string, jobId: string, limit?: number): Promise<FileHit[]>;
+  /**
+   * The files of one job of the catalog's active version, in FileId order; at most `limit` when
+   * given; the saved ones only unless `includeDeleted`.
+   */
+  listJobFiles(
+    db: Queryable,
+    catalog: string,
+    jobId: string,
+    limit: number | undefined,
+    includeDeleted: boolean,
+  ): Promise<FileHit[]>;
   /**
    * The file records whose path+name equals `pattern`, or starts with it when it ends in `*`,
-   * newest job first; at most `limit`.
+   * newest job first; at most `limit`; the saved ones only unless `includeDeleted`.
    */
-  findFiles(db: Queryable, catalog: string, pattern: string, limit: number): Promise<FileHit[]>;
+  findFiles(
+    db: Queryable,
+    catalog: string,
+    pattern: string,
+    limit: number,
+    includeDeleted: boolean,
+  ): Promise<FileHit[]>;
+  /**
+   * The file records whose path+name is exactly `bytes` (or starts with them when `prefix`), as the
+   * source wrote them (a name that is not UTF-8); order and limit as `findFiles`.
+   */
+  findFilesByBytes(
+    db: Queryable,
+    catalog: string,
+    bytes: Buffer,
+    prefix: boolean,
+    limit: number,
+    includeDeleted: boolean,
+  ): Promise<FileHit[]>;
 }
+
+/** A record of `files` or a hit of `find`, in the one shape both print. */
+const hitOf = (r: FileHit): FileHit => ({
+  jobId: r.jobId,
+  startTime: r.startTime,
+  path: r.path,
+  name: r.name,
+  size: r.size,
+  mtime: r.mtime,
+  deleted: r.deleted === true,
+});
 
 /**
  * The reads of this build (lib/catalog), used by the CLI; tests pass their own {@link FileReads}.
- * A job's listing carries the record's every field; `find` hits carry path and name joined in `path`.
+ * `files` and `find` give the same fields: the job's start time, the directory and the name apart.
  */
 export const catalogFileReads: FileReads = {
   activeFileVersion,
-  listJobFiles: async (db, catalog, jobId, limit) =>
-    (await listJobFiles(db, catalog, jobId, limit)).map((r) => ({ ...r, startTime: null })),
-  findFiles: async (db, catalog, pattern, limit) =>
-    (await findFiles(db, catalog, pattern, limit)).map(({ fullPath, ...h }) => ({ ...h, path: fullPath, name: '' })),
+  listJobFiles: async (db, catalog, jobId, limit, includeDeleted) =>
+    (await listJobFiles(db, catalog, jobId, limit, includeDeleted)).map((r) => hitOf({ ...r, deleted: !!r.deleted })),
+  findFiles: async (db, catalog, pattern, limit, includeDeleted) =>
+    (await findFiles(db, catalog, pattern, limit, includeDeleted)).map(hitOf),
+  findFilesByBytes: async (db, catalog, bytes, prefix, limit, includeDeleted) =>
+    (await findFilesByBytes(db, catalog, bytes, prefix, limit, includeDeleted)).map(hitOf),
 };

@@ -2,6 +2,7 @@
  * `catalog-rebuild files` (a job's file records) and `catalog-rebuild find` (which jobs hold a path),
  * both on the active version of a catalog (`active_files`), as text lines or one JSON array.
  */
+import { isUtf8 } from 'node:buffer';
 import type { Pool } from 'pg';
 import type { CommandContext } from './context';
 import { ExitCode, withCatalogPool } from './context';
@@ -17,17 +18,27 @@ export interface FilesOptions {
   limit?: number;
   /** Print one JSON array instead of text. */
   json: boolean;
+  /** Include the records the job did not save (FileIndex ≤ 0), marked `deleted`. */
+  deleted?: boolean;
 }
 
-/** Options of `find`. */
+/** Options of `find`: `path` or `pathHex`. */
 export interface FindOptions {
   catalog: string;
   /** Exact path+name, or a prefix ending in `*` (checked by {@link findPatternProblem}). */
-  path: string;
+  path?: string;
+  /**
+   * The path+name as the hex of its exact bytes, a prefix when followed by `*`
+   * ({@link parsePathHex}): a name the director wrote in a legacy encoding (`--path-hex`, or raw
+   * bytes typed on a Latin-1 terminal, which the CLI turns into this).
+   */
+  pathHex?: string;
   /** At most this many hits. */
   limit: number;
   /** Print one JSON array instead of text. */
   json: boolean;
+  /** Include the records their job did not save (FileIndex ≤ 0), marked `deleted`. */
+  deleted?: boolean;
 }
 
 /** Default of `find --limit`. */
@@ -44,9 +55,53 @@ export function findPatternProblem(pattern: string): string | null {
   return null;
 }
 
-/** One hit as a text line: `job_id  start  path+name  size  mtime` (`-` for an unknown value). */
+/**
+ * The bytes and prefix flag of a `--path-hex` value: hex digits (two per byte, at least one byte),
+ * then an optional `*` for a prefix (`2f686f6d652f636166e9`, `2f686f6d652f*`).
+ * @throws Error naming the expected form when `hex` is not one.
+ */
+export function parsePathHex(hex: string): { bytes: Buffer; prefix: boolean } {
+  const m = /^((?:[0-9a-fA-F]{2})+)(\*?)$/.exec(hex);
+  if (!m)
+    throw new Error(
+      `--path-hex needs the hex of the path's bytes, two digits per byte, and * at the end for a prefix (e.g. 2f6574632f636166e9 or 2f6574632f*)`,
+    );
+  const bytes = Buffer.from(m[1], 'hex');
+  if (bytes.includes(0)) throw new Error('--path-hex cannot hold a NUL byte');
+  return { bytes, prefix: m[2] === '*' };
+}
+
+/**
+ * `argv` with each `find --path` value whose raw bytes (`raw`, the same arguments as the operating
+ * system passed them) are not UTF-8 given as `--path-hex` instead: Node decodes such bytes to
+ * U+FFFD, which matches nothing; an operator on a Latin-1 terminal types `caf\xe9`, the director
+ * wrote those bytes. A trailing `*` stays a prefix. Other arguments are left as they are.
+ */
+export function pathArgsFromRawBytes(argv: string[], raw: Buffer[] | undefined): string[] {
+  if (!raw || raw.length !== argv.length || argv[0] !== 'find') return argv;
+  const hex = (b: Buffer) =>
+    b.length > 1 && b[b.length - 1] === 0x2a ? `${b.subarray(0, -1).toString('hex')}*` : b.toString('hex');
+  const out = [...argv];
+  for (let i = 1; i < argv.length; i++) {
+    if (argv[i] === '--path' && i + 1 < argv.length && !isUtf8(raw[i + 1])) {
+      out[i] = '--path-hex';
+      out[i + 1] = hex(raw[i + 1]);
+      i++;
+    } else if (argv[i].startsWith('--path=') && !isUtf8(raw[i])) {
+      out[i] = `--path-hex=${hex(raw[i].subarray('--path='.length))}`;
+    }
+  }
+  return out;
+}
+
+/**
+ * One hit as a text line: `job_id  start  path+name  size  mtime` (`-` for an unknown value), and
+ * `  deleted` after a record the job did not save.
+ */
 export function formatFileHit(h: FileHit): string {
-  return [h.jobId, h.startTime ?? '-', `${h.path ?? ''}${h.name ?? ''}`, h.size ?? '-', h.mtime ?? '-'].join('  ');
+  const fields = [h.jobId, h.startTime ?? '-', `${h.path ?? ''}${h.name ?? ''}`, h.size ?? '-', h.mtime ?? '-'];
+  if (h.deleted) fields.push('deleted');
+  return fields.join('  ');
 }
 
 /**
@@ -76,8 +131,9 @@ function printHits(ctx: CommandContext, hits: FileHit[], limit: number | undefin
 }
 
 /**
- * Lists the file records of job `o.job` in the catalog's active version, one line per record (or
- * one JSON array); on `note`, a line when the job has no file records or more than `--limit`.
+ * Lists the file records of job `o.job` in the catalog's active version that the job saved (with
+ * `--deleted`, all of them), one line per record (or one JSON array); on `note`, a line when the
+ * job has no such records or more than `--limit`.
  * @returns 0, also when the job has no file records (or is not in the catalog).
  * @throws ExitCode 1 when the catalog has no active version or its active version has no file
  *   records; the configuration or database error as it is.
@@ -90,7 +146,8 @@ export async function filesCommand(
 ): Promise<number> {
   return withCatalogPool(ctx, async (pool) => {
     const versionId = await activeVersionWithFiles(pool, reads, o.catalog);
-    const hits = await reads.listJobFiles(pool, o.catalog, o.job, o.limit === undefined ? undefined : o.limit + 1);
+    const limit = o.limit === undefined ? undefined : o.limit + 1;
+    const hits = await reads.listJobFiles(pool, o.catalog, o.job, limit, o.deleted === true);
     const shown = printHits(ctx, hits, o.limit, o.json);
     if (!hits.length)
       note(`job ${o.job} has no file records in the active version ${versionId} of catalog ${o.catalog}`);
@@ -113,14 +170,28 @@ export async function findCommand(
   note: (line: string) => void = ctx.out,
   reads: FileReads = catalogFileReads,
 ): Promise<number> {
-  const problem = findPatternProblem(o.path);
+  if ((o.path === undefined) === (o.pathHex === undefined))
+    throw new ExitCode(2, 'find needs one of --path or --path-hex');
+  let byBytes: { bytes: Buffer; prefix: boolean } | undefined;
+  if (o.pathHex !== undefined) {
+    try {
+      byBytes = parsePathHex(o.pathHex);
+    } catch (e) {
+      throw new ExitCode(2, (e as Error).message);
+    }
+  }
+  const problem = o.path === undefined ? null : findPatternProblem(o.path);
   if (problem) throw new ExitCode(2, problem);
+  const shownPath = o.path ?? `--path-hex ${o.pathHex}`;
   return withCatalogPool(ctx, async (pool) => {
     const versionId = await activeVersionWithFiles(pool, reads, o.catalog);
-    const hits = await reads.findFiles(pool, o.catalog, o.path, o.limit + 1);
+    const deleted = o.deleted === true;
+    const hits = byBytes
+      ? await reads.findFilesByBytes(pool, o.catalog, byBytes.bytes, byBytes.prefix, o.limit + 1, deleted)
+      : await reads.findFiles(pool, o.catalog, o.path!, o.limit + 1, deleted);
     const shown = printHits(ctx, hits, o.limit, o.json);
     if (!hits.length)
-      note(`no file record matches ${o.path} in the active version ${versionId} of catalog ${o.catalog}`);
+      note(`no file record matches ${shownPath} in the active version ${versionId} of catalog ${o.catalog}`);
     else if (shown.length < hits.length)
       note(`first ${shown.length} hits shown (newest jobs); more with a higher --limit`);
     return 0;

@@ -85,7 +85,7 @@ export async function runFilePipeBaseline(ctx: BenchContext): Promise<FilePipeOu
   await withLongSession(db, (c) =>
     c.query(
       `INSERT INTO ${PF_TABLE}
-     SELECT job_id::text, file_id, path, name, NULL, NULL, file_index, delta_seq, file_index = 0,
+     SELECT job_id::text, file_id, path, name, NULL, NULL, file_index, delta_seq, file_index <= 0,
             catalog_lstat_field(lstat, 8), catalog_lstat_field(lstat, 3)::integer, catalog_lstat_field(lstat, 5),
             catalog_lstat_field(lstat, 6), to_timestamp(catalog_lstat_field(lstat, 12)), md5, lstat
        FROM ${PF_STAGE}`,

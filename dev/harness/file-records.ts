@@ -68,7 +68,7 @@ export async function sourceFileRecords(
         n.bytes,
         r.file_index,
         r.delta_seq,
-        r.file_index === 0,
+        r.file_index <= 0, // not saved: 0, or negative (Bacula 9.6 Accurate mode)
         size.toString(),
         Number(mode),
         uid.toString(),

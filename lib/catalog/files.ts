@@ -155,7 +155,8 @@ const STAGE_FINGERPRINT_ROW = stagedFileFingerprintRow('$4');
 
 /**
  * Writes the staged page: one `INSERT … SELECT` of the good records into `file_v<id>`, with size,
- * mode, uid, gid and mtime decoded from LStat (fields 8, 3, 5, 6, 12) and `deleted` = FileIndex 0;
+ * mode, uid, gid and mtime decoded from LStat (fields 8, 3, 5, 6, 12) and `deleted` = FileIndex ≤ 0 (Bacula's
+ * and Bareos' mark of a record not saved: 0, or negative for a file deleted since the previous accurate job);
  * then, only when some staged record was not written, one `INSERT` of the bad ones (a source
  * `problem` or a `catalog_lstat_problem`) into `reject` with the job's id (`job_key` NULL: see migrations/008_files.sql), `record_key` = FileId,
  * the reason, `raw` (the record as JSON text, a path or name that is not UTF-8 as `\x` hex) and
@@ -181,7 +182,7 @@ export async function insertStagedFiles(
                        file_index, delta_seq, deleted, size, mode, uid, gid, mtime, md5, lstat)
        SELECT $1::bigint, $2::integer, s.job_key, s.job_id, s.bucket, s.file_id,
               ${decodedText('s.path', 's.path_bytes')}, ${decodedText('s.name', 's.name_bytes')}, s.path_bytes,
-              s.name_bytes, s.file_index, s.delta_seq, s.file_index = 0,
+              s.name_bytes, s.file_index, s.delta_seq, s.file_index <= 0,
               CASE WHEN s.lstat IS NULL THEN s.size ELSE catalog_b64_unchecked(s.f[8]) END::numeric(20,0),
               CASE WHEN s.lstat IS NULL THEN s.mode ELSE catalog_b64_unchecked(s.f[3])::integer END,
               CASE WHEN s.lstat IS NULL THEN s.uid ELSE catalog_b64_unchecked(s.f[5]) END,
