@@ -6,8 +6,9 @@
  *
  * Rules: only backup jobs (type `B`) count. Clients in scope are the `clients` given, else every
  * non-empty client with a backup job in the lookback window (none at all: CRITICAL). Per client the
- * time of a job is its start time, else its end time; a `T` backup within the maximum age is OK,
- * else a `W` backup within the maximum age is WARNING, else CRITICAL. No active version, or a
+ * time of a job is its start time, else its end time; a good backup (`T` without `JobErrors`) within
+ * the maximum age is OK, else a warning backup (`W`, or `T` with `JobErrors` > 0: Bacula's "Backup
+ * OK -- with warnings") within the maximum age is WARNING, else CRITICAL. No active version, or a
  * database that cannot be read: UNKNOWN. Ages are measured from the database's `now()`.
  */
 import type { Pool, PoolClient } from 'pg';
@@ -140,7 +141,7 @@ export function checkResult(o: CheckOptions, snapshot: BackupCheckSnapshot): Che
     text = `${critical.length} of ${states.length} clients without a good backup within ${limit}: ${nameList(critical.map((s) => s.client))}${w} (${where})`;
   } else if (warning.length) {
     code = NagiosState.WARNING;
-    text = `${warning.length} of ${states.length} clients with only warnings (W) within ${limit}: ${nameList(warning.map((s) => s.client))} (${where})`;
+    text = `${warning.length} of ${states.length} clients with only warning backups (W, or T with job errors) within ${limit}: ${nameList(warning.map((s) => s.client))} (${where})`;
   } else {
     code = NagiosState.OK;
     text = `${ok.length} clients ok (${where}, ${limit})`;

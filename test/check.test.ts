@@ -56,6 +56,8 @@ interface Job {
   startedHoursAgo: number | null;
   /** Hours before NOW of the end time; default: start + 1 h. */
   endedHoursAgo?: number | null;
+  /** JobErrors; default 0. */
+  jobErrors?: number;
 }
 
 /** A published catalog with these jobs: a version row, its own partition, and the active pointer. */
@@ -77,8 +79,9 @@ async function publishedCatalog(catalog: string, jobs: Job[], status = 'active')
       const end =
         j.endedHoursAgo !== undefined ? j.endedHoursAgo : j.startedHoursAgo === null ? null : j.startedHoursAgo - 1;
       await c.query(
-        `INSERT INTO job (version_id, job_key, job_id, job, job_name, client, type, level, status, start_time, end_time, page_no)
-         VALUES ($1, $2::bigint, $2::bigint::text, $3, $4, $5, $6, 'I', $7, $8, $9, 1)`,
+        `INSERT INTO job (version_id, job_key, job_id, job, job_name, client, type, level, status, start_time, end_time,
+                          job_errors, page_no)
+         VALUES ($1, $2::bigint, $2::bigint::text, $3, $4, $5, $6, 'I', $7, $8, $9, $10, 1)`,
         [
           versionId,
           String(id),
@@ -89,6 +92,7 @@ async function publishedCatalog(catalog: string, jobs: Job[], status = 'active')
           j.status,
           at(j.startedHoursAgo),
           at(end),
+          j.jobErrors ?? 0,
         ],
       );
     }
@@ -169,6 +173,26 @@ test('OK, WARNING and CRITICAL with perfdata; restore and admin jobs are ignored
   assert.match(warn.stdout, /^CATALOG WARNING - 1 of 3 clients .*mail-01-fd/);
   assert.deepEqual(perfdata(warn.stdout.trim()), {
     clients_ok: '2',
+    clients_warning: '1',
+    clients_critical: '0',
+    oldest_age_seconds: String(20 * 3600),
+  });
+
+  // Bacula 9.6 writes "Backup OK -- with warnings" as T with JobErrors > 0, never W: a client whose
+  // recent backups all had job errors is WARNING; one good T among them makes it OK.
+  await publishedCatalog('warn-t', [
+    ...healthy,
+    { client: 'mail-01-fd', status: 'T', jobErrors: 2, startedHoursAgo: 5 },
+    { client: 'mail-01-fd', status: 'T', jobErrors: 1, startedHoursAgo: 20 },
+    { client: 'mail-01-fd', status: 'T', startedHoursAgo: 72 },
+    { client: 'app-01-fd', status: 'T', jobErrors: 1, startedHoursAgo: 2 },
+    { client: 'app-01-fd', status: 'T', startedHoursAgo: 10 },
+  ]);
+  const warnT = check(['--catalog', 'warn-t']);
+  assert.equal(warnT.code, 1, warnT.stdout);
+  assert.match(warnT.stdout, /^CATALOG WARNING - 1 of 4 clients with only warning backups .*: mail-01-fd /);
+  assert.deepEqual(perfdata(warnT.stdout.trim()), {
+    clients_ok: '3',
     clients_warning: '1',
     clients_critical: '0',
     oldest_age_seconds: String(20 * 3600),
@@ -370,8 +394,13 @@ test('a rebuilt catalog: check agrees with the source, and a half-done rebuild n
     const now = new Date(newest.rows[0].t.getTime() + 600_000).toISOString();
     const oracle = async (): Promise<Record<string, string>> => {
       // Independent of the catalog: the Bareos source's own tables and time zone, the rules in JS.
-      const { rows } = await dbs.sourcePool.query<{ client: string | null; status: string; t: number | null }>(
-        `SELECT c.name AS client, j.jobstatus::text AS status,
+      const { rows } = await dbs.sourcePool.query<{
+        client: string | null;
+        status: string;
+        errors: number;
+        t: number | null;
+      }>(
+        `SELECT c.name AS client, j.jobstatus::text AS status, j.joberrors AS errors,
                 extract(epoch FROM coalesce(j.starttime, j.endtime) AT TIME ZONE $1)::float8 AS t
          FROM job j LEFT JOIN client c ON c.clientid = j.clientid WHERE j.type = 'B'`,
         [sourceTz],
@@ -383,9 +412,9 @@ test('a rebuilt catalog: check agrees with the source, and a half-done rebuild n
       const verdict: Record<string, string> = {};
       for (const c of inScope) {
         const recent = rows.filter((r) => r.client === c && r.t !== null && r.t >= nowS - 26 * 3600);
-        verdict[c] = recent.some((r) => r.status === 'T')
+        verdict[c] = recent.some((r) => r.status === 'T' && !r.errors)
           ? 'OK'
-          : recent.some((r) => r.status === 'W')
+          : recent.some((r) => r.status === 'W' || (r.status === 'T' && r.errors > 0))
             ? 'WARNING'
             : 'CRITICAL';
       }

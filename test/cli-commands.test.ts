@@ -140,7 +140,7 @@ test('the check turns a snapshot into the Nagios line and code', () => {
   assert.equal(warn.code, 1);
   assert.match(
     warn.line,
-    /^CATALOG WARNING - 1 of 1 clients with only warnings \(W\) within max age 26h: a \(catalog main version 4\) \| /,
+    /^CATALOG WARNING - 1 of 1 clients with only warning backups \(W, or T with job errors\) within max age 26h: a \(catalog main version 4\) \| /,
   );
 
   const many = Array.from({ length: 10 }, (_, i) => ({

@@ -11,7 +11,7 @@ import type { PoolClient } from 'pg';
 export interface BackupCheckQuery {
   /** Catalog name. */
   catalog: string;
-  /** A backup (`T` or `W`) at most this old counts (seconds). */
+  /** A backup (`T`, or a warning backup: `W`, `T` with `JobErrors` > 0) at most this old counts (seconds). */
   maxAgeSeconds: number;
   /** Without `clients`: a non-empty client with a backup job in this window is in scope (seconds). */
   lookbackSeconds: number;
@@ -25,9 +25,9 @@ export interface BackupCheckQuery {
 export interface ClientBackupRow {
   /** Client name. */
   client: string;
-  /** Some backup with status `T` started (else ended) within the maximum age. */
+  /** Some backup with status `T` and no `JobErrors` started (else ended) within the maximum age. */
   hasGoodBackup: boolean;
-  /** Some backup with status `W` started (else ended) within the maximum age. */
+  /** Some backup with status `W`, or `T` with `JobErrors` > 0, started (else ended) within the maximum age. */
   hasWarningBackup: boolean;
   /** Seconds (fractional; negative when the backup is after the reference time) since the newest `T` or `W` backup of any age; null when there is none. */
   newestAgeSeconds: number | null;
@@ -66,16 +66,25 @@ async function readActiveVersionForCheck(db: PoolClient, catalog: string): Promi
   return v.rows[0]?.version_id ?? null;
 }
 
+/** SQL over a backup `b`: it terminated normally without errors (`T`, `JobErrors` 0 or unknown). */
+const GOOD = `(b.status = 'T' AND coalesce(b.job_errors, 0) = 0)`;
+
 /**
- * Per client in scope: a `T` and a `W` backup within the maximum age, and the age of the newest
- * `T` or `W` backup. The time of a job is its start time, else its end time. Runs inside the
- * caller's transaction.
+ * SQL over a backup `b`: it terminated with warnings. Bareos writes `W`; Bacula 9.6 never does: its
+ * "Backup OK -- with warnings" is `T` with `JobErrors` > 0.
+ */
+const WARNING = `(b.status = 'W' OR (b.status = 'T' AND b.job_errors > 0))`;
+
+/**
+ * Per client in scope: a good backup ({@link GOOD}) and a warning backup ({@link WARNING}) within
+ * the maximum age, and the age of the newest `T` or `W` backup. The time of a job is its start time,
+ * else its end time. Runs inside the caller's transaction.
  */
 async function readClientBackups(db: PoolClient, q: BackupCheckQuery): Promise<ClientBackupRow[]> {
   const { rows } = await db.query<{ client: string; ok: boolean; warn: boolean; age: number | null }>(
     `WITH ref AS (SELECT coalesce($2::timestamptz, now()) AS now),
      b AS (
-       SELECT j.client, j.status, coalesce(j.start_time, j.end_time) AS t
+       SELECT j.client, j.status, j.job_errors, coalesce(j.start_time, j.end_time) AS t
        FROM active_jobs j
        WHERE j.catalog_name = $1 AND j.type = 'B'
      ),
@@ -86,8 +95,8 @@ async function readClientBackups(db: PoolClient, q: BackupCheckQuery): Promise<C
        WHERE cardinality($5::text[]) = 0 AND b.client <> '' AND b.t >= (SELECT now FROM ref) - make_interval(secs => $4)
      )
      SELECT s.client,
-            coalesce(bool_or(b.status = 'T' AND b.t >= ref.now - make_interval(secs => $3)), false) AS ok,
-            coalesce(bool_or(b.status = 'W' AND b.t >= ref.now - make_interval(secs => $3)), false) AS warn,
+            coalesce(bool_or(${GOOD} AND b.t >= ref.now - make_interval(secs => $3)), false) AS ok,
+            coalesce(bool_or(${WARNING} AND b.t >= ref.now - make_interval(secs => $3)), false) AS warn,
             extract(epoch FROM ref.now - max(b.t) FILTER (WHERE b.status IN ('T', 'W')))::float8 AS age
      FROM scope s CROSS JOIN ref LEFT JOIN b ON b.client = s.client
      GROUP BY s.client, ref.now
