@@ -26,7 +26,7 @@ import { guard } from './failures';
 import { withHeartbeat } from './heartbeat';
 import { publishedMessage, renumberedNote, shrinkGuardMessage } from './messages';
 import type { FileShrinkFigures } from './publish-files';
-import { fileShrinkFigures, fileShrinkProblem } from './publish-files';
+import { fileShrinkFigures, fileShrinkProblem, prunedFilesSentence } from './publish-files';
 
 /** Default share (0..1) of a bucket's jobs it may lose before the shrink guard refuses. */
 const SHRINK_SHARE = 0.1;
@@ -73,18 +73,22 @@ export async function publishVersion(ctx: ActivityContext, input: PublishVersion
   );
 }
 
-/** Jobs per dated bucket of the active version and the new one (the shrink guard's figures), or null when not guarded. */
+/**
+ * Jobs per dated bucket of the active version and the new one, and their file figures (the shrink
+ * guard's figures and the report of the director's prunes), or null for a first publish.
+ */
 async function shrinkFigures(
   ctx: ActivityContext,
   input: PublishVersionInput,
   activeBefore: string | null,
 ): Promise<ShrinkFigures | null> {
-  if (!activeBefore || activeBefore === input.versionId || input.allowShrink) return null;
+  if (!activeBefore || activeBefore === input.versionId) return null;
+  // With --allow-shrink nothing refuses, but the director's prunes are still counted and reported.
   return withLongSession(ctx.pool, async (c) => ({
     previous: activeBefore,
-    before: await bucketJobCounts(c, activeBefore),
-    after: await bucketJobCounts(c, input.versionId),
-    files: await fileShrinkFigures(c, activeBefore, input.versionId),
+    before: input.allowShrink ? [] : await bucketJobCounts(c, activeBefore),
+    after: input.allowShrink ? [] : await bucketJobCounts(c, input.versionId),
+    files: await fileShrinkFigures(c, ctx.sources, activeBefore, input.versionId),
   }));
 }
 
@@ -149,14 +153,18 @@ async function publishInTransaction(
   }
   await flipActive(c, input.catalog, input.versionId);
   if (previous) await retireVersion(c, previous);
+  const pruned = previous && shrink?.previous === previous ? (shrink.files.losses?.pruned ?? null) : null;
+  const prunedNote = previous ? prunedFilesSentence(pruned, previous) : null;
   await ctx.events.record(c, {
     catalog: input.catalog,
     versionId: input.versionId,
     kind: 'published',
-    message: publishedMessage(input.versionId, previous, input.allowShrink, note),
+    message:
+      publishedMessage(input.versionId, previous, input.allowShrink, note) + (prunedNote ? `; ${prunedNote}` : ''),
     details: {
       previousVersionId: previous,
       allowShrink: input.allowShrink,
+      ...(pruned?.jobs ? { prunedFiles: { ...pruned, since: previous } } : {}),
       renumberedJobs: renumbered?.jobs ?? [],
       renumberedJobsTruncated: renumbered?.truncated ?? false,
       ...(error ? { renumberedJobsError: error } : {}),

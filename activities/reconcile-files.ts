@@ -37,7 +37,11 @@ export interface FileReconciliation {
   /** `File` rows whose `JobId` has no `Job` row (never copied; information). */
   orphanFiles: number;
   /** Jobs whose `File` rows differ in number from `Job.JobFiles` (pruned files; information). */
-  jobFilesMismatch: { jobs: number; examples: { jobId: string; jobFiles: string | null; files: number }[] };
+  jobFilesMismatch: {
+    jobs: number;
+    /** `files` = all its records; `saved` (FileIndex > 0) and `deleted` (FileIndex <= 0) apart. */
+    examples: { jobId: string; jobFiles: string | null; files: number; saved?: number; deleted?: number }[];
+  };
   /** The limit of quarantined file records (`maxFileRejects`, default 0.1% of the file records and at least 100). */
   maxFileRejects: number;
 }

@@ -57,6 +57,12 @@ export interface GenerateBareosOptions {
    * and existing `file` / `path` rows are removed.
    */
   files?: number;
+  /**
+   * IANA zone of the director whose wall clock the naive times are (default `UTC`): `JobTDate`, the
+   * director's own epoch column, is the epoch of each job's end (else start, else schedule) time in
+   * this zone, as a real director writes it. The product cross-checks the two at plan.
+   */
+  timezone?: string;
 }
 
 /** Summary of a generated catalog, read back from the database. */
@@ -1226,6 +1232,15 @@ export async function generateBareosSource(opts: GenerateBareosOptions): Promise
         throw new Error(`generateBareosSource: internal error: emitted ${st.emitted} jobs, expected ${opts.jobs}`);
       }
       await client.query(`SELECT setval(pg_get_serial_sequence('job', 'jobid'), $1::int)`, [st.maxId]);
+      if (opts.timezone && opts.timezone !== 'UTC') {
+        // The rows carry the epoch of the naive times read as UTC: a director in another zone wrote
+        // the epoch of its local wall clock.
+        await client.query(
+          `UPDATE job SET jobtdate = extract(epoch FROM coalesce(endtime, starttime, schedtime) AT TIME ZONE $1)::bigint
+           WHERE jobtdate <> 0`,
+          [opts.timezone],
+        );
+      }
       if (opts.files !== undefined) files = await generateBareosFiles(client, opts.files, seed);
       else await emptyBareosFiles(client);
       await client.query('COMMIT');

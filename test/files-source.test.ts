@@ -297,7 +297,7 @@ async function verifyAndPublish(acts: Activities, catalog: string, versionId: st
   return run(acts.publishVersion, { catalog, versionId, allowShrink });
 }
 
-test('shrink guard: a rebuild without --files, or one whose bucket lost more than half its files, is refused unless --allow-shrink; orphan File rows are information', async () => {
+test('shrink guard per job: without --files refused; files the director purged (PurgedFiles = 1) published and reported; files lost with PurgedFiles = 0 refused naming the job unless --allow-shrink; orphan File rows are information', async () => {
   const { acts, dbs } = bareos;
   const v1 = await rebuildFiles(acts, 'fshrink');
   await verifyAndPublish(acts, 'fshrink', v1);
@@ -310,22 +310,44 @@ test('shrink guard: a rebuild without --files, or one whose bucket lost more tha
   const noFiles = await copyVersion(acts, { catalog: 'fshrink', workflowId: 'wf-fshrink-nofiles' });
   await assert.rejects(verifyAndPublish(acts, 'fshrink', noFiles), /has file records and this rebuild has none/);
 
-  // A bucket that lost more than half of its file records, and a File row of no job.
-  const { rows } = await dbs.sourcePool.query<{ b: string }>(
-    `SELECT j.starttime::date::text AS b FROM file f JOIN job j USING (jobid)
-     WHERE j.starttime IS NOT NULL GROUP BY 1 ORDER BY count(*) DESC LIMIT 1`,
+  // The two jobs with the most file records: the director purges one, the other loses files without it.
+  const { rows: big } = await dbs.sourcePool.query<{ id: string; n: number }>(
+    `SELECT jobid::text AS id, count(*)::int AS n FROM file WHERE jobid <> $1::bigint GROUP BY jobid ORDER BY 2 DESC, 1 LIMIT 2`,
+    [hardJob],
   );
-  await dbs.sourcePool.query(
-    `DELETE FROM file WHERE jobid IN (SELECT jobid FROM job WHERE starttime::date = $1::date) AND fileid % 4 <> 0`,
-    [rows[0].b],
+  const [purged, lostJob] = big;
+  await dbs.sourcePool.query(`UPDATE job SET purgedfiles = 1 WHERE jobid = $1::bigint`, [purged.id]);
+  await dbs.sourcePool.query(`DELETE FROM file WHERE jobid = $1::bigint`, [purged.id]);
+  const v2 = await copyVersion(acts, { catalog: 'fshrink', files: true, workflowId: 'wf-fshrink-purged' });
+  await verifyAndPublish(acts, 'fshrink', v2);
+  const published = await dbs.catalogPool.query<{ message: string; details: { prunedFiles: unknown } }>(
+    `SELECT message, details FROM event WHERE version_id = $1 AND kind = 'published'`,
+    [v2],
   );
+  assert.match(
+    published.rows[0].message,
+    new RegExp(
+      `; files of 1 job pruned by the director since version ${v1}: ${purged.n.toLocaleString('en-US')} records$`,
+    ),
+  );
+  assert.deepEqual(published.rows[0].details.prunedFiles, { jobs: 1, records: purged.n, since: v1 });
+
+  // Files lost while PurgedFiles stays 0 (a catalog restored from an old dump), and a File row of no job.
+  const removed = await dbs.sourcePool.query(`DELETE FROM file WHERE jobid = $1::bigint AND fileid % 4 <> 0`, [
+    lostJob.id,
+  ]);
   await dbs.sourcePool.query(
     `INSERT INTO file (fileid, fileindex, jobid, pathid, lstat, md5, name)
      SELECT 990001, 1, min(g), 1, 'A', '0', 'orphan' FROM generate_series(1, (SELECT max(jobid) FROM job)) AS g
      WHERE NOT EXISTS (SELECT 1 FROM job WHERE jobid = g)`,
   );
   const lost = await copyVersion(acts, { catalog: 'fshrink', files: true, workflowId: 'wf-fshrink-lost' });
-  await assert.rejects(verifyAndPublish(acts, 'fshrink', lost), new RegExp(`${rows[0].b} \\(\\d+ → \\d+\\)`));
+  await assert.rejects(
+    verifyAndPublish(acts, 'fshrink', lost),
+    new RegExp(
+      `shrink guard: 1 job lost ${removed.rowCount} file records against the active version ${v2} although the director did not purge them \\(PurgedFiles = 0\\): job ${lostJob.id} \\(${lostJob.n} → ${lostJob.n - removed.rowCount!}\\)`,
+    ),
+  );
   const report = await dbs.catalogPool.query<{ files: { orphanFiles: number; jobFilesMismatch: { jobs: number } } }>(
     `SELECT report->'files' AS files FROM reconciliation WHERE version_id = $1 AND round = 1`,
     [lost],

@@ -80,7 +80,16 @@ before(async () => {
     urls[s] = await createDatabase(adminUrl, `${dbBase}_${s}`);
     sourcePools[s] = createPool(urls[s], { applicationName: 'catalog-rebuild:test', max: 3 });
   }
-  await Promise.all(SOURCES.map((s, i) => generateBareosSource({ databaseUrl: urls[s], jobs: JOBS[s], seed: 40 + i })));
+  await Promise.all(
+    SOURCES.map((s, i) =>
+      generateBareosSource({
+        databaseUrl: urls[s],
+        jobs: JOBS[s],
+        seed: 40 + i,
+        ...(s === 'unreadable' ? { timezone: UNREADABLE_TZ } : {}),
+      }),
+    ),
+  );
   serverTz = await serverTimezone(sourcePools.repair);
 
   // A login role that may read the `unreadable` source's tables (test 2 revokes it mid-rebuild).

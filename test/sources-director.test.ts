@@ -24,6 +24,7 @@ import { compareCatalogToSource } from '../dev/verify';
 import type { TestDatabases, WorkerProcess } from '../dev/harness/harness';
 import { privateTemporal, runCliAsync, spawnWorker, testDatabases, testEnv, uniqueQueue } from '../dev/harness/harness';
 import { withDeadline } from '../dev/harness/wait';
+import { checkNaiveTimes } from '../lib/sources/bareos-zone';
 
 const fixture = (name: string): string => fs.readFileSync(path.join(projectRoot(), 'test', 'fixtures', name), 'utf8');
 
@@ -163,7 +164,7 @@ async function loadSource(
   adminUrl: string,
   dbName: string,
   url: string,
-  o: { schema: string; data: string; timezone: string },
+  o: { schema: string; data: string; timezone: string; directorZone?: string },
 ): Promise<void> {
   const admin = createPool(adminUrl, { applicationName: 'catalog-rebuild:test', max: 1 });
   try {
@@ -175,6 +176,13 @@ async function loadSource(
   try {
     await load.query(fixture(o.schema));
     await load.query(o.data);
+    // The director (in the database's zone unless told) wrote JobTDate as the epoch of a backup's
+    // local end time: the plan cross-checks the two.
+    await load.query(
+      `UPDATE job SET jobtdate = extract(epoch FROM endtime AT TIME ZONE $1)::bigint
+       WHERE type = 'B' AND jobtdate > 0 AND endtime IS NOT NULL`,
+      [o.directorZone ?? o.timezone],
+    );
   } finally {
     await load.end();
   }
@@ -306,6 +314,7 @@ before(async () => {
     schema: 'bareos-full-schema.sql',
     data: BERLIN_DATA,
     timezone: berlin.dbTimezone,
+    directorZone: 'Europe/Berlin',
   });
 
   configDir = fs.mkdtempSync(path.join(os.tmpdir(), 'catalog-rebuild-config-'));
@@ -319,6 +328,8 @@ before(async () => {
           [bareos.name]: { kind: 'bareos', databaseUrl: bareos.url },
           [bacula.name]: { kind: 'bacula', databaseUrl: bacula.url },
           [berlin.name]: { kind: 'bareos', databaseUrl: berlin.url, timezone: 'Europe/Berlin' },
+          // The same director without "timezone": its database's TimeZone (America/Los_Angeles) is not the director's.
+          'berlin-unset': { kind: 'bareos', databaseUrl: berlin.url },
         },
       },
       null,
@@ -482,4 +493,31 @@ test('Europe/Berlin source: the reconciliation report counts one nonexistent and
   assert.equal(typeof dst.rule, 'string', 'dst.rule states the rule applied');
   const { rule: _rule, ...rest } = dst;
   assert.deepEqual(rest, { zone: 'Europe/Berlin', nonexistent: 1, ambiguous: 1 });
+});
+
+test('a director whose naive times contradict JobTDate in the zone in use fails at plan, naming the offsets and zones that fit; with "timezone" it is exact', async () => {
+  // Unit: the cross-check on the Berlin director's rows (winter and summer: two offsets).
+  const berlinCheck = await checkNaiveTimes(berlin.pool, 'berlin', 'Europe/Berlin', '12', true);
+  assert.deepEqual([berlinCheck.sampled, berlinCheck.fit], [6, 6]);
+  await assert.rejects(checkNaiveTimes(berlin.pool, 'berlin-unset', 'UTC', '12', false), (e: Error) => {
+    assert.match(
+      e.message,
+      /^source berlin-unset: naive times are UTC\+01:00\/UTC\+02:00 against JobTDate \(e\.g\. job 1\), not UTC, the source database's TimeZone \(6 of 6 sampled backups\); set "timezone" to the director's zone, e\.g\. "Europe\/[A-Z]/,
+    );
+    return true;
+  });
+
+  // Through the product: the plan fails before any page, and says so.
+  const catalog = 'berlin-unset';
+  const r = await cli(['start', '--catalog', catalog, '--source', 'berlin-unset', '--wait']);
+  assert.equal(r.code, 1, `${r.stdout}\n${r.stderr}`);
+  assert.match(`${r.stdout}\n${r.stderr}`, /naive times are UTC\+01:00\/UTC\+02:00 against JobTDate/);
+  assert.match(`${r.stdout}\n${r.stderr}`, /not America\/Los_Angeles, the source database's TimeZone/);
+  const pages = await dbs.catalogPool.query<{ n: number }>(
+    `SELECT count(*)::int AS n FROM page p JOIN version v USING (version_id) WHERE v.catalog_name = $1`,
+    [catalog],
+  );
+  assert.equal(pages.rows[0].n, 0, 'no page was written');
+  const active = await dbs.catalogPool.query(`SELECT 1 FROM active WHERE catalog_name = $1`, [catalog]);
+  assert.equal(active.rowCount, 0, 'nothing published');
 });

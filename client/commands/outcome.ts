@@ -7,8 +7,8 @@ import type { Pool } from 'pg';
 import { WorkflowFailedError, WorkflowNotFoundError } from '@temporalio/client';
 import type { RebuildCatalogResult, ReconcileSummary, TemporalSession } from '../index';
 import { rebuildHandle, waitForResult } from '../index';
-import type { RenumberedJobsReport } from '../../lib/catalog/event-reads';
-import { readRenumberedJobs } from '../../lib/catalog/event-reads';
+import type { PrunedFilesReport, RenumberedJobsReport } from '../../lib/catalog/event-reads';
+import { prunedFilesSentence, readPrunedFiles, readRenumberedJobs } from '../../lib/catalog/event-reads';
 import type { CommandContext } from './context';
 import { ExitCode, processContext } from './context';
 
@@ -70,6 +70,26 @@ export async function renumberedJobsOfVersion(
   }
 }
 
+/**
+ * The director's prunes recorded when `versionId` was published, read with a pool of one connection
+ * from `pools`. A report only: any error gives null.
+ */
+export async function prunedFilesOfVersion(
+  pools: Pick<CommandContext, 'catalogPool'>,
+  catalog: string,
+  versionId: string,
+): Promise<PrunedFilesReport | null> {
+  let pool: Pool | undefined;
+  try {
+    pool = pools.catalogPool({ purpose: 'cli', max: 1 });
+    return await readPrunedFiles(pool, catalog, versionId);
+  } catch {
+    return null;
+  } finally {
+    await pool?.end().catch(() => undefined);
+  }
+}
+
 /** How a rebuild ended: exit code, lines to print, and the failure message when it failed. */
 export interface RebuildOutcome {
   /** 0 when published, 1 otherwise (failed, cancelled, terminated, not published). */
@@ -88,7 +108,8 @@ export interface RebuildOutcome {
 /**
  * Waits for the catalog's rebuild to close (following continue-as-new) and describes the outcome
  * (for a closed rebuild it answers at once). With `pools`, a published rebuild's lines end with the
- * {@link renumberedSentence} when the publish recorded renumbered job ids.
+ * {@link renumberedSentence} when the publish recorded renumbered job ids, and the director's prunes
+ * (`files of N jobs pruned by the director since version V: M records`) when it recorded some.
  * @throws ExitCode 1 when no rebuild of the catalog exists; other Temporal errors as they are.
  */
 export async function rebuildOutcome(
@@ -101,6 +122,8 @@ export async function rebuildOutcome(
     const lines = formatRebuildResult(r);
     const renumbered = r.published && pools ? await renumberedJobsOfVersion(pools, catalog, r.versionId) : null;
     if (renumbered) lines.push(renumberedSentence(renumbered));
+    const pruned = r.published && pools ? await prunedFilesOfVersion(pools, catalog, r.versionId) : null;
+    if (pruned) lines.push(prunedFilesSentence(pruned, pruned.since)!);
     return { code: r.published ? 0 : 1, lines, result: r, renumbered };
   } catch (err) {
     if (err instanceof WorkflowFailedError) {

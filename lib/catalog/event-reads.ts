@@ -101,3 +101,40 @@ export async function readRenumberedJobs(
   );
   return renumberedJobsOf(rows[0]?.details);
 }
+
+/** The director's prunes a publish reported: jobs whose file records it purged since `since`, and the records. */
+export interface PrunedFilesReport {
+  jobs: number;
+  records: number;
+  /** The version they were counted against (the one the publish replaced). */
+  since: string;
+}
+
+/**
+ * Reads the director's prunes recorded when `versionId` of `catalog` was published (the newest
+ * `published` event's `prunedFiles`).
+ * @returns the report, or null when the version was never published or nothing was pruned.
+ */
+export async function readPrunedFiles(
+  db: Queryable,
+  catalog: string,
+  versionId: string,
+): Promise<PrunedFilesReport | null> {
+  const { rows } = await db.query<{ details: Record<string, unknown> }>(
+    `SELECT details FROM event WHERE catalog_name = $1 AND version_id = $2 AND kind = 'published'
+     ORDER BY event_id DESC LIMIT 1`,
+    [catalog, versionId],
+  );
+  const p = rows[0]?.details?.prunedFiles as Partial<PrunedFilesReport> | undefined;
+  if (!p || typeof p.jobs !== 'number' || typeof p.records !== 'number' || typeof p.since !== 'string') return null;
+  return { jobs: p.jobs, records: p.records, since: p.since };
+}
+
+/**
+ * The report of the director's prunes since `previous`: `files of 1 job pruned by the director since
+ * version 3: 2,930 records`; null when none.
+ */
+export function prunedFilesSentence(p: { jobs: number; records: number } | null, previous: string): string | null {
+  if (!p?.jobs) return null;
+  return `files of ${p.jobs.toLocaleString('en-US')} job${p.jobs === 1 ? '' : 's'} pruned by the director since version ${previous}: ${p.records.toLocaleString('en-US')} record${p.records === 1 ? '' : 's'}`;
+}

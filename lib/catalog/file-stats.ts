@@ -11,6 +11,7 @@ import type { RowHashKind } from '../fingerprint';
 import { bucketDigestSql, fileFingerprintRow } from '../fingerprint';
 import type { FileBucketStat, FileJobStat } from '../sources/types';
 import { filePartitionName } from './files';
+import { partitionName } from './partitions';
 
 export type { FileBucketStat, FileJobStat } from '../sources/types';
 
@@ -104,4 +105,66 @@ export async function countFileRejects(db: Queryable, versionId: string): Promis
     [versionId],
   );
   return rows[0].n;
+}
+
+/** A job that holds fewer file records in a new version than in the one it replaces. */
+export interface JobFileLoss {
+  jobId: string;
+  /** File records (quarantined ones included) in the active version, and in the new one. */
+  before: number;
+  after: number;
+}
+
+/** What {@link jobFileLosses} finds: the director's prunes, and the losses it did not make. */
+export interface JobFileLosses {
+  /** Jobs whose file records shrank and whose `PurgedFiles` is now set, and the records they lost. */
+  pruned: { jobs: number; records: number };
+  /** Jobs whose file records shrank with `PurgedFiles` 0: count, records lost, and the first 10 by job id. */
+  lost: { jobs: number; records: number; first: JobFileLoss[] };
+}
+
+/**
+ * The per-job file guard's figures of a director source (jobs present in both versions; a job gone
+ * from the source takes its files with it): per job, its file records in version `before` and in
+ * `after` (quarantined ones counted with them), and, where they shrank, whether the new version's
+ * job row says the director purged its files (`extra.purged_files`, Bareos/Bacula `PurgedFiles`).
+ * One scan of each version's file table; run it on a session without statement timeout.
+ */
+export async function jobFileLosses(db: Queryable, before: string, after: string): Promise<JobFileLosses> {
+  const perJob = (v: string) =>
+    format(
+      `SELECT job_id, count(*) AS n FROM (SELECT job_id FROM %I UNION ALL
+         SELECT job_id FROM reject WHERE version_id = %s AND record_key IS NOT NULL) f GROUP BY job_id`,
+      filePartitionName(v),
+      v,
+    );
+  const { rows } = await db.query<{
+    pruned_jobs: number;
+    pruned: string;
+    lost_jobs: number;
+    lost: string;
+    first: string;
+  }>(
+    format(
+      `WITH b AS (${perJob(before)}), a AS (${perJob(after)}),
+       shrunk AS MATERIALIZED (
+         SELECT b.job_id, b.n AS before, coalesce(a.n, 0) AS after,
+                coalesce((j.extra ->> 'purged_files')::boolean, false) AS purged
+         FROM b JOIN %I j ON j.job_id = b.job_id LEFT JOIN a ON a.job_id = b.job_id
+         WHERE coalesce(a.n, 0) < b.n)
+       SELECT count(*) FILTER (WHERE purged)::int AS pruned_jobs,
+              coalesce(sum(before - after) FILTER (WHERE purged), 0)::text AS pruned,
+              count(*) FILTER (WHERE NOT purged)::int AS lost_jobs,
+              coalesce(sum(before - after) FILTER (WHERE NOT purged), 0)::text AS lost,
+              coalesce((SELECT json_agg(json_build_object('jobId', s.job_id, 'before', s.before, 'after', s.after))
+                        FROM (SELECT * FROM shrunk WHERE NOT purged ORDER BY length(job_id), job_id LIMIT 10) s), '[]')::text AS first
+       FROM shrunk`,
+      partitionName(after),
+    ),
+  );
+  const r = rows[0];
+  return {
+    pruned: { jobs: r.pruned_jobs, records: Number(r.pruned) },
+    lost: { jobs: r.lost_jobs, records: Number(r.lost), first: JSON.parse(r.first) as JobFileLoss[] },
+  };
 }

@@ -227,7 +227,9 @@ export async function planFilePages(
  * job, then per bucket) on a session without statement timeout: per bucket of the jobs at or below
  * `maxKey`, the count and digest of their file records (the digest definition of
  * lib/fingerprint.ts, summed per job, then per bucket); the `File` rows whose job does not exist;
- * and the jobs whose `File` rows differ in number from `JobFiles`.
+ * and the jobs whose `File` rows differ in number from `JobFiles`. `JobFiles` counts every record
+ * of the job, saved or not (a Bacula 9.6 Accurate Incremental: JobFiles 136, 9 saved, 127 deleted),
+ * so the comparison is over all records; the examples count the saved (FileIndex > 0) and deleted apart.
  */
 export async function fileReconciliation(
   pool: Pool,
@@ -240,10 +242,11 @@ export async function fileReconciliation(
   const { rows } = await withLongSession(pool, (s) =>
     s.query<{ buckets: string; orphans: string; mismatched: number; examples: string }>(
       `WITH per_job AS MATERIALIZED (
-         SELECT f.jobid, count(*) AS n, sum(${rowHashSql(c.fingerprint, hash)}) AS h
+         SELECT f.jobid, count(*) AS n, count(*) FILTER (WHERE f.fileindex > 0) AS saved,
+                sum(${rowHashSql(c.fingerprint, hash)}) AS h
          FROM file f ${textJoins(schema)} WHERE f.jobid <= $1::bigint GROUP BY f.jobid),
        jobs AS MATERIALIZED (
-         SELECT j.jobid, j.jobfiles, j.starttime::date AS bucket, pj.n, pj.h
+         SELECT j.jobid, j.jobfiles, j.starttime::date AS bucket, pj.n, pj.saved, pj.h
          FROM job j LEFT JOIN per_job pj ON pj.jobid = j.jobid WHERE j.jobid <= $1::bigint)
        SELECT (SELECT coalesce(json_agg(json_build_object('bucket', b.bucket, 'files', b.files, 'fingerprint', b.fp)
                                         ORDER BY b.bucket NULLS FIRST), '[]')::text
@@ -253,7 +256,8 @@ export async function fileReconciliation(
                WHERE NOT EXISTS (SELECT 1 FROM job j WHERE j.jobid = pj.jobid)) AS orphans,
               (SELECT count(*)::int FROM jobs WHERE coalesce(n, 0) <> coalesce(jobfiles, 0)) AS mismatched,
               (SELECT coalesce(json_agg(json_build_object('jobId', e.jobid::text, 'jobFiles', e.jobfiles::text,
-                                                          'files', coalesce(e.n, 0)) ORDER BY e.jobid), '[]')::text
+                                                          'files', coalesce(e.n, 0), 'saved', coalesce(e.saved, 0),
+                                                          'deleted', coalesce(e.n - e.saved, 0)) ORDER BY e.jobid), '[]')::text
                FROM (SELECT * FROM jobs WHERE coalesce(n, 0) <> coalesce(jobfiles, 0) ORDER BY jobid LIMIT 5) e) AS examples`,
       [maxKey],
     ),

@@ -13,6 +13,8 @@ import type { SourceFileReconciliation } from './types';
 import { fileJobStats, fileReconciliation, openBareosFileRead, planFilePages, readFileSchema } from './bareos-files';
 import { bareosFingerprintRow, bucketDigestSql, HASH_PROBE_SQL } from '../fingerprint';
 import type { RowHashKind } from '../fingerprint';
+import type { ZoneCheck } from './bareos-zone';
+import { checkNaiveTimes } from './bareos-zone';
 
 /** Keys one statement of the page walk reads at most (an index-only scan of about 0.1–1 s). */
 export const WALK_ROWS_PER_STATEMENT = 1_000_000;
@@ -133,6 +135,17 @@ export class BareosSource implements JobSource, StreamingSource, FileSource {
       this.zone.catch(() => (this.zone = undefined));
     }
     return this.zone;
+  }
+
+  /**
+   * Cross-checks the zone in use against the director's own epoch column `JobTDate` on a sample of
+   * backups (lib/sources/bareos-zone.ts), before any page.
+   * @param source the source's name, for the message.
+   * @throws SourceDataInvalidError (non-retryable) when most of the sample contradicts it, naming
+   *   the offsets seen and the zones that fit.
+   */
+  async checkNaiveTimes(source: string, maxKey: string | null): Promise<ZoneCheck> {
+    return checkNaiveTimes(this.pool, source, await this.timezone(), maxKey, this.configuredZone !== undefined);
   }
 
   async watermark(): Promise<SourceWatermark> {

@@ -95,14 +95,18 @@ export class SourceRegistry {
   /**
    * Takes what a plan needs. A database source is asked for its watermark, then walks its keys; a
    * file source's listing is read and parsed now (so every worker pages this snapshot) and staged
-   * by `stage` in the plan transaction.
-   * @throws UnknownSourceError, SourceDataInvalidError (unreadable or malformed listing).
+   * by `stage` in the plan transaction. A director catalog's naive times are cross-checked against
+   * its `JobTDate` first (lib/sources/bareos-zone.ts).
+   * @throws UnknownSourceError, SourceDataInvalidError (unreadable or malformed listing; naive times
+   *   that contradict `JobTDate` in the zone in use).
    */
   async prepare(name: string): Promise<PreparedSource> {
     const config = this.lookup(name);
     if (!isFileSource(config)) {
       const source = this.get(name);
       const [watermark, timezone] = await Promise.all([source.watermark(), source.timezone()]);
+      // Naive times read in another zone than the director's would shift every time: refuse first.
+      if (source instanceof BareosSource) await source.checkNaiveTimes(name, watermark.maxKey);
       return {
         watermark,
         timezone,

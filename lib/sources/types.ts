@@ -44,7 +44,8 @@ export type JobColumn = (typeof JOB_COLUMNS)[number];
  * Times are UTC instants `YYYY-MM-DDTHH:MM:SS.ffffffZ`; `bucket` is the source-local date
  * (`YYYY-MM-DD`) of the start time, NULL for jobs that never started; `job_key` is the
  * decimal paging key (Bareos `jobid`, a staged listing's record number); `extra` is a JSON object
- * in PostgreSQL's jsonb text form (source extras), NULL for database sources.
+ * in PostgreSQL's jsonb text form (source extras): for director sources `{"purged_files": true}` when
+ * the director purged the job's file records (`PurgedFiles`), else NULL.
  */
 export type SourceRow = Record<JobColumn, string | null>;
 
@@ -341,7 +342,11 @@ export interface SourceFileReconciliation {
   /** `File` rows at or below the watermark whose `JobId` has no `Job` row (never copied). */
   orphanFiles: number;
   /** Jobs whose `File` rows differ in number from `Job.JobFiles` (pruned files): count and the first 5. */
-  jobFilesMismatch: { jobs: number; examples: { jobId: string; jobFiles: string | null; files: number }[] };
+  jobFilesMismatch: {
+    jobs: number;
+    /** `files` = all its records; `saved` (FileIndex > 0) and `deleted` (FileIndex <= 0) apart. */
+    examples: { jobId: string; jobFiles: string | null; files: number; saved?: number; deleted?: number }[];
+  };
 }
 
 /** A source with file records (director catalogs): what `start --files` reads. */
