@@ -2,23 +2,22 @@
  * The shrink guard's file part (rebuilds with `--files`): a version without file records may not
  * replace an active version that has them. Then, for a director source, a **per-job** rule: a job's
  * file records may shrink against the active version only when the director purged them
- * (`PurgedFiles` now set: retention, `purge files`) or the job is gone; those prunes are published
- * and reported. Any other loss (a catalog restored from an old dump, a half-finished bscan) refuses,
- * naming the jobs. Listing sources (restic, borg) keep the bucket rule: no dated bucket may lose more
- * than half of its file records. `--allow-shrink` lifts the refusals; prunes are reported anyway.
+ * (`PurgedFiles` set in the source when the version is published: retention, `purge files`) or the
+ * job is gone; those prunes are published and reported. Any other loss (a catalog restored from an
+ * old dump, a half-finished bscan) refuses, naming the jobs. Listing sources (restic, borg) keep the
+ * bucket rule: no dated bucket may lose more than half of its file records. `--allow-shrink` lifts
+ * the refusals; prunes are reported anyway.
  */
 import type { PoolClient } from 'pg';
-import type { JobFileLosses } from '../lib/catalog';
-import { fileCountsByBucket, jobFileLosses, loadVersion, versionHasFiles } from '../lib/catalog';
+import type { JobFileLoss } from '../lib/catalog';
+import { fileCountsByBucket, loadVersion, shrunkJobFiles, versionHasFiles } from '../lib/catalog';
 import type { SourceRegistry } from '../lib/sources';
+import { BareosSource } from '../lib/sources';
 
 export { prunedFilesSentence } from '../lib/catalog';
 
 /** Share (0..1) of a bucket's file records it may lose before the bucket rule refuses (listing sources). */
 export const FILE_SHRINK_SHARE = 0.5;
-
-/** Source kinds whose file records are guarded per job (a director's `PurgedFiles` tells a prune from a loss). */
-const PER_JOB_KINDS = new Set(['bareos', 'bacula']);
 
 /** The file figures of the active version and the new one, counted before the publish transaction. */
 export interface FileShrinkFigures {
@@ -35,19 +34,42 @@ export interface FileShrinkFigures {
   after: Map<string, number>;
 }
 
-/** Which rule guards the new version's files: per job for a director source, else per bucket. */
-async function ruleOf(c: PoolClient, sources: SourceRegistry, versionId: string): Promise<'job' | 'bucket'> {
+/** What the per-job rule found: the director's prunes, and the losses it did not make. */
+export interface JobFileLosses {
+  /** Jobs whose file records shrank and whose `PurgedFiles` is set, and the records they lost. */
+  pruned: { jobs: number; records: number };
+  /** Jobs whose file records shrank with `PurgedFiles` 0: count, records lost, and the first 10 by job id. */
+  lost: { jobs: number; records: number; first: JobFileLoss[] };
+}
+
+/** The director source of the new version, when it is one (its files are guarded per job). */
+async function directorOf(c: PoolClient, sources: SourceRegistry, versionId: string): Promise<BareosSource | null> {
   const { source_name: name } = await loadVersion(c, versionId);
   try {
-    return PER_JOB_KINDS.has(sources.config(name).kind) ? 'job' : 'bucket';
+    const s = sources.get(name);
+    return s instanceof BareosSource ? s : null;
   } catch {
-    return 'bucket'; // a source this worker does not serve: the stricter-by-volume rule
+    return null; // a source this worker does not serve: the bucket rule
   }
+}
+
+/** Splits the shrunk jobs into the director's prunes and the other losses, asking it of `PurgedFiles` now. */
+async function judgeLosses(source: BareosSource, shrunk: JobFileLoss[]): Promise<JobFileLosses> {
+  const purged = await source.purgedFileJobs(shrunk.map((j) => j.jobId));
+  const out: JobFileLosses = { pruned: { jobs: 0, records: 0 }, lost: { jobs: 0, records: 0, first: [] } };
+  for (const j of shrunk) {
+    const part = purged.has(j.jobId) ? out.pruned : out.lost;
+    part.jobs++;
+    part.records += j.before - j.after;
+    if (part === out.lost && out.lost.first.length < 10) out.lost.first.push(j);
+  }
+  return out;
 }
 
 /**
  * Counts the file figures of both versions (scans on the caller's session, without statement
- * timeout): per job for a director source, per bucket otherwise.
+ * timeout): per job for a director source (asking it, now, which of the jobs whose files shrank it
+ * purged), per bucket otherwise.
  */
 export async function fileShrinkFigures(
   c: PoolClient,
@@ -56,7 +78,8 @@ export async function fileShrinkFigures(
   versionId: string,
 ): Promise<FileShrinkFigures> {
   const [beforeHasFiles, afterHasFiles] = [await versionHasFiles(c, previous), await versionHasFiles(c, versionId)];
-  const rule = await ruleOf(c, sources, versionId);
+  const director = await directorOf(c, sources, versionId);
+  const rule = director ? 'job' : 'bucket';
   const both = beforeHasFiles && afterHasFiles;
   const named = (m: Map<string | null, number>) => new Map([...m].map(([b, n]) => [b ?? 'none', n]));
   const bucketRule = rule === 'bucket' && both;
@@ -64,7 +87,7 @@ export async function fileShrinkFigures(
     beforeHasFiles,
     afterHasFiles,
     rule,
-    losses: rule === 'job' && both ? await jobFileLosses(c, previous, versionId) : null,
+    losses: director && both ? await judgeLosses(director, await shrunkJobFiles(c, previous, versionId)) : null,
     before: bucketRule ? named(await fileCountsByBucket(c, previous)) : new Map(),
     after: bucketRule ? named(await fileCountsByBucket(c, versionId)) : new Map(),
   };

@@ -121,8 +121,7 @@ async function directorJobs(pool: Pool): Promise<string[]> {
   const { rows } = await pool.query<{ r: string }>(
     `SELECT concat_ws('|', j.jobid, j.job, j.name, c.name, j.type, NULLIF(j.level::text, ''), j.jobstatus,
               ${t('j.schedtime')}, ${t('j.starttime')}, ${t('j.endtime')}, ${t('j.realendtime')}, j.jobfiles, j.jobbytes,
-              j.readbytes, j.joberrors, p.name, fs.fileset, NULLIF(j.priorjobid, 0), j.jobtdate,
-              j.purgedfiles > 0) AS r
+              j.readbytes, j.joberrors, p.name, fs.fileset, NULLIF(j.priorjobid, 0), j.jobtdate) AS r
      FROM job j LEFT JOIN client c USING (clientid) LEFT JOIN pool p USING (poolid) LEFT JOIN fileset fs USING (filesetid)
      ORDER BY j.jobid`,
   );
@@ -134,7 +133,7 @@ async function catalogJobs(): Promise<string[]> {
   const { rows } = await dbs.catalogPool.query<{ r: string }>(
     `SELECT concat_ws('|', job_id, job, job_name, client, type, level, status, ${t('sched_time')}, ${t('start_time')},
               ${t('end_time')}, ${t('real_end_time')}, files, bytes, read_bytes, job_errors, pool, fileset, prior_job_id,
-              job_tdate, coalesce((extra ->> 'purged_files')::boolean, false)) AS r
+              job_tdate) AS r
      FROM active_jobs WHERE catalog_name = $1 ORDER BY job_id::bigint`,
     [CATALOG],
   );

@@ -115,22 +115,13 @@ export interface JobFileLoss {
   after: number;
 }
 
-/** What {@link jobFileLosses} finds: the director's prunes, and the losses it did not make. */
-export interface JobFileLosses {
-  /** Jobs whose file records shrank and whose `PurgedFiles` is now set, and the records they lost. */
-  pruned: { jobs: number; records: number };
-  /** Jobs whose file records shrank with `PurgedFiles` 0: count, records lost, and the first 10 by job id. */
-  lost: { jobs: number; records: number; first: JobFileLoss[] };
-}
-
 /**
- * The per-job file guard's figures of a director source (jobs present in both versions; a job gone
- * from the source takes its files with it): per job, its file records in version `before` and in
- * `after` (quarantined ones counted with them), and, where they shrank, whether the new version's
- * job row says the director purged its files (`extra.purged_files`, Bareos/Bacula `PurgedFiles`).
- * One scan of each version's file table; run it on a session without statement timeout.
+ * The jobs whose file records shrank from version `before` to `after` (jobs present in both; a job
+ * gone from the source takes its files with it), with their counts (quarantined records counted
+ * with them), by job id. One scan of each version's file table; run it on a session without
+ * statement timeout. What the director says of those jobs (`PurgedFiles`) is the source's to tell.
  */
-export async function jobFileLosses(db: Queryable, before: string, after: string): Promise<JobFileLosses> {
+export async function shrunkJobFiles(db: Queryable, before: string, after: string): Promise<JobFileLoss[]> {
   const perJob = (v: string) =>
     format(
       `SELECT job_id, count(*) AS n FROM (SELECT job_id FROM %I UNION ALL
@@ -138,33 +129,15 @@ export async function jobFileLosses(db: Queryable, before: string, after: string
       filePartitionName(v),
       v,
     );
-  const { rows } = await db.query<{
-    pruned_jobs: number;
-    pruned: string;
-    lost_jobs: number;
-    lost: string;
-    first: string;
-  }>(
+  const { rows } = await db.query<{ job_id: string; before: string; after: string }>(
     format(
-      `WITH b AS (${perJob(before)}), a AS (${perJob(after)}),
-       shrunk AS MATERIALIZED (
-         SELECT b.job_id, b.n AS before, coalesce(a.n, 0) AS after,
-                coalesce((j.extra ->> 'purged_files')::boolean, false) AS purged
-         FROM b JOIN %I j ON j.job_id = b.job_id LEFT JOIN a ON a.job_id = b.job_id
-         WHERE coalesce(a.n, 0) < b.n)
-       SELECT count(*) FILTER (WHERE purged)::int AS pruned_jobs,
-              coalesce(sum(before - after) FILTER (WHERE purged), 0)::text AS pruned,
-              count(*) FILTER (WHERE NOT purged)::int AS lost_jobs,
-              coalesce(sum(before - after) FILTER (WHERE NOT purged), 0)::text AS lost,
-              coalesce((SELECT json_agg(json_build_object('jobId', s.job_id, 'before', s.before, 'after', s.after))
-                        FROM (SELECT * FROM shrunk WHERE NOT purged ORDER BY length(job_id), job_id LIMIT 10) s), '[]')::text AS first
-       FROM shrunk`,
+      `WITH b AS (${perJob(before)}), a AS (${perJob(after)})
+       SELECT b.job_id, b.n::text AS before, coalesce(a.n, 0)::text AS after
+       FROM b JOIN %I j ON j.job_id = b.job_id LEFT JOIN a ON a.job_id = b.job_id
+       WHERE coalesce(a.n, 0) < b.n
+       ORDER BY length(b.job_id), b.job_id`,
       partitionName(after),
     ),
   );
-  const r = rows[0];
-  return {
-    pruned: { jobs: r.pruned_jobs, records: Number(r.pruned) },
-    lost: { jobs: r.lost_jobs, records: Number(r.lost), first: JSON.parse(r.first) as JobFileLoss[] },
-  };
+  return rows.map((r) => ({ jobId: r.job_id, before: Number(r.before), after: Number(r.after) }));
 }

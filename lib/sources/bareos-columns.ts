@@ -1,6 +1,5 @@
 /**
- * The one mapping of a Bareos/Bacula director catalog's `job` row to catalog columns (`extra` holds
- * `{"purged_files": true}` for a job whose file records the director purged, `PurgedFiles`), read by the
+ * The one mapping of a Bareos/Bacula director catalog's `job` row to catalog columns, read by the
  * source adapter (`bareos.ts`), the fingerprint (`../fingerprint.ts`) and the development tooling
  * (the demo's comparison, the benchmark's baseline). Pure SQL text; `$1` is the source's IANA zone
  * unless a builder is given the zone as a literal.
@@ -104,7 +103,7 @@ function selectList(mode: SourceTextMode, form: TimeForm, zone: string): string 
        j.volsessiontime::text                AS vol_session_time,
        ${t('comment')}                       AS comment,
        j.starttime::date::text               AS bucket,
-       CASE WHEN j.purgedfiles > 0 THEN '{"purged_files": true}' END AS extra`;
+       NULL::text                            AS extra`;
 }
 
 /** The FROM clause of the mapping: `job j` LEFT JOINed to client `c`, pool `p`, fileset `f`. */

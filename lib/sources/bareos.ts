@@ -148,6 +148,22 @@ export class BareosSource implements JobSource, StreamingSource, FileSource {
     return checkNaiveTimes(this.pool, source, await this.timezone(), maxKey, this.configuredZone !== undefined);
   }
 
+  /**
+   * Of `jobIds` (decimal text), those whose file records the director purged (`PurgedFiles` set:
+   * file retention, `purge files`), read now in statements of at most 10,000 ids.
+   */
+  async purgedFileJobs(jobIds: string[]): Promise<Set<string>> {
+    const purged = new Set<string>();
+    for (let i = 0; i < jobIds.length; i += 10_000) {
+      const { rows } = await this.pool.query<{ id: string }>(
+        `SELECT jobid::text AS id FROM job WHERE jobid = ANY ($1::bigint[]) AND purgedfiles > 0`,
+        [jobIds.slice(i, i + 10_000)],
+      );
+      for (const r of rows) purged.add(r.id);
+    }
+    return purged;
+  }
+
   async watermark(): Promise<SourceWatermark> {
     const { rows } = await this.pool.query<{ max_key: string | null; time: string }>(
       `SELECT (SELECT max(jobid) FROM job)::text AS max_key,

@@ -44,8 +44,7 @@ export type JobColumn = (typeof JOB_COLUMNS)[number];
  * Times are UTC instants `YYYY-MM-DDTHH:MM:SS.ffffffZ`; `bucket` is the source-local date
  * (`YYYY-MM-DD`) of the start time, NULL for jobs that never started; `job_key` is the
  * decimal paging key (Bareos `jobid`, a staged listing's record number); `extra` is a JSON object
- * in PostgreSQL's jsonb text form (source extras): for director sources `{"purged_files": true}` when
- * the director purged the job's file records (`PurgedFiles`), else NULL.
+ * in PostgreSQL's jsonb text form (source extras), NULL for database sources.
  */
 export type SourceRow = Record<JobColumn, string | null>;
 
