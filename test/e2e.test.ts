@@ -4,6 +4,8 @@
  * rebuilt and published; `active_jobs` equals the source field by field; a second rebuild keeps
  * readers on the first version until its atomic publish.
  */
+import { spawnSync } from 'node:child_process';
+import * as path from 'node:path';
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { generateBareosSource } from '../dev/bareos-generator';
@@ -21,6 +23,7 @@ import {
 } from '../dev/harness/harness';
 import { serverTimezone } from '../dev/harness/fixture';
 import { sleep } from '../dev/harness/wait';
+import { projectRoot } from '../lib/paths';
 
 let temporal: Awaited<ReturnType<typeof privateTemporal>>;
 let dbs: TestDatabases;
@@ -92,6 +95,22 @@ test('start --wait rebuilds 20,000 Bareos jobs; active_jobs equals the source fi
   assert.equal(p.pagesDone, 40);
   assert.equal(p.checkpoint, 40);
   assert.equal(p.rowsUpserted, 20000);
+  // The same bytes through a pipe whose reader waits a second before it reads (the CLI used to exit
+  // before a pipe had taken all of its output).
+  const bin = `${JSON.stringify(process.execPath)} ${JSON.stringify(path.join(projectRoot(), 'bin/catalog-rebuild.js'))}`;
+  const piped = spawnSync('bash', ['-c', `set -o pipefail; ${bin} status --catalog main --json | (sleep 1; cat)`], {
+    env,
+    encoding: 'utf8',
+  });
+  assert.equal(piped.status, 0, piped.stderr);
+  // Complete JSON, the same report but for the seconds that passed between the two commands.
+  const timeless = (text: string) => {
+    const x = JSON.parse(text);
+    delete x.database.latest.secondsSinceProgress;
+    delete x.database.latest.secondsSinceCreated;
+    return x;
+  };
+  assert.deepEqual(timeless(piped.stdout), timeless(status.stdout));
 });
 
 test('readers keep the previous complete version during a rebuild until the atomic publish', async () => {
