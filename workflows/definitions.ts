@@ -202,6 +202,12 @@ export interface ReconcileSummary {
   mismatched: string[];
   /** Source jobs above the watermark: the follow-up delta. */
   delta: number;
+  /**
+   * Jobs at or below the watermark gone from the source after the plan (a snapshot forgotten before
+   * its page listed it): left out of the version, part of the follow-up delta. Absent in summaries of
+   * an earlier release.
+   */
+  gone?: number;
   /** Job names (`job`) that occur more than once. */
   duplicateJobNames: number;
   /** Sampled records that differ field by field. */
