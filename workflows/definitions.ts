@@ -157,6 +157,8 @@ export interface CopyPageResult {
   files?: number;
   /** File records quarantined by the page. */
   fileRejects?: number;
+  /** Jobs of the page gone from the source after the plan, left out of the version (absent when none). */
+  gone?: number;
   checksum: string;
   /** Temporal attempt number that committed the page (from the ledger). */
   attempt: number;
