@@ -12,6 +12,7 @@ import {
   markAttemptPaused,
   markPausesResumed,
   otherPageBackends,
+  pageGoneJobCount,
   readPlanPage,
   recordedPage,
   requireVersionStatus,
@@ -113,12 +114,14 @@ async function copyPageAttempt(
   const recorded = async (): Promise<CopyPageResult | null> => {
     const p = await recordedPage(ctx.pool, input.versionId, input.pageNo);
     if (!p) return null;
+    const gone = plan.files ? await pageGoneJobCount(ctx.pool, input.versionId, input.pageNo) : 0;
     return {
       pageNo: input.pageNo,
       rows: p.rows,
       rejects: p.rejects,
       warnings: p.warnings,
       duplicates: p.duplicates,
+      ...(gone ? { gone } : {}),
       checksum: p.checksum,
       attempt: p.attempt,
       activityAttempt: attempt,

@@ -4,6 +4,7 @@
  */
 import type { VersionStatus } from '../lib/catalog';
 import {
+  deleteGoneJobs,
   deleteStagedRecords,
   deleteVersionRejects,
   detachAndDropFilePartition,
@@ -24,7 +25,7 @@ const DROPPABLE: readonly VersionStatus[] = ['retired', 'abandoned', 'failed', '
  * under the publish lock by marking it `dropped`, so a rollback (same lock, re-activates only
  * `retired` versions) can never re-activate a version whose table is being detached or dropped;
  * then its partitions (jobs, and files of a rebuild with `--files`) are detached (CONCURRENTLY, with lock_timeout) and dropped outside any
- * transaction, and its staged records and rejects are deleted. A version that became active again
+ * transaction, and its staged records, rejects and gone jobs are deleted. A version that became active again
  * before the claim is skipped. Records a `dropped` event per version.
  * @returns the version ids whose rows were dropped now.
  */
@@ -46,6 +47,7 @@ export async function dropVersions(ctx: ActivityContext, catalog: string, versio
     if (!(await detachAndDropPartition(ctx.pool, id)) && !files) continue;
     await deleteStagedRecords(ctx.pool, id);
     await deleteVersionRejects(ctx.pool, id);
+    await deleteGoneJobs(ctx.pool, id);
     await ctx.events.record(ctx.pool, {
       catalog,
       versionId: id,

@@ -2,7 +2,8 @@
  * The wording of the activities' events, reports and failures: one line each, for the operator
  * (`catalog-rebuild events`, `status`, the Web UI). Pure functions of counts and names.
  */
-import type { RenumberedJob, RejectSampleRow, ShrunkBucket, UnknownCodeCount } from '../lib/catalog';
+import type { GoneJobRecord, RenumberedJob, RejectSampleRow, ShrunkBucket, UnknownCodeCount } from '../lib/catalog';
+import { goneJobsSentence } from '../lib/catalog';
 import type { DstReport } from '../lib/sources/types';
 import type { RejectRecord } from '../lib/validate';
 
@@ -82,6 +83,18 @@ export function pageFileRejectsMessage(
   return `page ${pageNo}: ${rejects} file record${rejects === 1 ? '' : 's'} quarantined (their jobs and other files are written): ${shown}${rejects > first.length ? '; …' : ''}`;
 }
 
+/**
+ * The `gone` event of a page: the jobs it left out because they are no longer in the source (the
+ * first 3, their id shortened to 12 characters, and why).
+ */
+export function pageGoneMessage(pageNo: number, gone: Pick<GoneJobRecord, 'jobId' | 'reason'>[]): string {
+  const shown = gone
+    .slice(0, 3)
+    .map((g) => `job ${g.jobId.length > 16 ? `${g.jobId.slice(0, 12)}…` : g.jobId}: ${g.reason}`)
+    .join('; ');
+  return `page ${pageNo}: ${goneJobsSentence(gone.length)}, left out of the version (a follow-up delta): ${shown}${gone.length > 3 ? '; …' : ''}`;
+}
+
 /** The `zombie_ended` event: sessions of an earlier attempt of a page ended after waiting `waitedMs`. */
 export function zombieEndedMessage(pageNo: number, pids: number[], waitedMs: number): string {
   return `page ${pageNo}: an earlier attempt's transaction was still open after ${Math.round(waitedMs / 1000)} s (worker not responding); ended catalog session${pids.length === 1 ? '' : 's'} ${pids.join(', ')}`;
@@ -130,6 +143,8 @@ export interface ReconcileOutcome {
   rejects: number;
   /** Source jobs above the watermark. */
   delta: number;
+  /** Jobs gone from the source after the plan (left out by their pages). */
+  gone?: number;
   /** Names of the buckets that differ, sorted. */
   mismatched: string[];
   sampleMismatches: number;
@@ -145,7 +160,7 @@ export interface ReconcileOutcome {
  */
 export function reconciledMessage(o: ReconcileOutcome, w: ReconcileWarnings): string {
   if (!o.mismatched.length && !o.sampleMismatches && !o.overThreshold) {
-    return `round ${o.round}: ${o.buckets} buckets match (${o.sourceRows} jobs = ${o.catalogRows} in the catalog + ${o.rejects} quarantined; delta ${o.delta} jobs after the watermark)${warningsNote(w)}`;
+    return `round ${o.round}: ${o.buckets} buckets match (${o.sourceRows} jobs = ${o.catalogRows} in the catalog + ${o.rejects} quarantined; delta ${o.delta} jobs after the watermark${o.gone ? `, ${goneJobsSentence(o.gone)}` : ''})${warningsNote(w)}`;
   }
   if (o.overThreshold) {
     return `round ${o.round}: ${o.buckets} buckets match, but ${o.rejects} source records are quarantined (threshold ${o.maxRejects})${warningsNote(w)}`;
@@ -236,12 +251,13 @@ export function shrinkGuardMessage(f: {
   );
 }
 
-/** The `published` event's message. */
+/** The `published` event's message; `gone`: jobs gone from the source after the plan, left out (named when any). */
 export function publishedMessage(
   versionId: string,
   previousVersionId: string | null,
   allowShrink: boolean,
   note: string,
+  gone = 0,
 ): string {
-  return `version ${versionId} published${previousVersionId ? `, replacing version ${previousVersionId}` : ''}${allowShrink ? ' (shrink allowed)' : ''}${note}`;
+  return `version ${versionId} published${previousVersionId ? `, replacing version ${previousVersionId}` : ''}${allowShrink ? ' (shrink allowed)' : ''}${note}${gone ? `; ${goneJobsSentence(gone)}, left out (a follow-up delta)` : ''}`;
 }

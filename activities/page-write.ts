@@ -4,11 +4,12 @@
  */
 import type { PoolClient } from 'pg';
 import type { AttemptClaim, PlannedPage } from '../lib/catalog';
-import { claimPage, completePage, lockVersion, tagPageSession, writeRejects } from '../lib/catalog';
+import type { GoneJobRecord } from '../lib/catalog';
+import { claimPage, completePage, lockVersion, recordGoneJobs, tagPageSession, writeRejects } from '../lib/catalog';
 import type { RejectRecord } from '../lib/validate';
 import type { CopyPageInput, CopyPageResult } from '../workflows/definitions';
 import type { ActivityContext } from './context';
-import { pageDuplicatesMessage, pageFileRejectsMessage, pageRejectsMessage } from './messages';
+import { pageDuplicatesMessage, pageFileRejectsMessage, pageGoneMessage, pageRejectsMessage } from './messages';
 import type { PageFilesWritten } from './page-files';
 
 /** What a page's write put in the catalog (rows) and set aside (rejects), with its counts. */
@@ -25,6 +26,8 @@ export interface WrittenRows {
   decoded?: Record<string, number>;
   /** The page's file records (rebuilds with `--files`). */
   files?: PageFilesWritten;
+  /** Jobs of the page gone from the source after the plan: left out (no row, no file), recorded by the page. */
+  gone?: GoneJobRecord[];
 }
 
 /** Writes a page's rows inside the page transaction (after the ledger row and the fence). */
@@ -32,7 +35,8 @@ export type RowWriter = (c: PoolClient) => Promise<WrittenRows>;
 
 /**
  * The page transaction's statements, in order: ledger row, fence, session tag and statement
- * timeout, rows (`write`), rejects and their events, ledger completion. There is no read-back of
+ * timeout, rows (`write`), rejects and their events, the jobs gone from the source (`gone_job`, a
+ * `gone` event), ledger completion. There is no read-back of
  * the written rows: reconciliation verifies per bucket (the ledger's checksum stays empty).
  * @returns null when another attempt holds the ledger row (the caller rolls back and reads its result).
  */
@@ -91,6 +95,21 @@ export async function writePage(
       details: { pageNo, fileRejects: written.files.rejects, first: written.files.firstRejects },
     });
   }
+  const gone = written.gone ?? [];
+  if (gone.length) {
+    await recordGoneJobs(c, versionId, pageNo, gone);
+    await ctx.events.record(c, {
+      catalog: input.catalog,
+      versionId,
+      kind: 'gone',
+      message: pageGoneMessage(pageNo, gone),
+      details: {
+        pageNo,
+        gone: gone.length,
+        first: gone.slice(0, 5).map((g) => ({ jobKey: g.jobKey, jobId: g.jobId, reason: g.reason })),
+      },
+    });
+  }
   const totals = {
     rows: written.rows,
     checksum: '',
@@ -104,6 +123,7 @@ export async function writePage(
     pageNo,
     ...totals,
     ...(files ? { files: files.rows, fileRejects: files.rejects } : {}),
+    ...(gone.length ? { gone: gone.length } : {}),
     attempt,
     activityAttempt: attempt,
     alreadyCommitted: false,

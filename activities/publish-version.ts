@@ -9,6 +9,7 @@ import {
   activeVersionId,
   bucketJobCounts,
   flipActive,
+  goneJobs,
   latestReconciliationPassed,
   latestRetiredVersionId,
   lockCatalogForPublish,
@@ -53,8 +54,8 @@ interface Renumbering {
  * Publishes a version in one transaction under the catalog's publish lock: requires it to be
  * `verifying` with a passing reconciliation, applies the shrink guard (its per-bucket counts taken
  * beforehand, heartbeating, on a session without statement timeout), flips `active`, marks the
- * previous active version `retired`, and records `published`. A retry after commit returns the
- * version it replaced.
+ * previous active version `retired`, and records `published` (naming the jobs its pages found gone
+ * from the source after the plan, when any). A retry after commit returns the version it replaced.
  * @throws NOT_PUBLISHABLE (non-retryable) naming the reason and buckets; VERSION_FENCED when the
  *   version was abandoned, failed or dropped.
  */
@@ -154,17 +155,21 @@ async function publishInTransaction(
   await flipActive(c, input.catalog, input.versionId);
   if (previous) await retireVersion(c, previous);
   const pruned = previous && shrink?.previous === previous ? (shrink.files.losses?.pruned ?? null) : null;
+  // Jobs its pages found gone from the source after the plan: left out, reported as a follow-up delta.
+  const gone = await goneJobs(c, input.versionId);
   const prunedNote = previous ? prunedFilesSentence(pruned, previous) : null;
   await ctx.events.record(c, {
     catalog: input.catalog,
     versionId: input.versionId,
     kind: 'published',
     message:
-      publishedMessage(input.versionId, previous, input.allowShrink, note) + (prunedNote ? `; ${prunedNote}` : ''),
+      publishedMessage(input.versionId, previous, input.allowShrink, note, gone.count) +
+      (prunedNote ? `; ${prunedNote}` : ''),
     details: {
       previousVersionId: previous,
       allowShrink: input.allowShrink,
       ...(pruned?.jobs ? { prunedFiles: { ...pruned, since: previous } } : {}),
+      ...(gone.count ? { goneJobs: gone.count, goneJobsFirst: gone.first } : {}),
       renumberedJobs: renumbered?.jobs ?? [],
       renumberedJobsTruncated: renumbered?.truncated ?? false,
       ...(error ? { renumberedJobsError: error } : {}),

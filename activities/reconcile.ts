@@ -10,6 +10,7 @@ import {
   decodedValueCounts,
   duplicateJobNameCount,
   duplicateRecordCount,
+  goneJobs,
   loadVersion,
   rejectSample,
   sampleCatalogRows,
@@ -41,7 +42,8 @@ const DEFAULT_SAMPLE_SIZE = 1000;
 /**
  * Reconciles the version against the source at the watermark: per-bucket counts and
  * fingerprints, duplicate job names, a random sample compared field by field, and the delta
- * above the watermark. Stores the report in `reconciliation` and a `reconciled` event.
+ * above the watermark, with the jobs at or below it that pages found gone from the source after the
+ * plan (left out of both sides). Stores the report in `reconciliation` and a `reconciled` event.
  * @returns the round's summary; `ok` false names the buckets to repair.
  * @throws NOT_PUBLISHABLE when the source cannot be read (every bucket named unreadable) or the
  *   quarantined records exceed the source's `maxRejects`.
@@ -76,6 +78,8 @@ async function reconcileRound(ctx: ActivityContext, input: ReconcileInput): Prom
   // Bucket statistics of the catalog include its quarantined records: source = catalog + rejects.
   const catalogRows = cat.reduce((n, s) => n + s.count, 0) - rejects;
   const warnings = await readWarnings(ctx, input, source, maxKey, catalogSide.stats.unknownCodeJobs);
+  // Left out of the version by their pages, and of the source side (staged.ts): a follow-up delta.
+  const gone = await goneJobs(ctx.pool, input.versionId, maxKey);
   const summary: ReconcileSummary = {
     round: input.round,
     ok: mismatched.length === 0 && sample.mismatches === 0,
@@ -85,6 +89,7 @@ async function reconcileRound(ctx: ActivityContext, input: ReconcileInput): Prom
     rejects,
     mismatched: mismatched.map((m) => m.bucket),
     delta,
+    gone: gone.count,
     duplicateJobNames,
     sampleMismatches: sample.mismatches,
     sampled: sample.sampled,
@@ -106,6 +111,7 @@ async function reconcileRound(ctx: ActivityContext, input: ReconcileInput): Prom
     ),
     sampleDiffs: sample.diffs,
     watermarkKey: maxKey,
+    goneJobs: gone.first,
     sourceEqualsCatalogPlusRejects: sourceRows === catalogRows + rejects,
     // Byte totals summed in SQL per bucket and added here as BigInt: decimal text, exact.
     bytes: { source: sumBytes(src), catalogPlusRejects: sumBytes(cat) },

@@ -66,6 +66,7 @@ function reconcileSummaryOf(r: StoredReconciliation): ReconcileSummary {
     rejects: n('rejects'),
     mismatched: Array.isArray(x.mismatched) ? (x.mismatched as string[]) : [],
     delta: n('delta'),
+    ...(n('gone') ? { gone: n('gone') } : {}),
     duplicateJobNames: n('duplicateJobNames'),
     sampleMismatches: n('sampleMismatches'),
     sampled: n('sampled'),

@@ -81,6 +81,12 @@ test('a closed rebuild is described in one line, plus the reconciliation report 
     withFiles[1],
     /2 quarantined; file records: source 81 = catalog 80 \+ 1 quarantined; delta after watermark 5;/,
   );
+  // Jobs gone from the source after the plan are named with the delta, and only when there are some.
+  const gone = (n: number) =>
+    formatRebuildResult({ ...RESULT, reconciliation: { ...RESULT.reconciliation!, gone: n } })[1];
+  assert.match(gone(1), /; delta after watermark 5, 1 job gone from the source after the plan; duplicate job names 0;/);
+  assert.match(gone(3), /; delta after watermark 5, 3 jobs gone from the source after the plan; /);
+  assert.equal(gone(0), formatRebuildResult(RESULT)[1]);
 });
 
 test('events print as text lines or as the row in JSON', () => {

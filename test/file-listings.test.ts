@@ -210,7 +210,7 @@ test('a page of listed jobs: restic estimates pack jobs up to the target; a job 
   assert.deepEqual(listingFilePages([], 100), []);
 });
 
-test('filesCommand: placeholders per job; a snapshot gone from the repository fails naming it; other failures are retryable errors', async () => {
+test('filesCommand: placeholders per job; a snapshot gone from the repository fails a stream that takes no gone jobs, naming it; other failures are retryable errors', async () => {
   const job = { jobKey: '1', jobId: 'abc123', bucket: null, id: 'abc123', shortId: 'abc1', archive: 'host-2026' };
   const settings = {
     source: 'r',
@@ -255,6 +255,75 @@ test('filesCommand: placeholders per job; a snapshot gone from the repository fa
   assert.match(String(lines), /listed snapshot b06b35b8.* instead/);
   const text = await drain(['cat', path.join(DIR, 'borg-1.2-files.jsonl')], 'borg');
   assert.equal(text.split('\n').filter(Boolean).length, 17);
+});
+
+test('filesCommand: a snapshot or archive gone from the repository is told to onGone and the stream goes on with the next job; other failures still fail it', async () => {
+  const listing = path.join(DIR, 'restic-0.14-ls.jsonl');
+  const snapshot = resticSnapshotId(fs.readFileSync(listing, 'utf8').split('\n')[0])!;
+  const job = (n: number, id: string) => ({
+    jobKey: String(n),
+    jobId: id,
+    bucket: '2026-12-01',
+    id,
+    shortId: id.slice(0, 8),
+    archive: `host-${n}`,
+  });
+  const settings = { source: 'r', kind: 'restic' as const, timeoutMs: 5_000 };
+  // restic 0.14 for a forgotten snapshot: a warning, no output, exit 0; 0.18: exit 1. Else the listing.
+  const argv = [
+    'sh',
+    '-c',
+    `case "$0" in gone14) echo "Ignoring \"$0\": no matching ID found for prefix \"$0\"" >&2;;
+       gone18) echo '{"message_type":"exit_error","code":1,"message":"no matching ID found for prefix"}' >&2; exit 1;;
+       *) exec cat "${listing}";; esac`,
+    '{id}',
+  ];
+  const drain = async (jobs: ReturnType<typeof job>[], a = argv, kind: FileListingKind = 'restic') => {
+    const told: { jobKey: string; jobId: string; bucket: string | null; reason: string }[] = [];
+    let text = '';
+    for await (const chunk of filesCommandStream({ ...settings, kind, argv: a }, jobs, (g) => told.push(g)))
+      text += String(chunk);
+    return { told, text };
+  };
+  const r = await drain([job(1, 'gone14'), job(2, snapshot), job(3, 'gone18')]);
+  assert.deepEqual(
+    r.told.map((g) => [g.jobKey, g.jobId, g.bucket]),
+    [
+      ['1', 'gone14', '2026-12-01'],
+      ['3', 'gone18', '2026-12-01'],
+    ],
+  );
+  assert.match(
+    r.told[0].reason,
+    /^the snapshot is no longer in the repository: Ignoring "?gone14"?: no matching ID found/,
+  );
+  assert.equal(r.text.split('\n').filter(Boolean).length, 20, 'the listed job kept all its records');
+  const borg = await drain(
+    [job(1, 'a1'), job(2, 'a2')],
+    [
+      'sh',
+      '-c',
+      'if [ "$0" = host-1 ]; then echo "Archive host-1 does not exist" >&2; exit 2; fi; cat "$1"',
+      '{archive}',
+      path.join(DIR, 'borg-1.2-files.jsonl'),
+    ],
+    'borg',
+  );
+  assert.deepEqual(
+    borg.told.map((g) => [g.jobId, g.reason]),
+    [['a1', 'the archive is no longer in the repository: Archive host-1 does not exist']],
+  );
+  assert.equal(borg.text.split('\n').filter(Boolean).length, 17);
+  // A failure that is not a gone snapshot stays an error of the stream, retryable.
+  await assert.rejects(
+    drain([job(1, 'gone14'), job(2, 'x')], ['sh', '-c', 'echo "repository is already locked" >&2; exit 11']),
+    (e: Error & { code?: string }) => e.code === undefined && /exited with status 11/.test(e.message),
+  );
+  // A listing of another snapshot is still refused non-retryably.
+  await assert.rejects(
+    drain([job(1, 'abc')], ['cat', listing]),
+    (e: Error & { code?: string }) => e.code === 'SOURCE_DATA_INVALID' && /listed snapshot .* instead/.test(e.message),
+  );
 });
 
 test('filesCommand: a warning on standard error with a good listing is no prune; a value holding a placeholder stays as it is', async () => {

@@ -8,7 +8,9 @@ import assert from 'node:assert/strict';
 import type { ReconcileOutcome, ReconcileWarnings } from '../activities/messages';
 import {
   describeRejects,
+  pageGoneMessage,
   plannedMessage,
+  publishedMessage,
   reconciledMessage,
   rejectThresholdMessage,
   renumberedNote,
@@ -52,6 +54,37 @@ test('reconciled: all buckets match', () => {
     reconciledMessage(OUTCOME, NO_WARNINGS),
     'round 1: 3 buckets match (100 jobs = 98 in the catalog + 2 quarantined; delta 4 jobs after the watermark)',
   );
+});
+
+test('reconciled: jobs gone from the source after the plan are named with the delta', () => {
+  assert.equal(
+    reconciledMessage({ ...OUTCOME, gone: 1 }, NO_WARNINGS),
+    'round 1: 3 buckets match (100 jobs = 98 in the catalog + 2 quarantined; delta 4 jobs after the watermark, 1 job gone from the source after the plan)',
+  );
+  assert.match(
+    reconciledMessage({ ...OUTCOME, gone: 2 }, NO_WARNINGS),
+    /, 2 jobs gone from the source after the plan\)$/,
+  );
+});
+
+test('gone: a page names the jobs it left out (first three, long ids shortened); the publish counts them', () => {
+  const gone = ['a'.repeat(64), 'b'.repeat(64), 'host-2026', 'd'.repeat(64)].map((jobId) => ({
+    jobId,
+    reason: 'the snapshot is no longer in the repository',
+  }));
+  assert.equal(
+    pageGoneMessage(3, gone.slice(0, 1)),
+    `page 3: 1 job gone from the source after the plan, left out of the version (a follow-up delta): job ${'a'.repeat(12)}…: the snapshot is no longer in the repository`,
+  );
+  assert.match(
+    pageGoneMessage(3, gone),
+    /^page 3: 4 jobs gone from the source after the plan, .*; job b{12}…: the .*; job host-2026: the snapshot is no longer in the repository; …$/,
+  );
+  assert.equal(
+    publishedMessage('12', '11', false, '', 2),
+    'version 12 published, replacing version 11; 2 jobs gone from the source after the plan, left out (a follow-up delta)',
+  );
+  assert.equal(publishedMessage('12', null, false, ''), 'version 12 published');
 });
 
 test('reconciled: match, but over the reject threshold', () => {

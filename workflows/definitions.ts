@@ -157,6 +157,8 @@ export interface CopyPageResult {
   files?: number;
   /** File records quarantined by the page. */
   fileRejects?: number;
+  /** Jobs of the page gone from the source after the plan, left out of the version (absent when none). */
+  gone?: number;
   checksum: string;
   /** Temporal attempt number that committed the page (from the ledger). */
   attempt: number;
@@ -202,6 +204,12 @@ export interface ReconcileSummary {
   mismatched: string[];
   /** Source jobs above the watermark: the follow-up delta. */
   delta: number;
+  /**
+   * Jobs at or below the watermark gone from the source after the plan (a snapshot forgotten before
+   * its page listed it): left out of the version, part of the follow-up delta. Absent in summaries of
+   * an earlier release.
+   */
+  gone?: number;
   /** Job names (`job`) that occur more than once. */
   duplicateJobNames: number;
   /** Sampled records that differ field by field. */

@@ -40,7 +40,7 @@ export async function reconcileAndRepair(state: RebuildState, opts: RepairRounds
     state.reconciliation = reconciliation;
     state.note(
       reconciliation.ok
-        ? `reconciled: ${reconciliation.buckets} buckets match, delta ${reconciliation.delta}`
+        ? `reconciled: ${reconciliation.buckets} buckets match, delta ${reconciliation.delta}${reconciliation.gone ? `, ${reconciliation.gone} jobs gone from the source after the plan` : ''}`
         : `reconcile round ${round}: ${reconciliation.mismatched.length} buckets differ`,
     );
     if (reconciliation.ok) return;

@@ -9,18 +9,21 @@ import type { RebuildCatalogResult, ReconcileSummary, TemporalSession } from '..
 import { rebuildHandle, waitForResult } from '../index';
 import type { PrunedFilesReport, RenumberedJobsReport } from '../../lib/catalog/event-reads';
 import { prunedFilesSentence, readPrunedFiles, readRenumberedJobs } from '../../lib/catalog/event-reads';
+import { goneJobsSentence } from '../../lib/catalog/gone-jobs';
 import type { CommandContext } from './context';
 import { ExitCode, processContext } from './context';
 
 /**
  * The reconciliation line: `reconciliation: ok|MISMATCH: <buckets>, source = catalog (+ quarantined); …`,
- * with files (`start --files`) `…; file records: source N = catalog M (+ K quarantined)`.
+ * with files (`start --files`) `…; file records: source N = catalog M (+ K quarantined)`, and after
+ * the delta, when a page found jobs gone from the source after the plan, `, N jobs gone from the
+ * source after the plan` (left out of both sides).
  */
 export function formatReconciliation(x: ReconcileSummary): string {
   const files = x.files
     ? `; file records: source ${x.files.source} = catalog ${x.files.catalog}${x.files.rejects ? ` + ${x.files.rejects} quarantined` : ''}`
     : '';
-  return `reconciliation: ${x.ok ? 'ok' : 'MISMATCH'}: ${x.buckets} buckets, source ${x.sourceRows} = catalog ${x.catalogRows}${x.rejects ? ` + ${x.rejects} quarantined` : ''}${files}; delta after watermark ${x.delta}; duplicate job names ${x.duplicateJobNames}; sample ${x.sampled} checked, ${x.sampleMismatches} differ`;
+  return `reconciliation: ${x.ok ? 'ok' : 'MISMATCH'}: ${x.buckets} buckets, source ${x.sourceRows} = catalog ${x.catalogRows}${x.rejects ? ` + ${x.rejects} quarantined` : ''}${files}; delta after watermark ${x.delta}${x.gone ? `, ${goneJobsSentence(x.gone)}` : ''}; duplicate job names ${x.duplicateJobNames}; sample ${x.sampled} checked, ${x.sampleMismatches} differ`;
 }
 
 /**

@@ -80,6 +80,17 @@ export async function copyFilesIntoStage(
   return sink.rowCount;
 }
 
+/**
+ * Removes from the page stage the records of the jobs with these paging keys (jobs left out of the
+ * page, e.g. gone from the source); no statement when there are none.
+ * @returns records removed.
+ */
+export async function discardStagedJobFiles(c: PoolClient, jobKeys: string[]): Promise<number> {
+  if (!jobKeys.length) return 0;
+  const r = await c.query(`DELETE FROM pg_temp.file_stage WHERE job_key = ANY($1::bigint[])`, [jobKeys]);
+  return r.rowCount ?? 0;
+}
+
 /** A quarantined file record, as {@link insertStagedFiles} reports the first ones. */
 export interface FileRejectSample {
   jobId: string;

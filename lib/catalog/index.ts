@@ -5,7 +5,7 @@
  * reads and deletes), `rejects`, `events` (the event log), `publish` (the active pointer,
  * retention, the shrink guard), `rollback`, `reconcile` (the catalog side of reconciliation), `repair`
  * (a bucket's repair by id span), `files` (a version's file records: table, page stage, page write,
- * indexes), `file-stats` (the catalog side of file reconciliation, the shrink guard's file counts), and the
+ * indexes), `gone-jobs` (jobs gone from the source after the plan), `file-stats` (the catalog side of file reconciliation, the shrink guard's file counts), and the
  * client's reads: `status` (status fallback), `check` (the backup check), `event-reads` (the events listing), `file-reads` (`files` and `find`).
  * Identifiers are escaped with pg-format's %I; values are always parameters.
  */
@@ -15,6 +15,7 @@ export * from './events';
 export * from './file-reads';
 export * from './file-stats';
 export * from './files';
+export * from './gone-jobs';
 export * from './job-rows';
 export * from './ledger';
 export * from './partitions';

@@ -1,10 +1,11 @@
 /**
  * The worker thread of files-command.ts: runs a page's files commands and maps their listings to
  * COPY text ({@link listedCopyText}), posting each batch (its memory moved, not copied) and waiting
- * for the page to take it before it reads on; then `end`, or the error with its code.
+ * for the page to take it before it reads on, and each job found gone from the repository as it is
+ * found; then `end`, or the error with its code.
  */
 import { parentPort, workerData } from 'node:worker_threads';
-import type { CommandJob, ThreadMessage, ThreadSettings } from './files-command';
+import type { CommandJob, GoneNotice, ThreadMessage, ThreadSettings } from './files-command';
 import { listedCopyText } from './files-command';
 
 const port = parentPort!;
@@ -18,7 +19,8 @@ function taken(): Promise<void> {
 void (async () => {
   let reply: ThreadMessage = { type: 'end' };
   try {
-    for await (const batch of listedCopyText(settings, jobs)) {
+    const gone: GoneNotice = (job, message) => port.postMessage({ type: 'gone', job, message } satisfies ThreadMessage);
+    for await (const batch of listedCopyText(settings, jobs, gone)) {
       // A batch owns its ArrayBuffer (files-command.ts allocates one per batch): it is moved.
       const m: ThreadMessage = {
         type: 'data',

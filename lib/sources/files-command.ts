@@ -39,6 +39,18 @@ export interface FilesCommandSettings {
   signal?: AbortSignal;
 }
 
+/**
+ * A job whose snapshot or archive is no longer in the repository when its command ran (forgotten or
+ * pruned after the plan): the stream lists none of its records and goes on with the next job.
+ */
+export interface GoneJob extends ListedJob {
+  /** Why: `the snapshot is no longer in the repository: <the command's last lines of standard error>`. */
+  reason: string;
+}
+
+/** Told of each job the stream found gone, before the stream goes on with the next job. */
+export type OnGoneJob = (job: GoneJob) => void;
+
 /** Lines of COPY text gathered before they are pushed (bytes). */
 const BATCH_BYTES = 1 << 16;
 
@@ -68,14 +80,18 @@ const STDERR_KEPT = 64_000;
 
 /**
  * The file records of `jobs`, one command after another, as COPY text of the page stage's listing
- * columns (file-listing.ts LISTING_STAGE_COLUMNS).
+ * columns (file-listing.ts LISTING_STAGE_COLUMNS). A job whose snapshot or archive is no longer in
+ * the repository (restic's `no matching ID found for prefix`, borg's `Archive … does not exist`)
+ * lists nothing: `onGone` is told (before any later job's records) and the stream goes on with the
+ * next job; without `onGone` the stream fails instead, as below.
  * @throws (from the stream) SourceDataInvalidError (non-retryable) naming the snapshot when it is
- *   no longer in the repository (pruned after the plan), or when a job's listing holds more
- *   records than a job may ({@link LISTING_POSITIONS_PER_JOB}); Error (retryable) when a command
- *   cannot start, fails otherwise or times out (its arguments are not echoed: they may hold secrets).
+ *   no longer in the repository and there is no `onGone`, when a listing is not the job's (another
+ *   snapshot, no snapshot line), or when a job's listing holds more records than a job may
+ *   ({@link LISTING_POSITIONS_PER_JOB}); Error (retryable) when a command cannot start, fails
+ *   otherwise or times out (its arguments are not echoed: they may hold secrets).
  */
-export function filesCommandStream(s: FilesCommandSettings, jobs: CommandJob[]): Readable {
-  return Readable.from(inThread(s, jobs), { objectMode: false });
+export function filesCommandStream(s: FilesCommandSettings, jobs: CommandJob[], onGone?: OnGoneJob): Readable {
+  return Readable.from(inThread(s, jobs, onGone), { objectMode: false });
 }
 
 /**
@@ -86,7 +102,7 @@ export function filesCommandStream(s: FilesCommandSettings, jobs: CommandJob[]):
  * (`s.signal`) ends the thread, and with it the command's process group (its watchdog sees its
  * standard input close).
  */
-async function* inThread(s: FilesCommandSettings, jobs: CommandJob[]): AsyncGenerator<Buffer> {
+async function* inThread(s: FilesCommandSettings, jobs: CommandJob[], onGone?: OnGoneJob): AsyncGenerator<Buffer> {
   const { signal, ...settings } = s;
   const worker = new Worker(path.join(__dirname, 'files-command-thread.js'), {
     workerData: { settings, jobs },
@@ -115,6 +131,11 @@ async function* inThread(s: FilesCommandSettings, jobs: CommandJob[]): AsyncGene
       if (m.type === 'end') return;
       if (m.type === 'error')
         throw m.code === 'SOURCE_DATA_INVALID' ? new SourceDataInvalidError(m.message) : new Error(m.message);
+      if (m.type === 'gone') {
+        if (!onGone) throw new SourceDataInvalidError(m.message);
+        onGone(m.job);
+        continue;
+      }
       yield Buffer.from(m.buffer, m.offset, m.length);
       worker.postMessage('next');
     }
@@ -125,18 +146,28 @@ async function* inThread(s: FilesCommandSettings, jobs: CommandJob[]): AsyncGene
   }
 }
 
-/** What the files command thread sends: a batch of COPY text, the end, or why it stopped. */
+/**
+ * What the files command thread sends: a batch of COPY text, a job found gone (with the failure
+ * message for a stream that takes none), the end, or why it stopped.
+ */
 export type ThreadMessage =
   | { type: 'data'; buffer: ArrayBuffer; offset: number; length: number }
+  | { type: 'gone'; job: GoneJob; message: string }
   | { type: 'end' }
   | { type: 'error'; message: string; code?: string };
 
 /** The settings a files command thread runs with: a cancellation ends the thread itself. */
 export type ThreadSettings = Omit<FilesCommandSettings, 'signal'>;
 
-/** The COPY text of `jobs`, one command after another (run by files-command-thread.ts). */
-export async function* listedCopyText(s: ThreadSettings, jobs: CommandJob[]): AsyncGenerator<Buffer> {
-  for (const job of jobs) yield* oneJob(s, job);
+/** A job found gone, with the message of a stream that cannot go on without it. */
+export type GoneNotice = (job: GoneJob, message: string) => void;
+
+/**
+ * The COPY text of `jobs`, one command after another (run by files-command-thread.ts); a job gone
+ * from the repository lists nothing and is told to `gone` before the next job runs.
+ */
+export async function* listedCopyText(s: ThreadSettings, jobs: CommandJob[], gone: GoneNotice): AsyncGenerator<Buffer> {
+  for (const job of jobs) yield* oneJob(s, job, gone);
 }
 
 /**
@@ -160,7 +191,7 @@ async function* linesOf(stream: Readable): AsyncGenerator<string> {
   if (rest) yield rest.endsWith('\r') ? rest.slice(0, -1) : rest;
 }
 
-async function* oneJob(s: ThreadSettings, job: CommandJob): AsyncGenerator<Buffer> {
+async function* oneJob(s: ThreadSettings, job: CommandJob, gone: GoneNotice): AsyncGenerator<Buffer> {
   const argv = commandArgv(s, job);
   const what = `source ${s.source}: files command ${argv[0]} for ${s.kind === 'restic' ? `snapshot ${job.id}` : `archive ${job.archive} (id ${job.id})`}`;
   const { child, killGroup } = spawnInGroup(argv, { endWithParent: true });
@@ -216,9 +247,15 @@ async function* oneJob(s: ThreadSettings, job: CommandJob): AsyncGenerator<Buffe
     const tail = stderr.trim().split('\n').slice(-3).join(' | ').slice(-500);
     if (failure) throw new Error(`${what} ${failure}${tail ? `: ${tail}` : ''}`);
     if ((code !== 0 || !snapshotSeen) && NOT_IN_REPOSITORY.test(stderr)) {
-      throw new SourceDataInvalidError(
-        `${what}: the ${s.kind === 'restic' ? 'snapshot' : 'archive'} is no longer in the repository (pruned or deleted after the plan?)${tail ? `: ${tail}` : ''}; start a new rebuild to plan without it`,
+      // Nothing of its listing is passed on: the records of this job not yet yielded are dropped here,
+      // and the page drops any it staged already.
+      const thing = s.kind === 'restic' ? 'snapshot' : 'archive';
+      const reason = `the ${thing} is no longer in the repository${tail ? `: ${tail}` : ''}`;
+      gone(
+        { jobKey: job.jobKey, jobId: job.jobId, bucket: job.bucket, reason },
+        `${what}: the ${thing} is no longer in the repository (pruned or deleted after the plan?)${tail ? `: ${tail}` : ''}; start a new rebuild to plan without it`,
       );
+      return;
     }
     if (code === 0 && !snapshotSeen) {
       throw new SourceDataInvalidError(

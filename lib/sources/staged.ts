@@ -133,7 +133,16 @@ const instant = (col: string) =>
 const utcText = (col: string) =>
   `CASE WHEN s.reject_reason IS NULL THEN to_char(${instant(col)} AT TIME ZONE 'UTC', ${FMT}) END`;
 
-/** Staged records of version $2 as catalog rows (text), with `reject_reason` and `raw`. */
+/**
+ * SQL: the staged record (alias `s`) is not a job a page found gone from the source after the plan
+ * (`gone_job`, migration 013): such a job is no longer in the source, for every later read.
+ */
+const NOT_GONE = `NOT EXISTS (SELECT 1 FROM gone_job g WHERE g.version_id = s.version_id AND g.job_key = s.seq)`;
+
+/**
+ * Staged records of version $2 as catalog rows (text), with `reject_reason` and `raw`; jobs a page
+ * found gone from the source are left out.
+ */
 const SELECT_STAGED = `
 SELECT s.seq::text AS job_key, s.job_id, s.job, s.job_name, s.client, s.type, s.level, s.status,
        NULL::text AS sched_time,
@@ -148,11 +157,13 @@ SELECT s.seq::text AS job_key, s.job_id, s.job, s.job_name, s.client, s.type, s.
        END AS bucket,
        s.extra::text AS extra,
        s.reject_reason, s.raw, s.seq
-FROM staged_record s WHERE s.version_id = $2`;
+FROM staged_record s WHERE s.version_id = $2 AND ${NOT_GONE}`;
 
 /**
  * A staged listing (one version's snapshot of a file source), read from the catalog database.
- * Paging key = record number in the listing.
+ * Paging key = record number in the listing. Every read of records (pages, reconciliation, repair)
+ * leaves out the jobs a page found gone from the source after the plan; the watermark, the plan's
+ * counts and the delta are the listing's as staged.
  */
 export class StagedSource implements JobSource {
   readonly kind: string;
@@ -232,7 +243,8 @@ export class StagedSource implements JobSource {
   async existingJobIds(jobKeys: string[], maxKey: string): Promise<Set<string>> {
     if (!jobKeys.length) return new Set();
     const { rows } = await this.pool.query<{ k: string }>(
-      `SELECT seq::text AS k FROM staged_record WHERE version_id = $1 AND seq = ANY($2::bigint[]) AND seq <= $3::bigint`,
+      `SELECT s.seq::text AS k FROM staged_record s
+       WHERE s.version_id = $1 AND s.seq = ANY($2::bigint[]) AND s.seq <= $3::bigint AND ${NOT_GONE}`,
       [this.versionId, jobKeys, maxKey],
     );
     return new Set(rows.map((r) => r.k));
@@ -264,7 +276,8 @@ export class StagedSource implements JobSource {
     const { rows } = await this.pool.query<{ nonexistent: number; ambiguous: number; naive: number }>(
       `SELECT ${DST_COUNTS('t', '$1')}, count(*)::int AS naive FROM (
          SELECT s.start_text::timestamp AS t FROM staged_record s
-         WHERE s.version_id = $2 AND s.seq <= $3::bigint AND s.time_kind = 'naive' AND s.reject_reason IS NULL AND s.start_text IS NOT NULL) x`,
+         WHERE s.version_id = $2 AND s.seq <= $3::bigint AND s.time_kind = 'naive' AND s.reject_reason IS NULL AND s.start_text IS NOT NULL
+           AND ${NOT_GONE}) x`,
       [tz, this.versionId, maxKey],
     );
     if (!rows[0].naive) return null;
