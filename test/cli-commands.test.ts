@@ -374,13 +374,25 @@ test('files and find print one line per hit or one JSON array, and name a catalo
     notes.at(-1),
     'no file record matches --path-hex 2f6574632f636166e9* in the active version 7 of catalog main',
   );
-  for (const bad of [{ pathHex: '2f6' }, { pathHex: '2f00' }, {}, { path: '/etc/', pathHex: '2f' }]) {
+  for (const [bad, why] of [
+    [{ pathHex: '2f6' }, /two digits per byte/],
+    [{ pathHex: '2f00' }, /NUL/],
+    [{}, /needs one of --path or --path-hex/],
+    [{ path: '/etc/', pathHex: '2f' }, /one of --path or --path-hex, not both/],
+  ] as const) {
     await assert.rejects(
       findCommand(ctx, { catalog: 'main', limit: 3, json: false, ...bad }, note, reads),
-      (e: unknown) => e instanceof ExitCode && e.code === 2,
+      (e: unknown) => e instanceof ExitCode && e.code === 2 && why.test(e.message),
       JSON.stringify(bad),
     );
   }
+  // A byte lost before the CLI saw it (npx passes arguments on as text): the note says how to give it.
+  const lostReads: FileReads = { ...reads, findFiles: async () => [] };
+  assert.equal(
+    await findCommand(ctx, { catalog: 'main', path: '/srv/caf\uFFFD', limit: 3, json: false }, note, lostReads),
+    0,
+  );
+  assert.match(notes.at(-1)!, /U\+FFFD: a byte that is not UTF-8 was lost .* --path-hex/);
   active = { versionId: '7', files: false };
   await assert.rejects(
     findCommand(ctx, { catalog: 'main', path: '/etc/*', limit: 5, json: false }, note, reads),

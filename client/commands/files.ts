@@ -41,6 +41,14 @@ export interface FindOptions {
   deleted?: boolean;
 }
 
+/**
+ * Said when a `--path` that matched nothing holds U+FFFD: a byte that is not UTF-8 was replaced
+ * before the CLI could read it (npx and npm pass arguments on as UTF-8 text).
+ */
+export const LOST_BYTES_HINT =
+  'the path holds U+FFFD: a byte that is not UTF-8 was lost before catalog-rebuild saw it (npx and npm pass ' +
+  'arguments on as text); run the installed catalog-rebuild or bin/catalog-rebuild.js itself, or give the bytes with --path-hex';
+
 /** Default of `find --limit`. */
 export const FIND_DEFAULT_LIMIT = 100;
 
@@ -170,8 +178,9 @@ export async function findCommand(
   note: (line: string) => void = ctx.out,
   reads: FileReads = catalogFileReads,
 ): Promise<number> {
-  if ((o.path === undefined) === (o.pathHex === undefined))
-    throw new ExitCode(2, 'find needs one of --path or --path-hex');
+  if (o.path === undefined && o.pathHex === undefined) throw new ExitCode(2, 'find needs one of --path or --path-hex');
+  if (o.path !== undefined && o.pathHex !== undefined)
+    throw new ExitCode(2, 'find takes one of --path or --path-hex, not both');
   let byBytes: { bytes: Buffer; prefix: boolean } | undefined;
   if (o.pathHex !== undefined) {
     try {
@@ -190,9 +199,10 @@ export async function findCommand(
       ? await reads.findFilesByBytes(pool, o.catalog, byBytes.bytes, byBytes.prefix, o.limit + 1, deleted)
       : await reads.findFiles(pool, o.catalog, o.path!, o.limit + 1, deleted);
     const shown = printHits(ctx, hits, o.limit, o.json);
-    if (!hits.length)
+    if (!hits.length) {
       note(`no file record matches ${shownPath} in the active version ${versionId} of catalog ${o.catalog}`);
-    else if (shown.length < hits.length)
+      if (o.path?.includes('\uFFFD')) note(LOST_BYTES_HINT);
+    } else if (shown.length < hits.length)
       note(`first ${shown.length} hits shown (newest jobs); more with a higher --limit`);
     return 0;
   });
