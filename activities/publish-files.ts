@@ -11,6 +11,8 @@
 import type { PoolClient } from 'pg';
 import type { JobFileLoss } from '../lib/catalog';
 import { fileCountsByBucket, loadVersion, shrunkJobFiles, versionHasFiles } from '../lib/catalog';
+import type { SourceConfig } from '../lib/config';
+import { isFileSource } from '../lib/config';
 import type { SourceRegistry } from '../lib/sources';
 import { BareosSource } from '../lib/sources';
 
@@ -45,12 +47,15 @@ export interface JobFileLosses {
 /** The director source of the new version, when it is one (its files are guarded per job). */
 async function directorOf(c: PoolClient, sources: SourceRegistry, versionId: string): Promise<BareosSource | null> {
   const { source_name: name } = await loadVersion(c, versionId);
+  let config: SourceConfig;
   try {
-    const s = sources.get(name);
-    return s instanceof BareosSource ? s : null;
+    config = sources.config(name);
   } catch {
     return null; // a source this worker does not serve: the bucket rule
   }
+  if (isFileSource(config)) return null; // a listing: staged per version, the bucket rule
+  const s = sources.get(name);
+  return s instanceof BareosSource ? s : null;
 }
 
 /** Splits the shrunk jobs into the director's prunes and the other losses, asking it of `PurgedFiles` now. */

@@ -7,8 +7,8 @@ import type { Pool } from 'pg';
 import { WorkflowFailedError, WorkflowNotFoundError } from '@temporalio/client';
 import type { RebuildCatalogResult, ReconcileSummary, TemporalSession } from '../index';
 import { rebuildHandle, waitForResult } from '../index';
-import type { PrunedFilesReport, RenumberedJobsReport } from '../../lib/catalog/event-reads';
-import { prunedFilesSentence, readPrunedFiles, readRenumberedJobs } from '../../lib/catalog/event-reads';
+import type { PublishReport, RenumberedJobsReport } from '../../lib/catalog/event-reads';
+import { prunedFilesSentence, readPublishReport } from '../../lib/catalog/event-reads';
 import { goneJobsSentence } from '../../lib/catalog/gone-jobs';
 import type { CommandContext } from './context';
 import { ExitCode, processContext } from './context';
@@ -54,40 +54,21 @@ export function renumberedSentence(r: RenumberedJobsReport): string {
 }
 
 /**
- * The renumbered job ids recorded when `versionId` was published, read with a pool of one
- * connection from `pools`. A report only: any error (no configuration, database unreachable) gives null.
+ * What the publish of `versionId` recorded (renumbered job ids, the director's prunes), read with a
+ * pool of one connection from `pools`. A report only: any error (no configuration, database
+ * unreachable) gives null parts.
  */
-export async function renumberedJobsOfVersion(
+export async function publishReportOfVersion(
   pools: Pick<CommandContext, 'catalogPool'>,
   catalog: string,
   versionId: string,
-): Promise<RenumberedJobsReport | null> {
+): Promise<PublishReport> {
   let pool: Pool | undefined;
   try {
     pool = pools.catalogPool({ purpose: 'cli', max: 1 });
-    return await readRenumberedJobs(pool, catalog, versionId);
+    return await readPublishReport(pool, catalog, versionId);
   } catch {
-    return null;
-  } finally {
-    await pool?.end().catch(() => undefined);
-  }
-}
-
-/**
- * The director's prunes recorded when `versionId` was published, read with a pool of one connection
- * from `pools`. A report only: any error gives null.
- */
-export async function prunedFilesOfVersion(
-  pools: Pick<CommandContext, 'catalogPool'>,
-  catalog: string,
-  versionId: string,
-): Promise<PrunedFilesReport | null> {
-  let pool: Pool | undefined;
-  try {
-    pool = pools.catalogPool({ purpose: 'cli', max: 1 });
-    return await readPrunedFiles(pool, catalog, versionId);
-  } catch {
-    return null;
+    return { renumbered: null, prunedFiles: null };
   } finally {
     await pool?.end().catch(() => undefined);
   }
@@ -123,9 +104,10 @@ export async function rebuildOutcome(
   try {
     const r = await waitForResult(rebuildHandle(session.client, catalog));
     const lines = formatRebuildResult(r);
-    const renumbered = r.published && pools ? await renumberedJobsOfVersion(pools, catalog, r.versionId) : null;
+    const report = r.published && pools ? await publishReportOfVersion(pools, catalog, r.versionId) : null;
+    const renumbered = report?.renumbered ?? null;
     if (renumbered) lines.push(renumberedSentence(renumbered));
-    const pruned = r.published && pools ? await prunedFilesOfVersion(pools, catalog, r.versionId) : null;
+    const pruned = report?.prunedFiles;
     if (pruned) lines.push(prunedFilesSentence(pruned, pruned.since)!);
     return { code: r.published ? 0 : 1, lines, result: r, renumbered };
   } catch (err) {

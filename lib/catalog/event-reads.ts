@@ -83,6 +83,20 @@ export function renumberedJobsOf(details: Record<string, unknown> | null | undef
   return { jobs, truncated: details?.renumberedJobsTruncated === true };
 }
 
+/** The details of the newest `published` event of `versionId` of `catalog`, or null when it was never published. */
+async function publishedDetails(
+  db: Queryable,
+  catalog: string,
+  versionId: string,
+): Promise<Record<string, unknown> | null> {
+  const { rows } = await db.query<{ details: Record<string, unknown> }>(
+    `SELECT details FROM event WHERE catalog_name = $1 AND version_id = $2 AND kind = 'published'
+     ORDER BY event_id DESC LIMIT 1`,
+    [catalog, versionId],
+  );
+  return rows[0]?.details ?? null;
+}
+
 /**
  * Reads the renumbered job names recorded when `versionId` of `catalog` was published (the newest
  * `published` event of that version).
@@ -94,12 +108,7 @@ export async function readRenumberedJobs(
   catalog: string,
   versionId: string,
 ): Promise<RenumberedJobsReport | null> {
-  const { rows } = await db.query<{ details: Record<string, unknown> }>(
-    `SELECT details FROM event WHERE catalog_name = $1 AND version_id = $2 AND kind = 'published'
-     ORDER BY event_id DESC LIMIT 1`,
-    [catalog, versionId],
-  );
-  return renumberedJobsOf(rows[0]?.details);
+  return renumberedJobsOf(await publishedDetails(db, catalog, versionId));
 }
 
 /** The director's prunes a publish reported: jobs whose file records it purged since `since`, and the records. */
@@ -111,23 +120,29 @@ export interface PrunedFilesReport {
 }
 
 /**
- * Reads the director's prunes recorded when `versionId` of `catalog` was published (the newest
- * `published` event's `prunedFiles`).
- * @returns the report, or null when the version was never published or nothing was pruned.
+ * The director's prunes recorded in a `published` event's details (`prunedFiles`, written by the
+ * publish); null when the details record none (or in another shape).
  */
-export async function readPrunedFiles(
-  db: Queryable,
-  catalog: string,
-  versionId: string,
-): Promise<PrunedFilesReport | null> {
-  const { rows } = await db.query<{ details: Record<string, unknown> }>(
-    `SELECT details FROM event WHERE catalog_name = $1 AND version_id = $2 AND kind = 'published'
-     ORDER BY event_id DESC LIMIT 1`,
-    [catalog, versionId],
-  );
-  const p = rows[0]?.details?.prunedFiles as Partial<PrunedFilesReport> | undefined;
+export function prunedFilesOf(details: Record<string, unknown> | null | undefined): PrunedFilesReport | null {
+  const p = details?.prunedFiles as Partial<PrunedFilesReport> | undefined;
   if (!p || typeof p.jobs !== 'number' || typeof p.records !== 'number' || typeof p.since !== 'string') return null;
   return { jobs: p.jobs, records: p.records, since: p.since };
+}
+
+/** What a publish recorded of its version: the renumbered job ids and the director's prunes. */
+export interface PublishReport {
+  renumbered: RenumberedJobsReport | null;
+  prunedFiles: PrunedFilesReport | null;
+}
+
+/**
+ * Reads what was recorded when `versionId` of `catalog` was published (the newest `published`
+ * event of that version), in one statement.
+ * @returns both parts null when the version was never published or recorded neither.
+ */
+export async function readPublishReport(db: Queryable, catalog: string, versionId: string): Promise<PublishReport> {
+  const details = await publishedDetails(db, catalog, versionId);
+  return { renumbered: renumberedJobsOf(details), prunedFiles: prunedFilesOf(details) };
 }
 
 /**
