@@ -22,10 +22,6 @@ import {
 import { cancelOnAbort, withTransaction } from '../lib/db';
 import { FailureType, NotPublishableError } from '../lib/errors';
 import { pageStatementTimeoutMs } from '../lib/page-cost';
-import type { PageRead } from '../lib/sources/types';
-import { isStreamingSource } from '../lib/sources/types';
-import { StagedFileSource } from '../lib/sources/staged-files';
-import { validateRows } from '../lib/validate';
 import type { CopyPageInput, CopyPageResult, PageActivityReport } from '../workflows/definitions';
 import { pageActivityPausedSignal, pageActivityResumedSignal } from '../workflows/definitions';
 import type { ActivityContext, PageAttempt } from './context';
@@ -33,9 +29,7 @@ import { guard } from './failures';
 import type { OperatorPauseWatch } from './heartbeat';
 import { cancelReason, onOperatorPause, withHeartbeat } from './heartbeat';
 import { pageRetryMessage, zombieEndedMessage } from './messages';
-import { listingFilesWriter } from './page-listing-files';
-import { validatedRowsWriter } from './page-rows';
-import { streamedRowsWriter } from './page-stream';
+import { pageReadWriter } from './page-stream';
 import type { RowWriter } from './page-write';
 import { writePage } from './page-write';
 
@@ -145,30 +139,15 @@ async function copyPageAttempt(
   const signal = Context.current().cancellationSignal;
   const source = ctx.sources.get(input.source, input.versionId);
   const range = { firstKey: plan.firstKey, lastKey: plan.lastKey };
-  let read: PageRead | null = null;
-  let write: RowWriter;
   progress.stage = 'reading';
-  if (isStreamingSource(source)) {
-    read = await source.openPageRead(range, statementTimeoutMs);
-    write = streamedRowsWriter(ctx, input, page, read, {
-      source,
-      range,
-      statementTimeoutMs,
-      signal,
-      files: plan.files,
-    });
-  } else {
-    if (plan.files && !(source instanceof StagedFileSource))
-      throw new NotPublishableError(`source ${input.source} (${source.kind}) has no file records to page`);
-    const rows = await source.readRange(plan.firstKey, plan.lastKey);
-    progress.rowsRead = rows.length;
-    // Malformed records are quarantined (never fail the page); repeated ids keep the last row read.
-    const checked = validateRows(rows);
-    write =
-      plan.files && source instanceof StagedFileSource
-        ? listingFilesWriter(input, attempt, source, checked, statementTimeoutMs, signal)
-        : validatedRowsWriter(input.versionId, input.pageNo, attempt, checked);
-  }
+  const read = await source.openPageRead(range, { statementTimeoutMs, files: plan.files, signal });
+  const write = pageReadWriter(ctx, input, page, read, {
+    source,
+    range,
+    statementTimeoutMs,
+    signal,
+    files: plan.files,
+  });
   try {
     await ctx.hooks?.afterRead?.(page);
     progress.stage = 'writing';
@@ -187,7 +166,7 @@ async function copyPageAttempt(
     ctx.onPageCommitted?.(result);
     return result;
   } finally {
-    await read?.close();
+    await read.close();
   }
 }
 

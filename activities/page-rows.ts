@@ -1,38 +1,14 @@
 /**
- * Page writes of rows held in the worker: the listing sources' path (rows staged in the catalog
- * database, validated in Node), and the per-row fallback of a streamed page whose COPY failed on
- * a value, which quarantines exactly the rows the catalog refuses.
+ * The per-row fallback of a page whose COPY failed on a value: rows held in the worker, upserted so
+ * that exactly the rows the catalog refuses are quarantined.
  */
 import { log } from '@temporalio/activity';
 import type { PoolClient } from 'pg';
-import { copyOrUpsertRows, upsertRows } from '../lib/catalog';
+import { upsertRows } from '../lib/catalog';
 import { isDataError, withSavepoint } from '../lib/db';
 import { fingerprintRow } from '../lib/fingerprint';
 import type { SourceRow } from '../lib/sources/types';
-import type { RejectRecord, ValidatedRows } from '../lib/validate';
-import type { RowWriter } from './page-write';
-
-/**
- * Writes validated rows: COPY on the page's first attempt (falling back to the upsert should a row
- * exist), the upsert on a retry, so a replay writes nothing for identical rows.
- */
-export function validatedRowsWriter(
-  versionId: string,
-  pageNo: number,
-  attempt: number,
-  checked: ValidatedRows,
-): RowWriter {
-  return async (c) => {
-    if (attempt === 1) await copyOrUpsertRows(c, versionId, pageNo, checked.valid);
-    else await upsertRows(c, versionId, pageNo, checked.valid);
-    return {
-      rows: checked.valid.length,
-      rejects: checked.rejects,
-      warnings: checked.warnings,
-      duplicates: checked.duplicates,
-    };
-  };
-}
+import type { RejectRecord } from '../lib/validate';
 
 /**
  * Upserts `rows` (unique by job id) so that a row the catalog refuses with a data error (SQLSTATE

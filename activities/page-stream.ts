@@ -1,6 +1,7 @@
 /**
- * The streaming page path of database sources: the source's `COPY (SELECT …) TO STDOUT` piped
- * into the page transaction's `COPY … FROM STDIN` (no row becomes a JavaScript object); should the
+ * The one page write of every source: the page read's `COPY (SELECT …) TO STDOUT` (a director
+ * catalog's snapshot, a staged listing in the catalog database) piped into the page transaction's
+ * `COPY … FROM STDIN` (no row becomes a JavaScript object), then the page's file stream; should the
  * catalog refuse a value, the page falls back to writing rows, quarantining the refused ones.
  */
 import { Transform } from 'node:stream';
@@ -8,19 +9,19 @@ import type { Readable } from 'node:stream';
 import { log } from '@temporalio/activity';
 import { copyRowsFromStream } from '../lib/catalog';
 import { isDataError, withSavepoint } from '../lib/db';
-import type { PageRead, StreamingSource } from '../lib/sources/types';
+import type { PageRead, PageSource } from '../lib/sources/types';
 import { validateRows } from '../lib/validate';
 import type { RejectRecord } from '../lib/validate';
 import type { CopyPageInput } from '../workflows/definitions';
 import type { ActivityContext, PageAttempt } from './context';
-import { writePageFiles } from './page-files';
+import { writeFiles } from './page-files';
 import { upsertQuarantining } from './page-rows';
 import type { RowWriter, WrittenRows } from './page-write';
 
-/** Where a streamed page reads from, and under which limits. */
+/** Where a page reads from, and under which limits. */
 export interface StreamedPage {
   /** The page's source. */
-  source: StreamingSource;
+  source: PageSource;
   /** The page's job-id range (decimal text). */
   range: { firstKey: string; lastKey: string };
   /** statement_timeout of its statements (ms). */
@@ -32,12 +33,13 @@ export interface StreamedPage {
 }
 
 /**
- * A writer that streams the good rows of `read` into the version's table in a savepoint. When the
+ * The page's writer: streams the good rows of `read` into the version's table in a savepoint, then
+ * the page's file records (rebuilds with `--files`) through the one file write. When the
  * catalog refuses a value (SQLSTATE class 22 or 54000) or a key exists already (23505, a page
  * replayed by hand), the savepoint is rolled back and the page is written again from a fresh read
  * of the source as rows: validated in Node, upserted, each refused row quarantined alone.
  */
-export function streamedRowsWriter(
+export function pageReadWriter(
   ctx: ActivityContext,
   input: CopyPageInput,
   page: PageAttempt,
@@ -69,26 +71,50 @@ export function streamedRowsWriter(
     // The files follow their jobs on the same source snapshot. Their values cannot be refused by
     // the catalog (typed at the source, LStat checked before it is decoded): an error fails the attempt.
     const files = streamed.files
-      ? await writePageFiles(c, input.versionId, input.pageNo, read, streamed.signal)
+      ? await writeFiles(c, input.versionId, input.pageNo, await read.openFiles(), streamed.signal)
       : undefined;
-    // Director sources leave unknown codes to the reconciliation, which counts them per bucket.
-    return { rows, rejects: read.rejects, warnings: 0, duplicates: 0, decoded: read.decoded, files };
+    return {
+      rows,
+      rejects: read.rejects,
+      warnings: read.warnings,
+      duplicates: read.duplicates,
+      decoded: read.decoded,
+      files,
+      ...(read.gone.length ? { gone: read.gone } : {}),
+    };
   };
 }
 
-/** The per-row fallback: a fresh read (its own snapshot, its own quarantined records), rows upserted. */
+/**
+ * The per-row fallback: a fresh read (its own snapshot, its own quarantined records; a listing's
+ * `filesCommand` runs again), rows validated and upserted.
+ */
 async function writeRowByRow(
   c: Parameters<RowWriter>[0],
   input: CopyPageInput,
   streamed: StreamedPage,
 ): Promise<WrittenRows> {
-  const again = await streamed.source.openPageRead(streamed.range, streamed.statementTimeoutMs);
+  const again = await streamed.source.openPageRead(streamed.range, {
+    statementTimeoutMs: streamed.statementTimeoutMs,
+    files: streamed.files,
+    signal: streamed.signal,
+  });
   try {
     const checked = validateRows(await again.readRows());
     const rejects: RejectRecord[] = [...again.rejects, ...checked.rejects];
     const rows = await upsertQuarantining(c, input.versionId, input.pageNo, checked.valid, rejects);
-    const files = streamed.files ? await writePageFiles(c, input.versionId, input.pageNo, again) : undefined;
-    return { rows, rejects, warnings: 0, duplicates: checked.duplicates, decoded: again.decoded, files };
+    const files = streamed.files
+      ? await writeFiles(c, input.versionId, input.pageNo, await again.openFiles(), streamed.signal)
+      : undefined;
+    return {
+      rows,
+      rejects,
+      warnings: again.warnings,
+      duplicates: checked.duplicates,
+      decoded: again.decoded,
+      files,
+      ...(again.gone.length ? { gone: again.gone } : {}),
+    };
   } finally {
     await again.close();
   }

@@ -5,21 +5,14 @@
  * from the source lose theirs, in one transaction behind the version fence.
  */
 import { Context } from '@temporalio/activity';
-import {
-  copyFilesIntoStage,
-  deleteJobFiles,
-  ensureFileStage,
-  fileJobStats,
-  insertStagedFiles,
-  lockVersion,
-  versionHasFiles,
-} from '../lib/catalog';
+import { deleteJobFiles, fileJobStats, lockVersion, versionHasFiles } from '../lib/catalog';
 import { withTransaction } from '../lib/db';
 import type { RowHashKind } from '../lib/fingerprint';
 import type { FileSource, JobSource } from '../lib/sources/types';
 import { isFileSource } from '../lib/sources/types';
 import type { ActivityContext } from './context';
 import { readSource } from './failures';
+import { writeFiles } from './page-files';
 
 /** What a bucket's file repair did. */
 export interface FileRepair {
@@ -100,9 +93,7 @@ async function replaceJobFiles(
       if (!jobIds.length) return { rows: 0, rejects: 0 };
       const read = await source.openFileRead(jobIds, 0);
       try {
-        await ensureFileStage(c);
-        await copyFilesIntoStage(c, await read.copyFilesOut(), undefined, read.stageColumns);
-        const r = await insertStagedFiles(c, versionId, 0, read.legacyEncoding, read.timezone);
+        const r = await writeFiles(c, versionId, 0, read);
         await read.close();
         return { rows: r.rows, rejects: r.rejects };
       } catch (err) {

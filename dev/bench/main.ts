@@ -52,6 +52,7 @@ import { CATALOG as PRODUCT_CATALOG, COMPONENTS, runProduct } from './product';
 import { compareFiles, runFilePipeBaseline } from './file-pipe';
 import { runReplayWal } from './replay-wal';
 import { buildBareosSource, sourcePlan } from './source';
+import { BareosSource } from '../../lib/sources/bareos';
 import { rowSetFingerprint, withSearchPath } from './tables';
 
 /** The command line, validated. @throws Error naming the bad option. */
@@ -258,7 +259,9 @@ async function microBenchmarks(ctx: BenchContext, scratchUrl: string, sources: S
   const scratch = createPool(scratchUrl, { applicationName: 'catalog-rebuild:bench:w', max: 2, statementTimeoutMs: 0 });
   try {
     await migrate(scratch);
-    await runPageWrite(ctx, scratch, sources.get('director'));
+    const director = sources.get('director');
+    if (!(director instanceof BareosSource)) throw new Error('the bench source is not a director catalog');
+    await runPageWrite(ctx, scratch, director);
     await runReplayWal(ctx, scratch, sources);
   } finally {
     await scratch.end().catch(() => undefined);

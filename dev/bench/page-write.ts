@@ -8,7 +8,8 @@ import type { PoolClient, Pool } from 'pg';
 import format from 'pg-format';
 import { copyOrUpsertRows, partitionName, upsertRows } from '../../lib/catalog';
 import { withTransaction } from '../../lib/db';
-import type { JobSource, SourceRow } from '../../lib/sources/types';
+import type { BareosSource } from '../../lib/sources/bareos';
+import type { SourceRow } from '../../lib/sources/types';
 import { JOB_COLUMNS } from '../../lib/sources/types';
 import { median } from '../harness/faults';
 import type { BenchContext } from './context';
@@ -38,7 +39,7 @@ const METHODS: Record<string, WriteMethod> = {
 };
 
 /** The first `writePages` pages of the source, read through the product's source adapter. */
-async function readPages(ctx: BenchContext, src: JobSource): Promise<SourceRow[][]> {
+async function readPages(ctx: BenchContext, src: BareosSource): Promise<SourceRow[][]> {
   const { pageSize, o } = ctx;
   const keys = (
     await ctx.dbs.sourcePool.query<{ k: string }>(`SELECT jobid::text AS k FROM job ORDER BY jobid LIMIT $1`, [
@@ -54,7 +55,7 @@ async function readPages(ctx: BenchContext, src: JobSource): Promise<SourceRow[]
 }
 
 /** Runs the micro-benchmark on the migrated `scratch` database with rows read from `src`, and prints its three figures. */
-export async function runPageWrite(ctx: BenchContext, scratch: Pool, src: JobSource): Promise<void> {
+export async function runPageWrite(ctx: BenchContext, scratch: Pool, src: BareosSource): Promise<void> {
   const pages = await readPages(ctx, src);
   const names = Object.keys(METHODS);
   const versionOf = (i: number) => String(900_000_001 + i);

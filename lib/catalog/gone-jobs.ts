@@ -6,17 +6,10 @@
  */
 import type { PoolClient } from 'pg';
 import type { Queryable } from '../db';
+import type { GoneJob } from '../rows';
 
-/** A job a page left out because it is gone from the source. */
-export interface GoneJobRecord {
-  /** Paging key (decimal text). */
-  jobKey: string;
-  jobId: string;
-  /** `YYYY-MM-DD`, or null for a job without start time. */
-  bucket: string | null;
-  /** Why, e.g. `the snapshot is no longer in the repository: …`. */
-  reason: string;
-}
+/** A job a page left out because it is gone from the source (lib/rows.ts). */
+export type GoneJobRecord = GoneJob;
 
 /**
  * Records the jobs page `pageNo` left out as gone (a job recorded before keeps one row, updated).

@@ -1,5 +1,5 @@
 /**
- * A page's read of a Bareos/Bacula director catalog, for the streaming page path: one read-only
+ * A page's read of a Bareos/Bacula director catalog: one read-only
  * REPEATABLE READ transaction on the source (one snapshot) that first checks the page's rows in SQL
  * (quarantined records and their reasons, unknown codes), then streams the good rows with
  * `COPY (SELECT …) TO STDOUT` in the catalog's COPY text form. No row becomes a JavaScript object.
@@ -21,7 +21,7 @@ import {
 import { isDataError, withSavepoint } from '../db';
 import type { Queryable } from '../db';
 import { bareosFilesCopyQuery } from './bareos-files';
-import type { FileSchema, PageRead, PageRejectRecord, ReadRow } from './types';
+import type { FileRead, FileSchema, GoneJob, PageRead, PageRejectRecord, ReadRow } from './types';
 
 /** What a page read needs to know of its source. */
 export interface PageReadSettings {
@@ -31,6 +31,8 @@ export interface PageReadSettings {
   mode: SourceTextMode;
   /** statement_timeout of the read transaction (ms), sized from the page's planned rows. */
   statementTimeoutMs: number;
+  /** The read gives the page's file records (`openFiles`). */
+  files: boolean;
   /** The source's file-record schema (read once per source on `db`, the page's own session, when a page first streams files). */
   fileSchema: (db: Queryable) => Promise<FileSchema>;
 }
@@ -120,6 +122,13 @@ class BareosPageRead implements PageRead {
     return this.check.decoded;
   }
 
+  /** Unknown codes of a director catalog are counted by the reconciliation, per bucket. */
+  readonly warnings = 0;
+  /** Job ids are the primary key of `Job`: no repeats. */
+  readonly duplicates = 0;
+  /** A job deleted after the plan is simply not read. */
+  readonly gone: GoneJob[] = [];
+
   copyOut(versionId: string, pageNo: number): Readable {
     if (this.streamed) throw new Error('a page read streams its rows once');
     this.streamed = true;
@@ -129,15 +138,17 @@ class BareosPageRead implements PageRead {
     );
   }
 
-  get legacyEncoding(): string {
-    return this.settings.mode.legacyEncoding;
-  }
-
-  async copyFilesOut(): Promise<Readable> {
+  async openFiles(): Promise<FileRead> {
+    if (!this.settings.files) throw new Error('a page read opened without files has no file records');
     if (this.filesStreamed) throw new Error('a page read streams its file records once');
     this.filesStreamed = true;
     const schema = await this.settings.fileSchema(this.client);
-    return this.client.query(copyTo(bareosFilesCopyQuery(schema, this.settings.mode, this.range)));
+    const query = bareosFilesCopyQuery(schema, this.settings.mode, this.range);
+    return {
+      legacyEncoding: this.settings.mode.legacyEncoding,
+      copyFilesOut: () => Promise.resolve(this.client.query(copyTo(query))),
+      close: async () => undefined, // the page read's snapshot: ended by the page read's close
+    };
   }
 
   async readRows(): Promise<ReadRow[]> {

@@ -8,7 +8,7 @@ import type { DatabaseSourceConfig } from '../config';
 import { BAREOS_JOB_SELECT as SELECT_JOB, bareosJobSelect } from './bareos-columns';
 import type { SourceTextMode } from './bareos-columns';
 import { openBareosPageRead } from './bareos-page';
-import type { FileJobStat, FileRead, FileSchema, FileSource, PageRead, StreamingSource } from './types';
+import type { FileJobStat, FileRead, FileSchema, FileSource, PageRead, PageReadOptions } from './types';
 import type { SourceFileReconciliation } from './types';
 import { fileJobStats, fileReconciliation, openBareosFileRead, planFilePages, readFileSchema } from './bareos-files';
 import { bareosFingerprintRow, bucketDigestSql, HASH_PROBE_SQL } from '../fingerprint';
@@ -39,7 +39,7 @@ export const DST_COUNTS = (col: string, tz: string): string => {
  * A Bareos or Bacula director catalog in PostgreSQL, read through a read-only pool.
  * Naive timestamps are converted to instants in SQL with the source's zone.
  */
-export class BareosSource implements JobSource, StreamingSource, FileSource {
+export class BareosSource implements JobSource, FileSource {
   readonly kind: string;
   private readonly pool: Pool;
   private readonly configuredZone?: string;
@@ -86,12 +86,13 @@ export class BareosSource implements JobSource, StreamingSource, FileSource {
     return mode.kind === 'utf8' ? SELECT_JOB : bareosJobSelect(mode);
   }
 
-  async openPageRead(range: { firstKey: string; lastKey: string }, statementTimeoutMs: number): Promise<PageRead> {
+  async openPageRead(range: { firstKey: string; lastKey: string }, options: PageReadOptions): Promise<PageRead> {
     const [zone, mode] = await Promise.all([this.timezone(), this.textMode()]);
     return openBareosPageRead(this.pool, range, {
       zone,
       mode,
-      statementTimeoutMs,
+      statementTimeoutMs: options.statementTimeoutMs,
+      files: options.files,
       fileSchema: (db) => this.fileSchema(db),
     });
   }

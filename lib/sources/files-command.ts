@@ -42,11 +42,10 @@ export interface FilesCommandSettings {
 /**
  * A job whose snapshot or archive is no longer in the repository when its command ran (forgotten or
  * pruned after the plan): the stream lists none of its records and goes on with the next job.
+ * Its `reason`: `the snapshot is no longer in the repository: <the command's last lines of standard error>`.
  */
-export interface GoneJob extends ListedJob {
-  /** Why: `the snapshot is no longer in the repository: <the command's last lines of standard error>`. */
-  reason: string;
-}
+export type { GoneJob } from '../rows';
+import type { GoneJob } from '../rows';
 
 /** Told of each job the stream found gone, before the stream goes on with the next job. */
 export type OnGoneJob = (job: GoneJob) => void;

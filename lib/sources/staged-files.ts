@@ -12,12 +12,15 @@ import { LISTING_STAGE_COLUMNS } from './file-listing';
 import type { CommandJob, FilesCommandSettings } from './files-command';
 import { filesCommandStream } from './files-command';
 import { StagedSource } from './staged';
+import { openStagedPageRead } from './staged-page';
 import type {
   FileJobStat,
   FileRead,
   FileSchema,
   FileSource,
   PageRange,
+  PageRead,
+  PageReadOptions,
   ReadRow,
   SourceFileReconciliation,
 } from './types';
@@ -97,6 +100,24 @@ export class StagedFileSource extends StagedSource implements FileSource {
   async fileJobStats(jobIds: string[], hash: RowHashKind): Promise<FileJobStat[]> {
     if (hash !== 'hashtext64') throw new Error(`a listing source's file statistics are hashtext64, not ${hash}`);
     return listingFileJobStats(this.catalogPool, this.version, jobIds);
+  }
+
+  /**
+   * A page read with file records: the page's jobs are listed by the `filesCommand` when the read
+   * opens (staged-page.ts), before the page transaction.
+   */
+  async openPageRead(range: { firstKey: string; lastKey: string }, options: PageReadOptions): Promise<PageRead> {
+    const settings = await this.pageSettings(options);
+    if (!options.files) return openStagedPageRead(this.catalogPool, range, settings);
+    return openStagedPageRead(this.catalogPool, range, {
+      ...settings,
+      files: {
+        settings: this.commandSettings(options.signal),
+        jobs: (rows) => this.commandJobs(rows),
+        legacyEncoding: this.legacyEncodingName(),
+        timezone: await this.timezone(),
+      },
+    });
   }
 
   /** The encoding a listed path or name that is not UTF-8 is decoded from: `legacyEncoding`, default LATIN1. */

@@ -10,7 +10,7 @@ import { finished } from 'node:stream/promises';
 import type { Pool, PoolClient } from 'pg';
 import { from as copyFrom } from 'pg-copy-streams';
 import type { FileSourceConfig } from '../config';
-import { SourceDataInvalidError } from '../errors';
+import { NotPublishableError, SourceDataInvalidError } from '../errors';
 import { copyValue } from '../text-form';
 import { DST_COUNTS } from './bareos';
 import { bucketDigestSql, STAGED_FINGERPRINT_ROW as STAGED_FINGERPRINT } from '../fingerprint';
@@ -20,7 +20,21 @@ import { STAGED_COPY_COLUMNS } from './listing';
 import type { ListingForStaging } from './listing-thread';
 import { parseListingInThread } from './listing-thread';
 import { spawnInGroup } from './process-group';
-import type { BucketStat, DstReport, JobSource, KeySpan, PageRange, ReadRow, SourceWatermark, StatRow } from './types';
+import type { StagedPageSettings } from './staged-page';
+import { openStagedPageRead } from './staged-page';
+import { NOT_GONE, stagedSelect } from './staged-select';
+import type {
+  BucketStat,
+  DstReport,
+  JobSource,
+  KeySpan,
+  PageRange,
+  PageRead,
+  PageReadOptions,
+  ReadRow,
+  SourceWatermark,
+  StatRow,
+} from './types';
 import { densePages, DST_RULE, ROW_WIDTH_SAMPLE, toBucketStat } from './types';
 
 /** Largest listing read from a command's standard output (bytes). */
@@ -127,37 +141,9 @@ export async function stageListing(c: PoolClient, versionId: string, listing: Li
 }
 
 const FMT = `'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'`;
-/** A staged time as an instant: offset times as written, naive ones in the source's zone ($1). */
-const instant = (col: string) =>
-  `(CASE s.time_kind WHEN 'naive' THEN s.${col}::timestamp AT TIME ZONE $1 ELSE s.${col}::timestamptz END)`;
-const utcText = (col: string) =>
-  `CASE WHEN s.reject_reason IS NULL THEN to_char(${instant(col)} AT TIME ZONE 'UTC', ${FMT}) END`;
 
-/**
- * SQL: the staged record (alias `s`) is not a job a page found gone from the source after the plan
- * (`gone_job`, migration 013): such a job is no longer in the source, for every later read.
- */
-const NOT_GONE = `NOT EXISTS (SELECT 1 FROM gone_job g WHERE g.version_id = s.version_id AND g.job_key = s.seq)`;
-
-/**
- * Staged records of version $2 as catalog rows (text), with `reject_reason` and `raw`; jobs a page
- * found gone from the source are left out.
- */
-const SELECT_STAGED = `
-SELECT s.seq::text AS job_key, s.job_id, s.job, s.job_name, s.client, s.type, s.level, s.status,
-       NULL::text AS sched_time,
-       ${utcText('start_text')} AS start_time,
-       ${utcText('end_text')} AS end_time,
-       ${utcText('end_text')} AS real_end_time,
-       s.files, s.bytes, NULL::text AS read_bytes, NULL::text AS job_errors, NULL::text AS pool, NULL::text AS fileset,
-       NULL::text AS prior_job_id, NULL::text AS job_tdate, NULL::text AS vol_session_id, NULL::text AS vol_session_time,
-       s.comment,
-       CASE WHEN s.reject_reason IS NULL THEN
-         (CASE s.time_kind WHEN 'naive' THEN s.start_text::timestamp::date ELSE (s.start_text::timestamptz AT TIME ZONE $1)::date END)::text
-       END AS bucket,
-       s.extra::text AS extra,
-       s.reject_reason, s.raw, s.seq
-FROM staged_record s WHERE s.version_id = $2 AND ${NOT_GONE}`;
+/** {@link stagedSelect} with the zone as `$1` and the version as `$2`. */
+const SELECT_STAGED = stagedSelect('$1', '$2');
 
 /**
  * A staged listing (one version's snapshot of a file source), read from the catalog database.
@@ -227,8 +213,18 @@ export class StagedSource implements JobSource {
     return rows;
   }
 
-  readRange(firstKey: string, lastKey: string): Promise<ReadRow[]> {
-    return this.select('x.seq BETWEEN $3::bigint AND $4::bigint', [firstKey, lastKey]);
+  /**
+   * The page's read out of the staged listing (staged-page.ts).
+   * @throws NotPublishableError when asked for file records: this listing has no `filesCommand`.
+   */
+  async openPageRead(range: { firstKey: string; lastKey: string }, options: PageReadOptions): Promise<PageRead> {
+    if (options.files) throw new NotPublishableError(`source ${this.name} (${this.kind}) has no file records to page`);
+    return openStagedPageRead(this.pool, range, await this.pageSettings(options));
+  }
+
+  /** What a page read of this listing needs, without file records. */
+  protected async pageSettings(options: PageReadOptions): Promise<StagedPageSettings> {
+    return { versionId: this.versionId, zone: await this.timezone(), statementTimeoutMs: options.statementTimeoutMs };
   }
 
   readKeys(keys: string[]): Promise<ReadRow[]> {

@@ -1,58 +1,16 @@
 import type { Readable } from 'node:stream';
+import type { PoolClient } from 'pg';
 import type { RowHashKind } from '../fingerprint';
+import type { GoneJob, PageRejectRecord, ReadRow } from '../rows';
+
+export { JOB_COLUMNS } from '../rows';
+export type { GoneJob, JobColumn, PageRejectRecord, ReadRow, SourceRow } from '../rows';
 
 /**
  * The source side of a rebuild: where job records come from.
  * Every value crosses from source to catalog as text (or NULL), so 64-bit counters and
  * timestamps never pass through a JS number or Node's local time zone.
  */
-
-/** Catalog columns a source row carries, in the order of the page write. */
-export const JOB_COLUMNS = [
-  'job_key',
-  'job_id',
-  'job',
-  'job_name',
-  'client',
-  'type',
-  'level',
-  'status',
-  'sched_time',
-  'start_time',
-  'end_time',
-  'real_end_time',
-  'files',
-  'bytes',
-  'read_bytes',
-  'job_errors',
-  'pool',
-  'fileset',
-  'prior_job_id',
-  'job_tdate',
-  'vol_session_id',
-  'vol_session_time',
-  'comment',
-  'bucket',
-  'extra',
-] as const;
-
-/** Name of one catalog column carried by a source row. */
-export type JobColumn = (typeof JOB_COLUMNS)[number];
-
-/**
- * One job as read from a source: every field as text or NULL.
- * Times are UTC instants `YYYY-MM-DDTHH:MM:SS.ffffffZ`; `bucket` is the source-local date
- * (`YYYY-MM-DD`) of the start time, NULL for jobs that never started; `job_key` is the
- * decimal paging key (Bareos `jobid`, a staged listing's record number); `extra` is a JSON object
- * in PostgreSQL's jsonb text form (source extras), NULL for database sources.
- */
-export type SourceRow = Record<JobColumn, string | null>;
-
-/**
- * A record as a source read it: the job's fields, and for a record that already failed validation
- * when its listing was staged, why (`reject_reason`) and the record as the source wrote it (`raw`).
- */
-export type ReadRow = SourceRow & { reject_reason?: string | null; raw?: string | null };
 
 /** Counts of naive start times that a DST change makes nonexistent or ambiguous, and the rule applied. */
 export interface DstReport {
@@ -121,26 +79,13 @@ export interface KeySpan {
   max: string;
 }
 
-/** A record a page quarantines: where it was, why, and the record as read. */
-export interface PageRejectRecord {
-  /** Paging key (decimal text). */
-  jobKey: string;
-  /** Job id when the record had one. */
-  jobId: string | null;
-  /** Bucket the source assigns the record (NULL when its time is unusable). */
-  bucket: string | null;
-  /** The record's fingerprint input, the same text the source's bucket fingerprint uses. */
-  fingerprintRow: string;
-  /** Why it was quarantined: `field: problem (value)`, joined with `; `. */
-  reason: string;
-  /** The record as read (JSON of its SourceRow text form) or as the source wrote it (listings). */
-  raw: string;
-}
-
 /**
- * One page's read of a database source, inside one source snapshot: its quarantined records and
- * unknown-code count are known when it opens; its good rows are then either streamed once in the
- * catalog's COPY text form (`copyOut`) or read as rows (`readRows`, the per-row fallback).
+ * One page's read of a source, opened before the page transaction, the one input of the page write
+ * (activities/page-stream.ts) for every source kind: its quarantined records, counts and gone jobs
+ * are known when it opens; its good rows are then streamed once in the catalog's COPY text form
+ * (`copyOut`) or read as rows (`readRows`, the per-row fallback); with file records, `openFiles`
+ * gives the file stream of the same jobs. Director catalogs read one source snapshot; staged
+ * listings read the catalog database, their `filesCommand` runs while the read opens.
  */
 export interface PageRead {
   /** Records of the page quarantined by the source's checks (with reasons). */
@@ -148,39 +93,50 @@ export interface PageRead {
   /** Values decoded from the source's legacyEncoding (not valid UTF-8), per catalog column; empty when none. */
   readonly decoded: Record<string, number>;
   /**
+   * Rows with a type, level or status code the product does not know (kept verbatim); 0 for
+   * director catalogs, whose unknown codes the reconciliation counts per bucket.
+   */
+  readonly warnings: number;
+  /** Rows left out as repeats of a job id of the page (the last read wins). */
+  readonly duplicates: number;
+  /** Jobs of the page found gone from the source after the plan: neither their row nor their files are streamed. */
+  readonly gone: GoneJob[];
+  /**
    * The good rows as COPY text, columns `version_id, page_no`, then JOB_COLUMNS (times as
    * timestamptz text). Once per read.
    */
   copyOut(versionId: string, pageNo: number): Readable;
-  /**
-   * The file records of the page's jobs (every job of its range, quarantined ones included) in the
-   * COPY text form of the catalog's page stage (lib/catalog/files.ts FILE_STAGE_COLUMNS), on the
-   * same snapshot as the rows; after `copyOut` has ended. Once per read; database sources only.
-   */
-  copyFilesOut(): Promise<Readable>;
-  /**
-   * The encoding a path or name that is not valid UTF-8 is decoded from (by the catalog, see
-   * `insertStagedFiles`): the source's `legacyEncoding`.
-   */
-  readonly legacyEncoding: string;
   /** The good rows in SourceRow text form, ascending by key (not after `copyOut`). */
   readRows(): Promise<ReadRow[]>;
+  /**
+   * The file records of the page's jobs (quarantined jobs included for director catalogs), on the
+   * same snapshot as the rows, after `copyOut` has ended; once per read, and only for a read
+   * opened with `files`. Closed with the page read.
+   */
+  openFiles(): Promise<FileRead>;
   /** Ends the snapshot and returns the connection (discarded when `err` is given or the COPY broke off). */
   close(err?: Error): Promise<void>;
 }
 
-/** A source whose pages can be streamed (database sources). */
-export interface StreamingSource {
-  /**
-   * Opens the read of the page `[firstKey, lastKey]`; its statements run under `statementTimeoutMs`.
-   * Waits for one of the source's `maxConcurrentReads` connections.
-   */
-  openPageRead(range: { firstKey: string; lastKey: string }, statementTimeoutMs: number): Promise<PageRead>;
+/** How a page read is opened. */
+export interface PageReadOptions {
+  /** statement_timeout of its statements (ms), sized from the page's planned rows. */
+  statementTimeoutMs: number;
+  /** The rebuild copies file records: the read gives the page's file stream (`openFiles`). */
+  files: boolean;
+  /** The attempt's cancellation: ends a command the read runs. */
+  signal?: AbortSignal;
 }
 
-/** True when `s` can stream its pages. */
-export function isStreamingSource(s: object): s is StreamingSource {
-  return typeof (s as Partial<StreamingSource>).openPageRead === 'function';
+/** The page phase of a source: the one read a page (and its per-row fallback) writes from. */
+export interface PageSource {
+  /**
+   * Opens the read of the page `[firstKey, lastKey]`. Waits for one of the source's
+   * `maxConcurrentReads` connections (database sources).
+   * @throws NotPublishableError when `files` is asked of a source without file records; the
+   *   source's errors (connection, statement timeout, a failed `filesCommand`).
+   */
+  openPageRead(range: { firstKey: string; lastKey: string }, options: PageReadOptions): Promise<PageRead>;
 }
 
 /**
@@ -238,8 +194,11 @@ export function densePages(maxKey: string, pageSize: number): PageRange[] {
   return pages;
 }
 
-/** A readable source of job records, keyed by a numeric paging key. */
-export interface JobSource {
+/**
+ * The plan phase of a source: its zone, the watermark, the page walk and the plan's checks; and,
+ * after the publish, the jobs above the watermark.
+ */
+export interface PlanSource {
   /** Source kind from the configuration (`bareos`, `bacula`, `restic-json`, `borg-json`). */
   readonly kind: string;
   /** IANA zone of the source's naive times (configured, or the source database's TimeZone). */
@@ -258,16 +217,17 @@ export interface JobSource {
   averageRowBytes(maxKey: string): Promise<number | null>;
   /** Rows at or below `maxKey`, counting at most `limit` (a bounded statement). */
   countRowsUpTo(maxKey: string, limit: number): Promise<number>;
-  /** Rows with `firstKey <= key <= lastKey`, ascending by key. */
-  readRange(firstKey: string, lastKey: string): Promise<ReadRow[]>;
-  /** Rows with the given keys (decimal text), ascending by key. */
-  readKeys(keys: string[]): Promise<ReadRow[]>;
-  /** Rows of one bucket at or below `maxKey`, ascending by key. */
-  readBucket(bucket: string | null, maxKey: string): Promise<ReadRow[]>;
   /** Naive start times at or below `maxKey` made nonexistent or ambiguous by DST; null when the source has no naive times. */
   dstReport(maxKey: string): Promise<DstReport | null>;
-  /** Job ids at or below `maxKey` among `jobIds` (to tell deleted jobs from moved ones). */
-  existingJobIds(jobIds: string[], maxKey: string): Promise<Set<string>>;
+  /** Jobs above the watermark now (the follow-up delta), as a count. */
+  deltaCount(maxKey: string | null): Promise<number>;
+}
+
+/**
+ * The reconcile phase of a source: the facts a reconciliation compares (per bucket), and the
+ * reads of a bucket's repair.
+ */
+export interface ReconcileSource {
   /**
    * Per-bucket counts, digests, bytes and id spans at or below `maxKey`, in one statement on a
    * session without statement timeout.
@@ -278,13 +238,21 @@ export interface JobSource {
    * the catalog database (staged listings), which hash alike by definition.
    */
   hashProbe?(): Promise<string>;
+  /** Rows with the given keys (decimal text), ascending by key. */
+  readKeys(keys: string[]): Promise<ReadRow[]>;
+  /** Rows of one bucket at or below `maxKey`, ascending by key. */
+  readBucket(bucket: string | null, maxKey: string): Promise<ReadRow[]>;
   /**
    * Rows of one bucket with `span.min <= key <= span.max` and key at or below `maxKey`, ascending
    * by key, read by key range (no index on start time is needed) on a session without statement timeout.
    */
   readBucketInSpan(bucket: string | null, maxKey: string, span: KeySpan): Promise<ReadRow[]>;
-  /** Jobs above the watermark now (the follow-up delta), as a count. */
-  deltaCount(maxKey: string | null): Promise<number>;
+  /** Job ids at or below `maxKey` among `jobIds` (to tell deleted jobs from moved ones). */
+  existingJobIds(jobIds: string[], maxKey: string): Promise<Set<string>>;
+}
+
+/** A readable source of job records, keyed by a numeric paging key: its three phases, and `close`. */
+export interface JobSource extends PlanSource, PageSource, ReconcileSource {
   /** Closes the source's connections. */
   close(): Promise<void>;
 }
@@ -322,14 +290,25 @@ export interface FileSchema {
 
 /** The file records of a set of jobs read on one source snapshot, streamed once. */
 export interface FileRead {
-  /** As {@link PageRead.copyFilesOut}: the jobs' file records in the stage's COPY text form. */
+  /**
+   * The jobs' file records in the COPY text form of the catalog's page stage
+   * (lib/catalog/files.ts FILE_STAGE_COLUMNS, `stageColumns` of them). Once per read.
+   */
   copyFilesOut(): Promise<Readable>;
-  /** As {@link PageRead.legacyEncoding}. */
+  /**
+   * The encoding a path or name that is not valid UTF-8 is decoded from (by the catalog, see
+   * `insertStagedFiles`): the source's `legacyEncoding`.
+   */
   readonly legacyEncoding: string;
   /** The stage columns the COPY text holds, in order; absent: a director catalog's (lib/catalog/files.ts DIRECTOR_STAGE_COLUMNS). */
   readonly stageColumns?: readonly string[];
   /** IANA zone of naive listed mtimes (listing sources); absent: UTC. */
   readonly timezone?: string;
+  /**
+   * Runs in the write's transaction once the records are in the stage, before they are inserted:
+   * what the source records of its own beside them (a listing's per-job figures, lib/catalog/listing-files.ts).
+   */
+  beforeInsert?(c: PoolClient, versionId: string): Promise<void>;
   /** Ends the snapshot and returns the connection (discarded when `err` is given or the COPY broke off). */
   close(err?: Error): Promise<void>;
 }

@@ -1,0 +1,82 @@
+/**
+ * The row model every source, page write and check shares: a job as read from a source (every
+ * field as text or NULL, so 64-bit counters and timestamps never pass through a JS number or
+ * Node's local time zone), a record a page quarantines, and a job gone from the source.
+ */
+
+/** Catalog columns a source row carries, in the order of the page write. */
+export const JOB_COLUMNS = [
+  'job_key',
+  'job_id',
+  'job',
+  'job_name',
+  'client',
+  'type',
+  'level',
+  'status',
+  'sched_time',
+  'start_time',
+  'end_time',
+  'real_end_time',
+  'files',
+  'bytes',
+  'read_bytes',
+  'job_errors',
+  'pool',
+  'fileset',
+  'prior_job_id',
+  'job_tdate',
+  'vol_session_id',
+  'vol_session_time',
+  'comment',
+  'bucket',
+  'extra',
+] as const;
+
+/** Name of one catalog column carried by a source row. */
+export type JobColumn = (typeof JOB_COLUMNS)[number];
+
+/**
+ * One job as read from a source: every field as text or NULL.
+ * Times are UTC instants `YYYY-MM-DDTHH:MM:SS.ffffffZ`; `bucket` is the source-local date
+ * (`YYYY-MM-DD`) of the start time, NULL for jobs that never started; `job_key` is the
+ * decimal paging key (Bareos `jobid`, a staged listing's record number); `extra` is a JSON object
+ * in PostgreSQL's jsonb text form (source extras), NULL for database sources.
+ */
+export type SourceRow = Record<JobColumn, string | null>;
+
+/**
+ * A record as a source read it: the job's fields, and for a record that already failed validation
+ * when its listing was staged, why (`reject_reason`) and the record as the source wrote it (`raw`).
+ */
+export type ReadRow = SourceRow & { reject_reason?: string | null; raw?: string | null };
+
+/** A record a page quarantines: where it was, why, and the record as read. */
+export interface PageRejectRecord {
+  /** Paging key (decimal text). */
+  jobKey: string;
+  /** Job id when the record had one. */
+  jobId: string | null;
+  /** Bucket the source assigns the record (NULL when its time is unusable). */
+  bucket: string | null;
+  /** The record's fingerprint input, the same text the source's bucket fingerprint uses. */
+  fingerprintRow: string;
+  /** Why it was quarantined: `field: problem (value)`, joined with `; `. */
+  reason: string;
+  /** The record as read (JSON of its SourceRow text form) or as the source wrote it (listings). */
+  raw: string;
+}
+
+/**
+ * A job of a page gone from the source after the plan (a snapshot forgotten or an archive pruned
+ * before its page listed it): left out of the page, which records it (`gone_job`).
+ */
+export interface GoneJob {
+  /** Paging key (decimal text). */
+  jobKey: string;
+  jobId: string;
+  /** `YYYY-MM-DD`, or null for a job without start time. */
+  bucket: string | null;
+  /** Why, e.g. `the snapshot is no longer in the repository: …`. */
+  reason: string;
+}
