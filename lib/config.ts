@@ -2,6 +2,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { z } from 'zod';
 import { ConfigError, UnknownSourceError } from './errors';
+import { isListingKind, LISTING_KINDS } from './sources/listing-formats';
 
 const postgresUrl = z
   .string()
@@ -105,11 +106,12 @@ const FILES_PLACEHOLDERS = new Set(['{id}', '{short_id}', '{archive}', '{repo}']
 
 /**
  * A restic (`restic snapshots --json`) or borg (`borg list --json`) listing, read from a file
- * (`path`) or from a command's standard output (`command`, an argv array run without a shell).
+ * (`path`) or from a command's standard output (`command`, an argv array run without a shell);
+ * `kind` is one of the listing formats' kinds (lib/sources/listing-formats/).
  */
 export const fileSourceSchema = z
   .object({
-    kind: z.enum(['restic-json', 'borg-json']),
+    kind: z.enum(LISTING_KINDS),
     /** Listing file; a relative path is resolved against the configuration file's folder. */
     path: z.string().min(1).optional(),
     /** Command printing the listing, as an argv array (no shell). */
@@ -186,7 +188,7 @@ export const fileSourceSchema = z
 /** Any source: a director catalog database or a backup tool's JSON listing. */
 export const sourceSchema = z.discriminatedUnion('kind', [databaseSourceSchema, fileSourceSchema], {
   error: () =>
-    'kind must be one of "bareos", "bacula" (director catalog databases), "restic-json", "borg-json" (listings)',
+    `kind must be one of "bareos", "bacula" (director catalog databases), ${LISTING_KINDS.map((k) => `"${k}"`).join(', ')} (listings)`,
 });
 
 /** The worker-side configuration file named by CATALOG_REBUILD_CONFIG. */
@@ -208,9 +210,9 @@ export type DatabaseSourceConfig = z.infer<typeof databaseSourceSchema>;
 /** A file or command source's settings. */
 export type FileSourceConfig = z.infer<typeof fileSourceSchema>;
 
-/** True for sources staged into the catalog database at plan time (restic, borg listings). */
+/** True for sources staged into the catalog database at plan time (the listing kinds: restic, borg). */
 export function isFileSource(c: SourceConfig): c is FileSourceConfig {
-  return c.kind === 'restic-json' || c.kind === 'borg-json';
+  return isListingKind(c.kind);
 }
 
 function formatIssues(err: z.ZodError, file: string): string {

@@ -16,15 +16,12 @@ import * as path from 'node:path';
 import * as os from 'node:os';
 import { spawn } from 'node:child_process';
 import { projectRoot } from '../lib/paths';
-import type { FileListingKind, ListedJob, StagedListingRecord } from '../lib/sources/file-listing';
-import {
-  borgMode,
-  LISTING_STAGE_COLUMNS,
-  listingRecord,
-  listingRecordCopyLine,
-  resticMode,
-  resticSnapshotId,
-} from '../lib/sources/file-listing';
+import type { ListedJob, StagedListingRecord } from '../lib/sources/file-listing';
+import { LISTING_STAGE_COLUMNS, listingRecord, listingRecordCopyLine } from '../lib/sources/file-listing';
+import type { ListingKind } from '../lib/sources/listing-formats';
+import { listingFormat } from '../lib/sources/listing-formats';
+import { borgMode } from '../lib/sources/listing-formats/borg';
+import { resticFormat, resticMode, resticSnapshotId } from '../lib/sources/listing-formats/restic';
 import { commandArgv, filesCommandStream } from '../lib/sources/files-command';
 import { listingFilePages } from '../lib/sources/staged-files';
 
@@ -38,18 +35,18 @@ const asRec = (r: StagedListingRecord): Rec =>
 /** A fixture's records, mapped, keyed by path + name (restic's snapshot line checked and left out). */
 function mapped(
   file: string,
-  kind: FileListingKind,
+  kind: ListingKind,
 ): { records: Rec[]; byName: Map<string, Rec>; snapshot: string | null } {
   const lines = fs
     .readFileSync(path.join(DIR, file), 'utf8')
     .split('\n')
     .filter((l) => l.trim());
   let snapshot: string | null = null;
-  if (kind === 'restic') {
+  if (kind === 'restic-json') {
     snapshot = resticSnapshotId(lines[0]);
     lines.shift();
   }
-  const records = lines.map((l, i) => asRec(listingRecord(kind, JOB, i + 1, l)));
+  const records = lines.map((l, i) => asRec(listingRecord(listingFormat(kind), JOB, i + 1, l)));
   return { records, byName: new Map(records.map((r) => [`${r.path}${r.name}`, r])), snapshot };
 }
 
@@ -60,7 +57,7 @@ for (const v of ['0.14', '0.18', '0.19']) {
     const snapshots = JSON.parse(fs.readFileSync(path.join(DIR, `restic-${v}-snapshots.json`), 'utf8')) as {
       id: string;
     }[];
-    const { records, byName, snapshot } = mapped(`restic-${v}-ls.jsonl`, 'restic');
+    const { records, byName, snapshot } = mapped(`restic-${v}-ls.jsonl`, 'restic-json');
     assert.equal(snapshot, snapshots[0].id, 'the first line names the snapshot listed');
     assert.equal(records.length, 20);
     assert.deepEqual(
@@ -116,7 +113,7 @@ for (const [file, offset] of [
   ['borg-2-files.jsonl', '+00:00'],
 ] as const) {
   test(`${file.replace('-files.jsonl', '')} list --json-lines: every entry mapped, field by field`, () => {
-    const { records, byName } = mapped(file, 'borg');
+    const { records, byName } = mapped(file, 'borg-json');
     assert.equal(records.length, 17);
     assert.deepEqual(
       records.map((r) => r.problem),
@@ -174,7 +171,7 @@ test('Go file modes and borg mode strings as POSIX st_mode', () => {
 test('records that cannot be used are quarantined with their line; sizes beyond 2^53 stay exact', () => {
   // Lines written for this test (the edge cases real listings of this tree do not hold).
   const big = asRec(
-    listingRecord('restic', JOB, 1, '{"name":"b","type":"file","path":"/b","size":1152921504606846977,"mode":420}'),
+    listingRecord(resticFormat, JOB, 1, '{"name":"b","type":"file","path":"/b","size":1152921504606846977,"mode":420}'),
   );
   assert.deepEqual([big.size, big.problem, big.mtime], ['1152921504606846977', null, null]);
   const cases: [string, RegExp][] = [
@@ -192,11 +189,11 @@ test('records that cannot be used are quarantined with their line; sizes beyond 
     ['{"name":', /^record: not valid JSON/],
   ];
   for (const [line, reason] of cases) {
-    const r = asRec(listingRecord('restic', JOB, 7, line));
+    const r = asRec(listingRecord(resticFormat, JOB, 7, line));
     assert.match(r.problem ?? '', reason, line);
     assert.equal(r.raw, line);
     assert.equal(r.file_index, '7');
-    assert.doesNotMatch(listingRecordCopyLine(listingRecord('restic', JOB, 7, line)), /\u0000/);
+    assert.doesNotMatch(listingRecordCopyLine(listingRecord(resticFormat, JOB, 7, line)), /\u0000/);
   }
 });
 
@@ -214,7 +211,7 @@ test('filesCommand: placeholders per job; a snapshot gone from the repository fa
   const job = { jobKey: '1', jobId: 'abc123', bucket: null, id: 'abc123', shortId: 'abc1', archive: 'host-2026' };
   const settings = {
     source: 'r',
-    kind: 'borg' as const,
+    kind: 'borg-json' as const,
     argv: ['borg', 'list', '--json-lines', '{repo}::{archive}', '{id}', '{short_id}'],
     repository: '/srv/borg',
     timeoutMs: 5_000,
@@ -227,7 +224,7 @@ test('filesCommand: placeholders per job; a snapshot gone from the repository fa
     'abc123',
     'abc1',
   ]);
-  const drain = async (argv: string[], kind: FileListingKind = 'restic') => {
+  const drain = async (argv: string[], kind: ListingKind = 'restic-json') => {
     let text = '';
     for await (const chunk of filesCommandStream({ ...settings, kind, argv }, [job])) text += String(chunk);
     return text;
@@ -240,20 +237,20 @@ test('filesCommand: placeholders per job; a snapshot gone from the repository fa
       /snapshot abc123: the snapshot is no longer in the repository/.test(e.message),
   );
   await assert.rejects(
-    drain(['sh', '-c', 'echo "Archive host-2026 does not exist" >&2; exit 2'], 'borg'),
+    drain(['sh', '-c', 'echo "Archive host-2026 does not exist" >&2; exit 2'], 'borg-json'),
     (e: Error & { code?: string }) => e.code === 'SOURCE_DATA_INVALID' && /archive host-2026/.test(e.message),
   );
   await assert.rejects(
-    drain(['sh', '-c', 'echo "repository is already locked" >&2; exit 11'], 'borg'),
+    drain(['sh', '-c', 'echo "repository is already locked" >&2; exit 11'], 'borg-json'),
     (e: Error & { code?: string }) =>
       e.code === undefined && /exited with status 11: repository is already locked/.test(e.message),
   );
   const lines = await drain(
     ['cat', path.join(DIR, 'restic-0.14-ls.jsonl')].map((a) => a),
-    'restic',
+    'restic-json',
   ).catch((e: Error) => e.message);
   assert.match(String(lines), /listed snapshot b06b35b8.* instead/);
-  const text = await drain(['cat', path.join(DIR, 'borg-1.2-files.jsonl')], 'borg');
+  const text = await drain(['cat', path.join(DIR, 'borg-1.2-files.jsonl')], 'borg-json');
   assert.equal(text.split('\n').filter(Boolean).length, 17);
 });
 
@@ -268,7 +265,7 @@ test('filesCommand: a snapshot or archive gone from the repository is told to on
     shortId: id.slice(0, 8),
     archive: `host-${n}`,
   });
-  const settings = { source: 'r', kind: 'restic' as const, timeoutMs: 5_000 };
+  const settings = { source: 'r', kind: 'restic-json' as const, timeoutMs: 5_000 };
   // restic 0.14 for a forgotten snapshot: a warning, no output, exit 0; 0.18: exit 1. Else the listing.
   const argv = [
     'sh',
@@ -278,7 +275,7 @@ test('filesCommand: a snapshot or archive gone from the repository is told to on
        *) exec cat "${listing}";; esac`,
     '{id}',
   ];
-  const drain = async (jobs: ReturnType<typeof job>[], a = argv, kind: FileListingKind = 'restic') => {
+  const drain = async (jobs: ReturnType<typeof job>[], a = argv, kind: ListingKind = 'restic-json') => {
     const told: { jobKey: string; jobId: string; bucket: string | null; reason: string }[] = [];
     let text = '';
     for await (const chunk of filesCommandStream({ ...settings, kind, argv: a }, jobs, (g) => told.push(g)))
@@ -307,7 +304,7 @@ test('filesCommand: a snapshot or archive gone from the repository is told to on
       '{archive}',
       path.join(DIR, 'borg-1.2-files.jsonl'),
     ],
-    'borg',
+    'borg-json',
   );
   assert.deepEqual(
     borg.told.map((g) => [g.jobId, g.reason]),
@@ -330,7 +327,7 @@ test('filesCommand: a warning on standard error with a good listing is no prune;
   const job = { jobKey: '1', jobId: 'b06b35b8', bucket: null, id: 'b06b35b8', shortId: 'b06b35b8', archive: 'a{repo}' };
   const settings = {
     source: 'r',
-    kind: 'restic' as const,
+    kind: 'restic-json' as const,
     argv: ['x', '{archive}'],
     repository: '/srv',
     timeoutMs: 5_000,
@@ -392,7 +389,7 @@ test('filesCommand: when the worker dies (SIGKILL), the command it was running i
   const script = `
     const { filesCommandStream } = require(${JSON.stringify(path.join(projectRoot(), 'dist/lib/sources/files-command.js'))});
     const job = { jobKey: '1', jobId: 'x', bucket: null, id: 'x', shortId: 'x', archive: 'x' };
-    filesCommandStream({ source: 'r', kind: 'borg', argv: ['sh', '-c', 'trap "" TERM; echo $$ > ${pidFile}; sleep 300'], timeoutMs: 600000 }, [job]).resume();`;
+    filesCommandStream({ source: 'r', kind: 'borg-json', argv: ['sh', '-c', 'trap "" TERM; echo $$ > ${pidFile}; sleep 300'], timeoutMs: 600000 }, [job]).resume();`;
   const fakeWorker = spawn(process.execPath, ['-e', script], { stdio: 'ignore' });
   try {
     const pid = await commandPid(pidFile);
@@ -415,7 +412,7 @@ test('filesCommand: a cancelled page (its AbortSignal) ends the command in fligh
   const stream = filesCommandStream(
     {
       source: 'r',
-      kind: 'borg',
+      kind: 'borg-json',
       argv: ['sh', '-c', `trap "" TERM; echo $$ > ${pidFile}; sleep 300`],
       timeoutMs: 600_000,
       signal: ac.signal,

@@ -1,6 +1,7 @@
 /**
- * File listings of restic and borg (`restic ls --json <id>`, `borg list --json-lines <archive>`),
- * one JSON record per line, mapped to the catalog's page stage (lib/catalog/files.ts
+ * File listings of the listing sources (`restic ls --json <id>`, `borg list --json-lines
+ * <archive>`), one JSON record per line, each read by the source kind's format
+ * (lib/sources/listing-formats/) and mapped to the catalog's page stage (lib/catalog/files.ts
  * FILE_STAGE_COLUMNS, the listing columns included): `path` = the directory with a trailing '/',
  * `name` = the last component ('' for a directory's own entry), `mode` = the POSIX st_mode,
  * `size`, `uid`, `gid` and `mtime` as listed, `file_index` = position in the listing (1-based),
@@ -24,10 +25,8 @@
  */
 import { isLosslessNumber, parse } from 'lossless-json';
 import { copyValue } from '../text-form';
+import type { ListingFormat } from './listing-formats/types';
 import { normalizeTime } from './listing-records';
-
-/** Listing formats of file records. */
-export type FileListingKind = 'restic' | 'borg';
 
 /** The job a listing belongs to, as the page stage records it. */
 export interface ListedJob {
@@ -49,8 +48,8 @@ export { LISTING_STAGE_COLUMNS } from '../file-stage';
  */
 export const LISTING_POSITIONS_PER_JOB = 10_000_000_000n;
 
-/** POSIX file type bits of st_mode. */
-const S_IFMT = {
+/** POSIX file type bits of st_mode, by file type (formats map their tools' types to them). */
+export const S_IFMT = {
   socket: 0o140000,
   symlink: 0o120000,
   file: 0o100000,
@@ -59,66 +58,6 @@ const S_IFMT = {
   char: 0o020000,
   fifo: 0o010000,
 } as const;
-
-/** restic's node `type` → POSIX file type bits (`irregular`: none). */
-const RESTIC_TYPES: Record<string, number> = {
-  file: S_IFMT.file,
-  dir: S_IFMT.dir,
-  symlink: S_IFMT.symlink,
-  dev: S_IFMT.block,
-  chardev: S_IFMT.char,
-  fifo: S_IFMT.fifo,
-  socket: S_IFMT.socket,
-  irregular: 0,
-};
-
-/** Go os.FileMode bits that map to POSIX permission bits beyond the low nine. */
-const GO_SETUID = 1 << 23;
-const GO_SETGID = 1 << 22;
-const GO_STICKY = 1 << 20;
-
-/**
- * A restic node's POSIX st_mode: the file type from the node's `type`, the permissions from Go's
- * `os.FileMode` (low 9 bits, setuid, setgid, sticky). `goMode` is absent when restic left it out (zero).
- * @returns the mode, or a reason when the type is unknown or the mode is not a 32-bit unsigned integer.
- */
-export function resticMode(type: unknown, goMode: number | undefined): number | { error: string } {
-  if (typeof type !== 'string' || !(type in RESTIC_TYPES))
-    return { error: `type: unknown node type ${JSON.stringify(type)}` };
-  const m = goMode ?? 0;
-  if (!Number.isInteger(m) || m < 0 || m > 0xffffffff) return { error: `mode: not a Go file mode (${m})` };
-  const perm = (m & 0o777) | (m & GO_SETUID ? 0o4000 : 0) | (m & GO_SETGID ? 0o2000 : 0) | (m & GO_STICKY ? 0o1000 : 0);
-  return RESTIC_TYPES[type] | perm;
-}
-
-/** borg's mode string's first character → POSIX file type bits. */
-const BORG_TYPES: Record<string, number> = {
-  '-': S_IFMT.file,
-  d: S_IFMT.dir,
-  l: S_IFMT.symlink,
-  b: S_IFMT.block,
-  c: S_IFMT.char,
-  p: S_IFMT.fifo,
-  s: S_IFMT.socket,
-};
-
-/**
- * A borg mode string (`-rw-r--r--`, `drwxrwxrwt`, `-rwsr-xr-x`, as `ls -l` and Python's
- * `stat.filemode` write it) as a POSIX st_mode.
- * @returns the mode, or a reason when the string is not such a mode.
- */
-export function borgMode(s: unknown): number | { error: string } {
-  if (typeof s !== 'string' || !/^[-dlbcps][-r][-w][-xsS][-r][-w][-xsS][-r][-w][-xtT]$/.test(s))
-    return { error: `mode: not a mode string (${JSON.stringify(s)})` };
-  let m = BORG_TYPES[s[0]];
-  const bit = (i: number, v: number) => (s[i] !== '-' && s[i] !== 'S' && s[i] !== 'T' ? v : 0);
-  m |= bit(1, 0o400) | bit(2, 0o200) | bit(3, 0o100) | bit(4, 0o040) | bit(5, 0o020) | bit(6, 0o010);
-  m |= bit(7, 0o004) | bit(8, 0o002) | bit(9, 0o001);
-  if (s[3] === 's' || s[3] === 'S') m |= 0o4000;
-  if (s[6] === 's' || s[6] === 'S') m |= 0o2000;
-  if (s[9] === 't' || s[9] === 'T') m |= 0o1000;
-  return m;
-}
 
 /** A listing record's directory and name: the path split at its last '/'. */
 function splitPath(p: string, isDir: boolean): { path: string; name: string } {
@@ -176,12 +115,14 @@ const MAX_ID = (1n << 63n) - 1n;
 export type StagedListingRecord = (string | null)[];
 
 /**
- * Maps one line of a file listing to the stage's values. Restic's snapshot line is not a record
- * (the caller checks it, see {@link resticSnapshotId}).
+ * Maps one line of a file listing to the stage's values, the line read by `format` (its
+ * `fileEntry`). A header line (restic's snapshot line) is not a record: the caller checks it (see
+ * {@link ListingFormat.fileListingHeader}). A line that cannot be used is quarantined: its
+ * `problem` says why and `raw` holds the line (its first 8,192 characters).
  * @param position 1-based position of the record in the job's listing.
  */
 export function listingRecord(
-  kind: FileListingKind,
+  format: ListingFormat,
   job: ListedJob,
   position: number,
   line: string,
@@ -227,13 +168,13 @@ export function listingRecord(
   } catch (err) {
     return out({}, `record: not valid JSON: ${(err as Error).message}`);
   }
-  const p = rec.path;
+  const entry = format.fileEntry(rec);
+  const p = entry.path;
   if (typeof p !== 'string' || !p) return out({}, 'path: is missing');
-  const mode = kind === 'restic' ? resticMode(rec.type, numberOrUndefined(rec.mode)) : borgMode(rec.mode);
-  const isDir = kind === 'restic' ? rec.type === 'dir' : rec.type === 'd' || String(rec.mode ?? '').startsWith('d');
+  const { mode, isDir } = entry;
   let names: { path: string | null; name: string | null; pathBytes: string | null; nameBytes: string | null };
-  if (kind === 'borg' && typeof rec.path_b64 === 'string') {
-    const s = splitBytes(Buffer.from(rec.path_b64, 'base64'), isDir);
+  if (entry.pathBytes) {
+    const s = splitBytes(entry.pathBytes, isDir);
     const dir = exactText(s.path);
     const name = exactText(s.name);
     names = { path: dir.text, name: name.text, pathBytes: dir.bytes, nameBytes: name.bytes };
@@ -241,16 +182,16 @@ export function listingRecord(
     const s = splitPath(p, isDir);
     names = { path: s.path, name: s.name, pathBytes: null, nameBytes: null };
   }
-  const size = wholeNumber(rec.size);
-  const uid = wholeNumber(rec.uid);
-  const gid = wholeNumber(rec.gid);
-  const { mtime, problem: timeProblem } = listedMtime(rec.mtime);
+  const size = wholeNumber(entry.size);
+  const uid = wholeNumber(entry.uid);
+  const gid = wholeNumber(entry.gid);
+  const { mtime, problem: timeProblem } = listedMtime(entry.mtime);
   const problems = [
     typeof mode === 'object' ? mode.error : null,
-    size === undefined ? `size: not a whole number (${String(rec.size)})` : null,
+    size === undefined ? `size: not a whole number (${String(entry.size)})` : null,
     size && BigInt(size) >= 1n << 64n ? `size: exceeds 64 bits (${size})` : null,
-    idProblem('uid', uid, rec.uid),
-    idProblem('gid', gid, rec.gid),
+    idProblem('uid', uid, entry.uid),
+    idProblem('gid', gid, entry.gid),
     timeProblem,
     `${names.path ?? ''}${names.name ?? ''}`.includes('\u0000')
       ? 'name: contains a NUL character (\\u0000), which PostgreSQL text cannot store'
@@ -289,28 +230,6 @@ function listedMtime(t: unknown): { mtime: string | null; problem: string | null
 function idProblem(field: string, v: string | null | undefined, raw: unknown): string | null {
   if (v === undefined) return `${field}: not a whole number (${String(raw)})`;
   return v !== null && BigInt(v) > MAX_ID ? `${field}: exceeds 63 bits (${v})` : null;
-}
-
-/** A lossless JSON number as a JS number (Go file modes fit in 32 bits); undefined when absent or not a number. */
-function numberOrUndefined(v: unknown): number | undefined {
-  if (v === undefined || v === null) return undefined;
-  if (typeof v === 'number') return v;
-  return isLosslessNumber(v) ? Number(v.value) : Number.NaN;
-}
-
-/**
- * The id of a restic snapshot line (`struct_type` or `message_type` "snapshot"), or null when the
- * line is not one (a node line, or not JSON).
- */
-export function resticSnapshotId(line: string): string | null {
-  if (!line.includes('"snapshot"')) return null;
-  try {
-    const v = JSON.parse(line) as Record<string, unknown>;
-    const isSnapshot = v.struct_type === 'snapshot' || v.message_type === 'snapshot';
-    return isSnapshot && typeof v.id === 'string' ? v.id : null;
-  } catch {
-    return null;
-  }
 }
 
 /** One mapped record as a line of `COPY pg_temp.file_stage (LISTING_STAGE_COLUMNS) FROM STDIN` text. */

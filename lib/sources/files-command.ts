@@ -11,24 +11,24 @@ import { StringDecoder } from 'node:string_decoder';
 import { Worker } from 'node:worker_threads';
 import { SourceDataInvalidError } from '../errors';
 import { spawnInGroup } from './process-group';
-import type { FileListingKind, ListedJob } from './file-listing';
-import { LISTING_POSITIONS_PER_JOB, listingRecord, listingRecordCopyLine, resticSnapshotId } from './file-listing';
+import type { ListedJob } from './file-listing';
+import { LISTING_POSITIONS_PER_JOB, listingRecord, listingRecordCopyLine } from './file-listing';
+import type { CommandValues } from './listing-formats';
+import { listingFormat } from './listing-formats';
 
-/** A job whose files a command lists: its stage identity and the values of the placeholders. */
-export interface CommandJob extends ListedJob {
-  /** `{id}`: the snapshot id (restic) or archive id (borg). */
-  id: string;
-  /** `{short_id}`: restic's short id (the first 8 digits of the id when the listing had none). */
-  shortId: string;
-  /** `{archive}`: the archive name (borg); the id for restic. */
-  archive: string;
-}
+/**
+ * A job whose files a command lists: its stage identity and the values of the placeholders (as its
+ * format reads them from the staged job: `{id}` the snapshot or archive id, `{short_id}` restic's
+ * short id, `{archive}` the borg archive name).
+ */
+export interface CommandJob extends ListedJob, CommandValues {}
 
 /** How the commands of a page are run. */
 export interface FilesCommandSettings {
   /** Source name, for messages. */
   source: string;
-  kind: FileListingKind;
+  /** The source's listing kind (`restic-json`, `borg-json`): its format reads the listings. */
+  kind: string;
   /** argv with placeholders (no shell). */
   argv: string[];
   /** `{repo}`: the configured repository, if any. */
@@ -67,22 +67,16 @@ export function commandArgv(s: FilesCommandSettings, job: CommandJob): string[] 
   return s.argv.map((a) => a.replace(/\{(id|short_id|archive|repo)\}/g, (p) => values[p]));
 }
 
-/**
- * What restic and borg print for a snapshot or archive that is not in the repository: restic's
- * `no matching ID found for prefix "…"` (restic 0.14 prints it and exits 0; 0.17 and later exit 1),
- * borg's `Archive … does not exist`. A missing repository (`Repository … does not exist`) is not one.
- */
-const NOT_IN_REPOSITORY = /no matching ID found for prefix|^Archive .* does not exist/m;
-
 /** Characters of a command's standard error kept for its message: the last ones. */
 const STDERR_KEPT = 64_000;
 
 /**
  * The file records of `jobs`, one command after another, as COPY text of the page stage's listing
  * columns (file-listing.ts LISTING_STAGE_COLUMNS). A job whose snapshot or archive is no longer in
- * the repository (restic's `no matching ID found for prefix`, borg's `Archive … does not exist`)
- * lists nothing: `onGone` is told (before any later job's records) and the stream goes on with the
- * next job; without `onGone` the stream fails instead, as below.
+ * the repository (its standard error matches its format's `notInRepository`: restic's `no matching
+ * ID found for prefix`, borg's `Archive … does not exist`) lists nothing: `onGone` is told (before
+ * any later job's records) and the stream goes on with the next job; without `onGone` the stream
+ * fails instead, as below.
  * @throws (from the stream) SourceDataInvalidError (non-retryable) naming the snapshot when it is
  *   no longer in the repository and there is no `onGone`, when a listing is not the job's (another
  *   snapshot, no snapshot line), or when a job's listing holds more records than a job may
@@ -191,8 +185,10 @@ async function* linesOf(stream: Readable): AsyncGenerator<string> {
 }
 
 async function* oneJob(s: ThreadSettings, job: CommandJob, gone: GoneNotice): AsyncGenerator<Buffer> {
+  const format = listingFormat(s.kind);
+  const header = format.fileListingHeader;
   const argv = commandArgv(s, job);
-  const what = `source ${s.source}: files command ${argv[0]} for ${s.kind === 'restic' ? `snapshot ${job.id}` : `archive ${job.archive} (id ${job.id})`}`;
+  const what = `source ${s.source}: files command ${argv[0]} for ${format.describeJob(job)}`;
   const { child, killGroup } = spawnInGroup(argv, { endWithParent: true });
   let stderr = '';
   let failure: string | null = null;
@@ -214,18 +210,18 @@ async function* oneJob(s: ThreadSettings, job: CommandJob, gone: GoneNotice): As
   try {
     await started;
     let position = 0;
-    let snapshotSeen = s.kind !== 'restic';
+    let snapshotSeen = !header;
     // Each line's COPY text is written into a buffer at once, so its strings die young (a string
     // batch kept them alive across collections, and the worker's heap grew with the listing).
     let batch = Buffer.allocUnsafe(BATCH_BYTES);
     let used = 0;
     for await (const line of linesOf(child.stdout)) {
       if (!line.trim()) continue;
-      if (!snapshotSeen) {
-        const id = resticSnapshotId(line);
+      if (header && !snapshotSeen) {
+        const id = header.jobId(line);
         if (id !== null) {
           if (id !== job.id && !id.startsWith(job.id))
-            throw new SourceDataInvalidError(`${what} listed snapshot ${id} instead`);
+            throw new SourceDataInvalidError(`${what} listed ${format.noun} ${id} instead`);
           snapshotSeen = true;
           continue;
         }
@@ -233,7 +229,7 @@ async function* oneJob(s: ThreadSettings, job: CommandJob, gone: GoneNotice): As
       position++;
       if (BigInt(position) >= LISTING_POSITIONS_PER_JOB)
         throw new SourceDataInvalidError(`${what} lists more than ${LISTING_POSITIONS_PER_JOB - 1n} records`);
-      const text = listingRecordCopyLine(listingRecord(s.kind, job, position, line));
+      const text = listingRecordCopyLine(listingRecord(format, job, position, line));
       const bytes = Buffer.byteLength(text);
       if (used && used + bytes > batch.length) {
         yield batch.subarray(0, used);
@@ -245,10 +241,10 @@ async function* oneJob(s: ThreadSettings, job: CommandJob, gone: GoneNotice): As
     const { code, signal } = await closed;
     const tail = stderr.trim().split('\n').slice(-3).join(' | ').slice(-500);
     if (failure) throw new Error(`${what} ${failure}${tail ? `: ${tail}` : ''}`);
-    if ((code !== 0 || !snapshotSeen) && NOT_IN_REPOSITORY.test(stderr)) {
+    if ((code !== 0 || !snapshotSeen) && format.notInRepository.test(stderr)) {
       // Nothing of its listing is passed on: the records of this job not yet yielded are dropped here,
       // and the page drops any it staged already.
-      const thing = s.kind === 'restic' ? 'snapshot' : 'archive';
+      const thing = format.noun;
       const reason = `the ${thing} is no longer in the repository${tail ? `: ${tail}` : ''}`;
       gone(
         { jobKey: job.jobKey, jobId: job.jobId, bucket: job.bucket, reason },
@@ -256,9 +252,9 @@ async function* oneJob(s: ThreadSettings, job: CommandJob, gone: GoneNotice): As
       );
       return;
     }
-    if (code === 0 && !snapshotSeen) {
+    if (code === 0 && header && !snapshotSeen) {
       throw new SourceDataInvalidError(
-        `${what} printed no snapshot line (${position} records): is it restic ls --json for one snapshot?${tail ? ` ${tail}` : ''}`,
+        `${what} printed no ${header.name} (${position} records): is it ${header.expected}?${tail ? ` ${tail}` : ''}`,
       );
     }
     if (code !== 0)

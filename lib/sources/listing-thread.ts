@@ -7,9 +7,11 @@ import * as path from 'node:path';
 import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
 import { SourceDataInvalidError } from '../errors';
 import { parseListing, toCopyText } from './listing';
+import type { ListingKind } from './listing-formats';
 
 interface Job {
-  kind: 'restic-json' | 'borg-json';
+  /** A built-in listing kind: the thread knows no other (see listing-formats/index.ts). */
+  kind: ListingKind;
   bytes: Uint8Array;
   opts: { source: string; client?: string | null; legacyEncoding?: string };
   withIds: boolean;

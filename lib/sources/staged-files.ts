@@ -11,6 +11,7 @@ import type { RowHashKind } from '../fingerprint';
 import { LISTING_STAGE_COLUMNS } from './file-listing';
 import type { CommandJob, FilesCommandSettings } from './files-command';
 import { filesCommandStream } from './files-command';
+import { listingFormat } from './listing-formats';
 import { StagedSource } from './staged';
 import { openStagedPageRead } from './staged-page';
 import type {
@@ -129,7 +130,7 @@ export class StagedFileSource extends StagedSource implements FileSource {
   commandSettings(signal?: AbortSignal): FilesCommandSettings {
     return {
       source: this.sourceName,
-      kind: this.listingConfig.kind === 'restic-json' ? 'restic' : 'borg',
+      kind: this.listingConfig.kind,
       argv: this.listingConfig.filesCommand,
       repository: this.listingConfig.repository,
       timeoutMs: this.listingConfig.filesCommandTimeoutMs ?? FILES_COMMAND_TIMEOUT_MS,
@@ -139,20 +140,15 @@ export class StagedFileSource extends StagedSource implements FileSource {
 
   /** The jobs of `rows` (staged records with an id) as the commands list them. */
   commandJobs(rows: ReadRow[]): CommandJob[] {
+    const format = listingFormat(this.listingConfig.kind);
     return rows
       .filter((r) => r.job_id !== null && r.job_key !== null)
-      .map((r) => {
-        const extra = r.extra ? (JSON.parse(r.extra) as { short_id?: unknown }) : {};
-        const id = r.job_id!;
-        return {
-          jobKey: r.job_key!,
-          jobId: id,
-          bucket: r.bucket,
-          id,
-          shortId: typeof extra.short_id === 'string' ? extra.short_id : id.slice(0, 8),
-          archive: this.listingConfig.kind === 'borg-json' ? (r.job ?? id) : id,
-        };
-      });
+      .map((r) => ({
+        jobKey: r.job_key!,
+        jobId: r.job_id!,
+        bucket: r.bucket,
+        ...format.commandValues({ id: r.job_id!, job: r.job, extra: r.extra }),
+      }));
   }
 
   /**
