@@ -29,9 +29,8 @@ import { guard } from './failures';
 import type { OperatorPauseWatch } from './heartbeat';
 import { cancelReason, onOperatorPause, withHeartbeat } from './heartbeat';
 import { pageRetryMessage, zombieEndedMessage } from './messages';
-import { pageReadWriter } from './page-stream';
 import type { RowWriter } from './page-write';
-import { writePage } from './page-write';
+import { pageReadWriter, writePage } from './page-write';
 
 /** How far an attempt got (a hint for humans only: a retried page starts again at its first key). */
 interface AttemptProgress {

@@ -5,14 +5,13 @@
  * from the source lose theirs, in one transaction behind the version fence.
  */
 import { Context } from '@temporalio/activity';
-import { deleteJobFiles, fileJobStats, lockVersion, versionHasFiles } from '../lib/catalog';
+import { deleteJobFiles, fileJobStats, lockVersion, versionHasFiles, writeFileRead } from '../lib/catalog';
 import { withTransaction } from '../lib/db';
 import type { RowHashKind } from '../lib/fingerprint';
 import type { FileSource, JobSource } from '../lib/sources/types';
 import { isFileSource } from '../lib/sources/types';
 import type { ActivityContext } from './context';
 import { readSource } from './failures';
-import { writeFiles } from './page-files';
 
 /** What a bucket's file repair did. */
 export interface FileRepair {
@@ -93,7 +92,7 @@ async function replaceJobFiles(
       if (!jobIds.length) return { rows: 0, rejects: 0 };
       const read = await source.openFileRead(jobIds, 0);
       try {
-        const r = await writeFiles(c, versionId, 0, read);
+        const r = await writeFileRead(c, versionId, 0, read);
         await read.close();
         return { rows: r.rows, rejects: r.rejects };
       } catch (err) {

@@ -15,6 +15,7 @@ import type { Queryable } from '../db';
 import { withLongSession } from '../db';
 import { DIRECTOR_STAGE_COLUMNS, FILE_STAGE_COLUMNS } from '../file-stage';
 import { fileFingerprintRow } from '../fingerprint';
+import type { FileRead } from '../sources/types';
 import { detachAndDropTable } from './partitions';
 
 /**
@@ -293,4 +294,37 @@ export async function createFileIndexes(pool: Pool, versionId: string): Promise<
  */
 export async function detachAndDropFilePartition(pool: Pool, versionId: string): Promise<boolean> {
   return detachAndDropTable(pool, 'file', filePartitionName(versionId));
+}
+
+/** What a file write did. */
+export interface FilesWritten {
+  /** File records written. */
+  rows: number;
+  /** File records quarantined. */
+  rejects: number;
+  /** The first quarantined records (at most 5), for the `rejected` event. */
+  firstRejects: FileRejectSample[];
+}
+
+/**
+ * The one write of file records, for a page (rebuilds with `--files`) and for a bucket's repair:
+ * a source's file stream (a director catalog's snapshot, a listing's spooled `filesCommand`
+ * output) COPYed into `pg_temp.file_stage`, the source's own records beside them
+ * (`read.beforeInsert`), then {@link insertStagedFiles} (`pageNo` 0 for a repair). A page attempt
+ * whose ledger insert succeeded holds no committed file of its range (the ledger row and the files
+ * commit together), so nothing is deleted first. Must run inside the page's (or the repair's)
+ * transaction; memory does not depend on the number of files.
+ * @throws the database errors of either side (the attempt fails and is retried).
+ */
+export async function writeFileRead(
+  c: PoolClient,
+  versionId: string,
+  pageNo: number,
+  read: FileRead,
+  signal?: AbortSignal,
+): Promise<FilesWritten> {
+  await ensureFileStage(c);
+  await copyFilesIntoStage(c, await read.copyFilesOut(), signal, read.stageColumns);
+  await read.beforeInsert?.(c, versionId);
+  return insertStagedFiles(c, versionId, pageNo, read.legacyEncoding, read.timezone);
 }

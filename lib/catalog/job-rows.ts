@@ -10,6 +10,9 @@ import format from 'pg-format';
 import type { PoolClient } from 'pg';
 import { from as copyFrom } from 'pg-copy-streams';
 import type { Queryable } from '../db';
+import { isDataError, withSavepoint } from '../db';
+import { fingerprintRow } from '../fingerprint';
+import type { PageRejectRecord } from '../rows';
 import type { SourceRow } from '../sources/types';
 import { JOB_COLUMNS } from '../sources/types';
 import { copyValue, utcText } from '../text-form';
@@ -254,4 +257,46 @@ export async function renumberedJobs(
     if (!byName.has(r.job)) byName.set(r.job, { job: r.job, previousJobId: r.old_id, jobId: r.new_id });
   const jobs = [...byName.values()].sort((a, b) => a.job.localeCompare(b.job));
   return { jobs: jobs.slice(0, RENUMBERED_LIMIT), truncated: rows.length > RENUMBERED_LIMIT };
+}
+
+/**
+ * Upserts `rows` (unique by job id) so that a row the catalog refuses with a data error (SQLSTATE
+ * class 22 or 54000) is quarantined alone: the batch is tried in a savepoint, and a refused batch is
+ * split in halves until the refused rows stand alone (about k·log2(n) statements for k bad rows).
+ * Each refused row is appended to `rejects` with the database's reason.
+ * @returns rows written.
+ * @throws any error that is not a data error.
+ */
+export async function upsertRowsQuarantining(
+  c: PoolClient,
+  versionId: string,
+  pageNo: number,
+  rows: SourceRow[],
+  rejects: PageRejectRecord[],
+): Promise<number> {
+  if (!rows.length) return 0;
+  try {
+    await withSavepoint(c, 'page_rows', () => upsertRows(c, versionId, pageNo, rows));
+    return rows.length;
+  } catch (err) {
+    if (!isDataError(err)) throw err;
+    if (rows.length === 1) {
+      const r = rows[0];
+      const e = err as Error & { code: string };
+      rejects.push({
+        jobKey: r.job_key!,
+        jobId: r.job_id,
+        bucket: r.bucket,
+        fingerprintRow: fingerprintRow(r),
+        reason: `catalog refused the row: database error ${e.code}: ${e.message}`,
+        raw: JSON.stringify(r),
+      });
+      return 0;
+    }
+    const half = Math.ceil(rows.length / 2);
+    return (
+      (await upsertRowsQuarantining(c, versionId, pageNo, rows.slice(0, half), rejects)) +
+      (await upsertRowsQuarantining(c, versionId, pageNo, rows.slice(half), rejects))
+    );
+  }
 }

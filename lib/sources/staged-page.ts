@@ -200,6 +200,8 @@ interface StagedCheck {
 class StagedPageRead implements PageRead {
   private streamed = false;
   private filesOpened = false;
+  /** The stream of `copyOut`, ended by `close` if its reader gave it up. */
+  private out: PassThrough | null = null;
 
   constructor(
     private readonly pool: Pool,
@@ -231,6 +233,7 @@ class StagedPageRead implements PageRead {
     const sql = `COPY (SELECT ${versionId}, ${pageNo}, ${cols} FROM (${this.q.select}) x
       WHERE ${this.q.inRange} AND x.seq <> ALL ('${this.q.skipped}'::bigint[]) ORDER BY x.seq) TO STDOUT`;
     const out = new PassThrough();
+    this.out = out;
     void this.pool.connect().then(
       async (c) => {
         let failed: Error | undefined;
@@ -268,6 +271,8 @@ class StagedPageRead implements PageRead {
   }
 
   async close(): Promise<void> {
+    // A stream nobody reads to its end holds its catalog connection: ending it returns the connection.
+    if (this.out && !this.out.readableEnded) this.out.destroy(new Error('page read closed'));
     if (this.check.spool) await fs.promises.rm(this.check.spool, { force: true });
   }
 }
