@@ -17,6 +17,7 @@ import type { ActivityFixture } from '../dev/harness/activity-env';
 import { activityFixture, runActivity } from '../dev/harness/activity-env';
 import { formatReconciliation } from '../client/commands/outcome';
 import { projectRoot } from '../lib/paths';
+import { removeStaleSpools } from '../lib/sources';
 
 const FIXTURES = path.join(projectRoot(), 'test', 'fixtures');
 const PASSWORD = 'fixture-password';
@@ -36,6 +37,10 @@ const skip = hasRestic ? false : 'restic is missing (Debian package restic; .ci/
 let fx: ActivityFixture;
 let dir: string;
 let repo: string;
+let spoolDir: string;
+const tmpBefore = process.env.TMPDIR;
+/** Listings the pages spooled and left in the temporary directory. */
+const spools = () => fs.readdirSync(spoolDir).filter((f) => f.startsWith('catalog-rebuild-files-'));
 
 /** `path + name` of every record of a fixture listing (`restic ls --json` of one snapshot), in order. */
 function listedPaths(shortId: string): string[] {
@@ -63,6 +68,10 @@ before(async () => {
   if (!hasRestic) return;
   dir = fs.mkdtempSync(path.join(os.tmpdir(), 'catalog-rebuild-restic-gone-'));
   repo = path.join(dir, 'repo');
+  // The pages spool their listings here: the test sees each spool go.
+  spoolDir = path.join(dir, 'tmp');
+  fs.mkdirSync(spoolDir);
+  process.env.TMPDIR = spoolDir;
   // A copy of the committed files (forget changes the repository); restic 0.14 creates the empty
   // folders git does not keep when it needs them.
   fs.cpSync(path.join(FIXTURES, 'restic-0.14-repo'), repo, { recursive: true });
@@ -84,6 +93,8 @@ after(async () => {
   await fx?.close();
   if (dir) fs.rmSync(dir, { recursive: true, force: true });
   delete process.env.RESTIC_PASSWORD;
+  if (tmpBefore === undefined) delete process.env.TMPDIR;
+  else process.env.TMPDIR = tmpBefore;
 });
 
 test(
@@ -123,6 +134,7 @@ test(
       ],
       'page 1 (the forgotten snapshot) wrote nothing and counted it gone; the others wrote their job and 16 records',
     );
+    assert.deepEqual(spools(), [], 'each page removed the listing it spooled');
     const goneRows = await pool.query<{
       job_key: string;
       job_id: string;
@@ -223,3 +235,16 @@ test(
     }
   },
 );
+
+test('a worker removes the spooled listings of dead workers and keeps those of running ones', { skip }, async () => {
+  const dead = spawnSync(process.execPath, ['-e', 'process.stdout.write(String(process.pid))'], { encoding: 'utf8' });
+  const deadPid = Number(dead.stdout);
+  assert.ok(deadPid > 0);
+  const mine = `catalog-rebuild-files-${process.pid}-0b7a4f2e-1111-4c2e-9d3a-2f6e8a1b9c00.copy`;
+  const orphan = `catalog-rebuild-files-${deadPid}-5c1e9a77-2222-4b1d-8e2f-7a6b3c4d5e00.copy`;
+  const other = 'catalog-rebuild-files-notes.txt';
+  for (const f of [mine, orphan, other]) fs.writeFileSync(path.join(spoolDir, f), 'x');
+  assert.deepEqual(await removeStaleSpools(spoolDir), [orphan]);
+  assert.deepEqual(spools().sort(), [mine, other].sort());
+  for (const f of [mine, other]) fs.rmSync(path.join(spoolDir, f));
+});

@@ -14,7 +14,7 @@ import type { Config } from '../lib/config';
 import { getSource, loadConfig, redactUrl, taskQueue as defaultTaskQueue } from '../lib/config';
 import { createPool, migrate } from '../lib/db';
 import { ConfigError } from '../lib/errors';
-import { SourceRegistry } from '../lib/sources';
+import { removeStaleSpools, SourceRegistry } from '../lib/sources';
 import { startHealthServer } from './health';
 import { loadWorkflowBundle } from './bundle';
 import { REQUIRED_SEARCH_ATTRIBUTES } from '../workflows/search-attributes';
@@ -100,6 +100,10 @@ export async function createWorker(
       }
       throw err;
     });
+    // Listings spooled by pages of workers killed before their attempt ended (the next attempt lists again).
+    const stale = await removeStaleSpools();
+    if (stale.length)
+      console.log(`catalog-rebuild worker ${process.pid} removed ${stale.length} spooled listing(s) of dead workers`);
     const { connectionOptions, namespace } = loadClientConnectConfig({
       overrideEnvVars: env as Record<string, string>,
     });

@@ -14,6 +14,7 @@ import { densePages, isFileSource as isFileRecordSource } from './types';
 export { BareosSource } from './bareos';
 export { StagedSource } from './staged';
 export { StagedFileSource } from './staged-files';
+export { removeStaleSpools } from './staged-page';
 export * from './types';
 
 /** What planRebuild needs from a source before the version exists. */

@@ -51,6 +51,35 @@ export interface StagedPageFiles {
   timezone: string;
 }
 
+/** Name prefix of a spooled listing in the temporary directory: `<prefix><pid>-<uuid>.copy`. */
+const SPOOL_PREFIX = 'catalog-rebuild-files-';
+
+/**
+ * Removes the spooled listings that workers killed before their page attempt ended left in the
+ * temporary directory (those of processes no longer running); called when a worker starts.
+ * @returns the files removed.
+ */
+export async function removeStaleSpools(dir: string = os.tmpdir()): Promise<string[]> {
+  const removed: string[] = [];
+  for (const name of await fs.promises.readdir(dir).catch(() => [] as string[])) {
+    const m = new RegExp(`^${SPOOL_PREFIX}(\\d+)-[0-9a-f-]+\\.copy$`).exec(name);
+    if (!m || processRuns(Number(m[1]))) continue;
+    await fs.promises.rm(path.join(dir, name), { force: true });
+    removed.push(name);
+  }
+  return removed;
+}
+
+/** True when a process with this pid runs (signal 0; EPERM: it runs under another user). */
+function processRuns(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
 /** A time column passes when NULL or an instant as lib/validate.ts wants it. */
 const INSTANT_SQL = `'^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}\\.\\d{6}Z$'`;
 
@@ -120,7 +149,7 @@ export async function openStagedPageRead(
       `SELECT * FROM ${accepted} AND x.seq <> ALL ('${c.superseded}'::bigint[]) ORDER BY x.seq`,
     );
     const jobs = s.files.jobs(winners.rows.map(withoutSeq));
-    spool = path.join(os.tmpdir(), `catalog-rebuild-files-${randomUUID()}.copy`);
+    spool = path.join(os.tmpdir(), `${SPOOL_PREFIX}${process.pid}-${randomUUID()}.copy`);
     try {
       await pipeline(
         filesCommandStream(s.files.settings, jobs, (g) => gone.push(g)),
