@@ -25,11 +25,38 @@ export function bucketName(bucket: string | null): string {
 }
 
 /**
- * Compares the source's bucket statistics with the catalog's (which include quarantined records):
- * a bucket on one side only, or with different counts, differs by `count`; same count but another
- * fingerprint, by `fingerprint`. Buckets named in `sampleBuckets` (where a sampled record differs)
- * that match otherwise differ by `sample`, so a difference outside the fingerprint still sends its
- * bucket to repair.
+ * The one bucket comparison of jobs and of file records: per bucket (`none` for jobs without a
+ * start time), both sides' figure (`count`: jobs, or file records; a side without the bucket has
+ * 0), then, for equal non-zero figures, their digests. A differing figure is `reasons.count`, a
+ * differing digest `reasons.fingerprint`.
+ * @returns the differing buckets sorted by name, with both sides' figures.
+ */
+export function compareBucketFigures<T extends { bucket: string | null; fingerprint: string }, R extends string>(
+  source: T[],
+  catalog: T[],
+  count: (t: T) => number,
+  reasons: { count: R; fingerprint: R },
+): { bucket: string; source: number; catalog: number; reason: R }[] {
+  const srcMap = new Map(source.map((s) => [bucketName(s.bucket), s]));
+  const catMap = new Map(catalog.map((s) => [bucketName(s.bucket), s]));
+  const out: { bucket: string; source: number; catalog: number; reason: R }[] = [];
+  for (const b of new Set([...srcMap.keys(), ...catMap.keys()])) {
+    const s = srcMap.get(b);
+    const c = catMap.get(b);
+    const [sn, cn] = [s ? count(s) : 0, c ? count(c) : 0];
+    if (sn !== cn) out.push({ bucket: b, source: sn, catalog: cn, reason: reasons.count });
+    else if (sn && s!.fingerprint !== c!.fingerprint)
+      out.push({ bucket: b, source: sn, catalog: cn, reason: reasons.fingerprint });
+  }
+  return out.sort((a, b) => a.bucket.localeCompare(b.bucket));
+}
+
+/**
+ * Compares the source's bucket statistics with the catalog's (which include quarantined records)
+ * with {@link compareBucketFigures}: different job counts (or a bucket on one side only) differ by
+ * `count`, same count but another fingerprint by `fingerprint`. Buckets named in `sampleBuckets`
+ * (where a sampled record differs) that match otherwise differ by `sample`, so a difference outside
+ * the fingerprint still sends its bucket to repair.
  * @returns the differing buckets sorted by name.
  */
 export function compareBuckets(
@@ -37,18 +64,12 @@ export function compareBuckets(
   catalog: BucketStat[],
   sampleBuckets: Iterable<string> = [],
 ): MismatchedBucket[] {
+  const mismatched: MismatchedBucket[] = compareBucketFigures(source, catalog, (s) => s.count, {
+    count: 'count',
+    fingerprint: 'fingerprint',
+  });
   const srcMap = new Map(source.map((s) => [bucketName(s.bucket), s]));
   const catMap = new Map(catalog.map((s) => [bucketName(s.bucket), s]));
-  const mismatched: MismatchedBucket[] = [];
-  for (const b of new Set([...srcMap.keys(), ...catMap.keys()])) {
-    const s = srcMap.get(b);
-    const c = catMap.get(b);
-    if (!s || !c || s.count !== c.count) {
-      mismatched.push({ bucket: b, source: s?.count ?? 0, catalog: c?.count ?? 0, reason: 'count' });
-    } else if (s.fingerprint !== c.fingerprint) {
-      mismatched.push({ bucket: b, source: s.count, catalog: c.count, reason: 'fingerprint' });
-    }
-  }
   for (const b of sampleBuckets) {
     if (!mismatched.some((m) => m.bucket === b)) {
       mismatched.push({

@@ -12,7 +12,7 @@ import type { JobSource } from '../lib/sources/types';
 import { isFileSource } from '../lib/sources/types';
 import type { ActivityContext } from './context';
 import { readSource } from './failures';
-import { bucketName } from './reconcile-compare';
+import { compareBucketFigures } from './reconcile-compare';
 
 /** A bucket whose file records differ. */
 export interface FileMismatch {
@@ -92,19 +92,7 @@ export async function reconcileFiles(
  * quarantined), by bucket name (`none` for jobs without a start time), sorted.
  */
 export function compareFileBuckets(source: FileBucketStat[], catalog: FileBucketStat[]): FileMismatch[] {
-  const srcMap = new Map(source.map((s) => [bucketName(s.bucket), s]));
-  const catMap = new Map(catalog.map((s) => [bucketName(s.bucket), s]));
-  const out: FileMismatch[] = [];
-  for (const b of new Set([...srcMap.keys(), ...catMap.keys()])) {
-    const s = srcMap.get(b);
-    const c = catMap.get(b);
-    const sf = s?.files ?? 0;
-    const cf = c?.files ?? 0;
-    if (sf !== cf) out.push({ bucket: b, source: sf, catalog: cf, reason: 'files' });
-    else if (sf && s!.fingerprint !== c!.fingerprint)
-      out.push({ bucket: b, source: sf, catalog: cf, reason: 'file fingerprint' });
-  }
-  return out.sort((a, b) => a.bucket.localeCompare(b.bucket));
+  return compareBucketFigures(source, catalog, (s) => s.files, { count: 'files', fingerprint: 'file fingerprint' });
 }
 
 /** The file records' part of the round's stored report (`reconciliation.report.files`). */

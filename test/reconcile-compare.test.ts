@@ -4,7 +4,15 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { bucketName, bucketSpans, compareBuckets, compareSample, sumBytes } from '../activities/reconcile-compare';
+import {
+  bucketName,
+  bucketSpans,
+  compareBucketFigures,
+  compareBuckets,
+  compareSample,
+  sumBytes,
+} from '../activities/reconcile-compare';
+import { compareFileBuckets } from '../activities/reconcile-files';
 import type { BucketStat, SourceRow } from '../lib/sources/types';
 import { JOB_COLUMNS } from '../lib/sources/types';
 
@@ -129,4 +137,41 @@ test('id spans of mismatched buckets: union of both sides, compared as integers'
     '2024-05-01': { min: '9', max: '100000000010' },
     '2024-05-02': { min: '7', max: '7' },
   });
+});
+
+test('jobs and file records are compared by one rule: figure first (a missing bucket is 0), then the digest of equal non-zero figures', () => {
+  const src = [stat('2026-01-01', 3, 'a'), stat('2026-01-02', 2, 'b'), stat(null, 1, 'n'), stat('2026-01-04', 5, 'd')];
+  const cat = [
+    stat('2026-01-01', 3, 'a'),
+    stat('2026-01-02', 2, 'x'),
+    stat('2026-01-03', 4, 'c'),
+    stat('2026-01-04', 6, 'd'),
+  ];
+  const jobs = compareBuckets(src, cat);
+  const files = compareFileBuckets(
+    src.map((s) => ({ bucket: s.bucket, files: s.count, fingerprint: s.fingerprint })),
+    cat.map((s) => ({ bucket: s.bucket, files: s.count, fingerprint: s.fingerprint })),
+  );
+  assert.deepEqual(
+    jobs.map((m) => [m.bucket, m.source, m.catalog, m.reason]),
+    [
+      ['2026-01-02', 2, 2, 'fingerprint'],
+      ['2026-01-03', 0, 4, 'count'],
+      ['2026-01-04', 5, 6, 'count'],
+      ['none', 1, 0, 'count'],
+    ],
+  );
+  const asJobReasons = { files: 'count', 'file fingerprint': 'fingerprint' } as const;
+  assert.deepEqual(
+    files.map((m) => [m.bucket, m.source, m.catalog, asJobReasons[m.reason]]),
+    jobs.map((m) => [m.bucket, m.source, m.catalog, m.reason]),
+  );
+  // A bucket whose jobs have no file records on either side matches whatever its digests say.
+  assert.deepEqual(
+    compareBucketFigures([{ bucket: 'b', fingerprint: '0' }], [{ bucket: 'b', fingerprint: 'x' }], () => 0, {
+      count: 'n',
+      fingerprint: 'f',
+    }),
+    [],
+  );
 });
