@@ -84,12 +84,13 @@ function processRuns(pid: number): boolean {
 const INSTANT_SQL = `'^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}\\.\\d{6}Z$'`;
 
 /**
- * True for a staged row (alias `x`, {@link stagedSelect}) that lib/validate.ts `plainlyValid` might
- * refuse, or that staging quarantined: read into the worker and validated there. The tests are at
- * least as strict as `plainlyValid`'s for the columns a staged row fills (the others are NULL).
+ * True for a staged row (alias `x`, {@link stagedSelect}) that lib/validate.ts `jobRowSchema` might
+ * refuse, or that staging quarantined: read into the worker and validated there. Every row the
+ * schema refuses is suspect (a job id or client refused is longer than 1,024 bytes; the columns a
+ * staged row leaves NULL cannot be refused); a suspect row the schema accepts is streamed as usual.
  */
 const SUSPECT = `(x.reject_reason IS NOT NULL OR x.job_id IS NULL OR x.job_id = ''
-  OR length(x.job_id) * 3 > ${MAX_KEY_BYTES} OR coalesce(length(x.client) * 3 > ${MAX_KEY_BYTES}, false)
+  OR octet_length(x.job_id) > ${MAX_KEY_BYTES} OR coalesce(octet_length(x.client) > ${MAX_KEY_BYTES}, false)
   OR NOT coalesce(x.start_time ~ ${INSTANT_SQL}, true) OR NOT coalesce(x.end_time ~ ${INSTANT_SQL}, true)
   OR NOT coalesce(x.files ~ '^\\d{1,18}$', true) OR NOT coalesce(x.bytes ~ '^\\d{1,20}$', true)
   OR NOT coalesce(x.bucket ~ '^\\d{4}-\\d{2}-\\d{2}$', true) OR length(x.job_key) >= 19)`;
