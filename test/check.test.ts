@@ -11,7 +11,6 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Pool } from 'pg';
-import { generateBareosSource } from '../dev/bareos-generator';
 import { createVersionPartition } from '../lib/catalog';
 import { migrate } from '../lib/db';
 import { freePort } from '../dev/env/dev-server';
@@ -377,7 +376,7 @@ test('a rebuilt catalog: check agrees with the source, and a half-done rebuild n
   const temporal = await privateTemporal();
   let worker: WorkerProcess | undefined;
   try {
-    await generateBareosSource({ databaseUrl: dbs.sourceUrl, jobs: 2500, seed: 21 });
+    await dbs.generateSource({ jobs: 2500, seed: 21 });
     const sourceTz = await serverTimezone(dbs.sourcePool);
     const env = testEnv({ address: temporal.address, configFile: writeConfig(dbs), taskQueue: uniqueQueue('check') });
     worker = await spawnWorker(env);

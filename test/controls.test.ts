@@ -5,7 +5,6 @@
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { generateBareosSource } from '../dev/bareos-generator';
 import { getProgress, pause, resume, startRebuild, waitForResult } from '../client';
 import type { TestDatabases, WorkerProcess } from '../dev/harness/harness';
 import {
@@ -31,7 +30,7 @@ let sourceTz: string;
 before(async () => {
   temporal = await privateTemporal();
   dbs = await testDatabases('controls');
-  await generateBareosSource({ databaseUrl: dbs.sourceUrl, jobs: 8_000, seed: 31 });
+  await dbs.generateSource({ jobs: 8_000, seed: 31 });
   sourceTz = await serverTimezone(dbs.sourcePool);
   env = testEnv({ address: temporal.address, configFile: writeConfig(dbs), taskQueue: uniqueQueue('controls') });
   worker = await spawnWorker(env);

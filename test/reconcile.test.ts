@@ -22,7 +22,7 @@ import { createActivities } from '../activities';
 import { createPool } from '../lib/db';
 import { createDatabase, databaseUrl, dropDatabase, resolveAdminUrl } from '../dev/env/postgres';
 import { NothingToRollBackError, rollbackCatalog } from '../lib/catalog';
-import { generateBareosSource } from '../dev/bareos-generator';
+import { sourceFromTemplate } from '../dev/harness/templates';
 import { SourceRegistry } from '../lib/sources';
 import type { WorkerProcess } from '../dev/harness/harness';
 import {
@@ -82,8 +82,7 @@ before(async () => {
   }
   await Promise.all(
     SOURCES.map((s, i) =>
-      generateBareosSource({
-        databaseUrl: urls[s],
+      sourceFromTemplate(adminUrl, `${dbBase}_${s}`, {
         jobs: JOBS[s],
         seed: 40 + i,
         ...(s === 'unreadable' ? { timezone: UNREADABLE_TZ } : {}),

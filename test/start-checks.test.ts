@@ -13,7 +13,6 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { WorkflowNotFoundError } from '@temporalio/client';
 import type { Client } from '@temporalio/client';
-import { generateBareosSource } from '../dev/bareos-generator';
 import type { TestDatabases, WorkerProcess } from '../dev/harness/harness';
 import {
   privateTemporal,
@@ -54,7 +53,7 @@ function writeTwoSourceConfig(d: TestDatabases): string {
 before(async () => {
   temporal = await privateTemporal();
   dbs = await testDatabases('startchk');
-  await generateBareosSource({ databaseUrl: dbs.sourceUrl, jobs: JOBS, seed: 15 });
+  await dbs.generateSource({ jobs: JOBS, seed: 15 });
   configFile = writeTwoSourceConfig(dbs);
   queue = uniqueQueue('startchk');
   env = testEnv({ address: temporal.address, configFile, taskQueue: queue });
