@@ -224,30 +224,53 @@ export function runCliProcess(
   return { code: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 
+/** A CLI process started by {@link startCli}. */
+export interface CliProcess {
+  /** Its standard output so far. */
+  stdout(): string;
+  /** Its standard error so far. */
+  stderr(): string;
+  /** Exit code (null when killed) and the whole output, once it exited. */
+  done: Promise<{ code: number | null; stdout: string; stderr: string }>;
+}
+
+/**
+ * Starts the compiled CLI with `args` and returns at once; its output can be watched while it runs.
+ * `opts.root`: the built tree whose `bin/catalog-rebuild.js` runs (default this project);
+ * `opts.timeoutMs`: SIGKILL the CLI after this long (code null).
+ */
+export function startCli(
+  args: string[],
+  env: NodeJS.ProcessEnv,
+  opts: { root?: string; timeoutMs?: number } = {},
+): CliProcess {
+  const bin = path.join(opts.root ?? projectRoot(), 'bin/catalog-rebuild.js');
+  const child = spawn(process.execPath, [bin, ...args], {
+    env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+    timeout: opts.timeoutMs,
+    killSignal: 'SIGKILL',
+  });
+  let stdout = '';
+  let stderr = '';
+  child.stdout!.on('data', (d) => (stdout += d));
+  child.stderr!.on('data', (d) => (stderr += d));
+  const done = new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) =>
+    child.on('exit', (code) => resolve({ code, stdout, stderr })),
+  );
+  return { stdout: () => stdout, stderr: () => stderr, done };
+}
+
 /**
  * Runs the compiled CLI with `args` without blocking the event loop; resolves with exit code and
- * output. `opts.root`: the built tree whose `bin/catalog-rebuild.js` runs (default this project);
- * `opts.timeoutMs`: SIGKILL the CLI after this long (code null).
+ * output. Options as {@link startCli}.
  */
 export function runCliAsync(
   args: string[],
   env: NodeJS.ProcessEnv,
   opts: { root?: string; timeoutMs?: number } = {},
 ): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    const bin = path.join(opts.root ?? projectRoot(), 'bin/catalog-rebuild.js');
-    const child = spawn(process.execPath, [bin, ...args], {
-      env,
-      stdio: ['ignore', 'pipe', 'pipe'],
-      timeout: opts.timeoutMs,
-      killSignal: 'SIGKILL',
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout!.on('data', (d) => (stdout += d));
-    child.stderr!.on('data', (d) => (stderr += d));
-    child.on('exit', (code) => resolve({ code, stdout, stderr }));
-  });
+  return startCli(args, env, opts).done;
 }
 
 /** A Temporal client on `address`. */
