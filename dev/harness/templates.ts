@@ -219,14 +219,9 @@ async function templatesLike(c: Client, prefix: string, keep: string): Promise<s
   return r.rows.map((x) => x.datname);
 }
 
-/**
- * Creates database `name` (dropped first when it exists) as a copy of the migrated catalog
- * template, which is built (all migrations of `migrations/` applied) when missing.
- * @returns the URL of `name`.
- */
-export async function catalogFromTemplate(adminUrl: string, name: string): Promise<string> {
-  const tpl = catalogTemplateName();
-  await cloneTemplate(adminUrl, tpl, name, {
+/** How the migrated catalog template `tpl` is made: every migration of `migrations/` applied. */
+function catalogRecipe(tpl: string): TemplateRecipe<{ migrations: number[] }> {
+  return {
     encoding: 'default',
     async build(url) {
       const pool = createPool(url, { applicationName: 'catalog-rebuild:test-templates', max: 1 });
@@ -237,7 +232,28 @@ export async function catalogFromTemplate(adminUrl: string, name: string): Promi
       }
     },
     obsolete: (c) => templatesLike(c, `${TEMPLATE_PREFIX}catalog_`, tpl),
-  });
+  };
+}
+
+/**
+ * Builds the migrated catalog template unless it exists (e.g. once before the test files run, so
+ * that none of them waits for another's build).
+ * @returns its name.
+ */
+export async function ensureCatalogTemplate(adminUrl: string): Promise<string> {
+  const tpl = catalogTemplateName();
+  await onAdmin(adminUrl, (c) => buildTemplate(c, adminUrl, tpl, catalogRecipe(tpl)));
+  return tpl;
+}
+
+/**
+ * Creates database `name` (dropped first when it exists) as a copy of the migrated catalog
+ * template, which is built (all migrations of `migrations/` applied) when missing.
+ * @returns the URL of `name`.
+ */
+export async function catalogFromTemplate(adminUrl: string, name: string): Promise<string> {
+  const tpl = catalogTemplateName();
+  await cloneTemplate(adminUrl, tpl, name, catalogRecipe(tpl));
   return databaseUrl(adminUrl, name);
 }
 
