@@ -82,14 +82,23 @@ export interface TestDatabaseOptions {
 export async function testDatabases(tag: string, opts: TestDatabaseOptions = {}): Promise<TestDatabases> {
   const adminUrl = await resolveAdminUrl();
   const base = `crt_${tag}_${randomBytes(3).toString('hex')}`;
-  const catalogUrl =
-    opts.catalog === 'empty'
-      ? await createDatabase(adminUrl, `${base}_catalog`)
-      : await catalogFromTemplate(adminUrl, `${base}_catalog`);
   const sourceUrl = databaseUrl(adminUrl, `${base}_source`);
-  let generated: GenerateBareosResult | undefined;
-  if (opts.source) generated = await sourceFromTemplate(adminUrl, `${base}_source`, opts.source);
-  else await createDatabase(adminUrl, `${base}_source`);
+  // Both at once, each on its own admin session; neither is left behind when one fails.
+  const made = await Promise.allSettled([
+    opts.catalog === 'empty'
+      ? createDatabase(adminUrl, `${base}_catalog`)
+      : catalogFromTemplate(adminUrl, `${base}_catalog`),
+    opts.source
+      ? sourceFromTemplate(adminUrl, `${base}_source`, opts.source)
+      : createDatabase(adminUrl, `${base}_source`).then(() => undefined),
+  ]);
+  const failed = made.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+  if (failed) {
+    for (const n of [`${base}_catalog`, `${base}_source`]) await dropDatabase(adminUrl, n).catch(() => undefined);
+    throw failed.reason;
+  }
+  const catalogUrl = (made[0] as PromiseFulfilledResult<string>).value;
+  const generated = (made[1] as PromiseFulfilledResult<GenerateBareosResult | undefined>).value;
   const catalogPool = createPool(catalogUrl, { applicationName: 'catalog-rebuild:test', max: 4 });
   const sourcePool = createPool(sourceUrl, { applicationName: 'catalog-rebuild:test', max: 4 });
   const dbs: TestDatabases = {
