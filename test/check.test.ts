@@ -11,7 +11,6 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Pool } from 'pg';
-import { generateBareosSource } from '../dev/bareos-generator';
 import { createVersionPartition } from '../lib/catalog';
 import { migrate } from '../lib/db';
 import { freePort } from '../dev/env/dev-server';
@@ -29,7 +28,7 @@ import {
   writeConfig,
 } from '../dev/harness/harness';
 import { serverTimezone } from '../dev/harness/fixture';
-import { sleep } from '../dev/harness/wait';
+import { waitFor } from '../dev/harness/wait';
 
 const NOW = '2026-11-01T20:00:00Z';
 const HOUR = 3600_000;
@@ -377,7 +376,7 @@ test('a rebuilt catalog: check agrees with the source, and a half-done rebuild n
   const temporal = await privateTemporal();
   let worker: WorkerProcess | undefined;
   try {
-    await generateBareosSource({ databaseUrl: dbs.sourceUrl, jobs: 2500, seed: 21 });
+    await dbs.generateSource({ jobs: 2500, seed: 21 });
     const sourceTz = await serverTimezone(dbs.sourcePool);
     const env = testEnv({ address: temporal.address, configFile: writeConfig(dbs), taskQueue: uniqueQueue('check') });
     worker = await spawnWorker(env);
@@ -457,19 +456,23 @@ test('a rebuilt catalog: check agrees with the source, and a half-done rebuild n
           )
         ).rows[0];
       const deadline = Date.now() + 60_000;
-      for (;;) {
-        const b = await building();
-        if (b && b.committed >= Math.floor(b.total / 3)) break;
-        assert.ok(Date.now() < deadline, 'second rebuild reached a third of its pages');
-        await sleep(100);
-      }
+      await waitFor(
+        'the second rebuild to reach a third of its pages',
+        async () => {
+          const b = await building();
+          return b && b.committed >= Math.floor(b.total / 3);
+        },
+        { timeoutMs: 60_000, intervalMs: 100 },
+      );
       await pause(handle);
-      for (;;) {
-        const p = await getProgress(handle);
-        if (p.paused && p.inFlight === 0) break;
-        assert.ok(Date.now() < deadline + 30_000, 'pause drained');
-        await sleep(100);
-      }
+      await waitFor(
+        'the pause to drain',
+        async () => {
+          const p = await getProgress(handle);
+          return p.paused && p.inFlight === 0;
+        },
+        { timeoutMs: deadline + 30_000 - Date.now(), intervalMs: 100 },
+      );
       const half = await building();
       assert.ok(half.committed > 0 && half.committed < half.total, `half done: ${half.committed}/${half.total} pages`);
       assert.ok(half.rows > 0, 'the new version already holds rows');

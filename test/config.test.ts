@@ -16,7 +16,7 @@ import { Connection } from '@temporalio/client';
 import type { TestDatabases, WorkerProcess } from '../dev/harness/harness';
 import { privateTemporal, spawnWorker, testDatabases, testEnv, uniqueQueue, writeConfig } from '../dev/harness/harness';
 import { runWorkerToExit } from '../dev/harness/entrypoint';
-import { sleep } from '../dev/harness/wait';
+import { searchAttributesListed } from '../dev/harness/observe';
 
 let server: Awaited<ReturnType<typeof privateTemporal>> | undefined;
 let address: string;
@@ -211,15 +211,14 @@ test('unregistered search attributes: exit 1 printing the create command; runnin
     c.on('exit', (code) => resolve({ code, out: o }));
   });
   assert.equal(fix.code, 0, fix.out);
-  // Search attributes become visible asynchronously on the dev server; the worker then starts and polls.
-  let lastErr: unknown;
-  for (let i = 0; i < 20 && !worker; i++) {
-    try {
-      worker = await spawnWorker(env);
-    } catch (err) {
-      lastErr = err;
-      await sleep(500);
-    }
+  // Search attributes become visible asynchronously on the dev server: once the namespace lists
+  // them (what the worker's check reads), the worker starts and polls.
+  const connection = await Connection.connect({ address });
+  try {
+    await searchAttributesListed(connection);
+  } finally {
+    await connection.close();
   }
-  assert.ok(worker, `worker did not start after the fix: ${(lastErr as Error)?.message}`);
+  worker = await spawnWorker(env).catch((err: unknown) => assert.fail(`worker did not start after the fix: ${err}`));
+  assert.ok(worker);
 });

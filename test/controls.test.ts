@@ -5,7 +5,6 @@
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { generateBareosSource } from '../dev/bareos-generator';
 import { getProgress, pause, resume, startRebuild, waitForResult } from '../client';
 import type { TestDatabases, WorkerProcess } from '../dev/harness/harness';
 import {
@@ -19,7 +18,8 @@ import {
   writeConfig,
 } from '../dev/harness/harness';
 import { serverTimezone } from '../dev/harness/fixture';
-import { sleep, waitFor } from '../dev/harness/wait';
+import { heldWindow, openPageSessions } from '../dev/harness/observe';
+import { waitFor } from '../dev/harness/wait';
 
 let temporal: Awaited<ReturnType<typeof privateTemporal>>;
 let dbs: TestDatabases;
@@ -31,7 +31,7 @@ let sourceTz: string;
 before(async () => {
   temporal = await privateTemporal();
   dbs = await testDatabases('controls');
-  await generateBareosSource({ databaseUrl: dbs.sourceUrl, jobs: 8_000, seed: 31 });
+  await dbs.generateSource({ jobs: 8_000, seed: 31 });
   sourceTz = await serverTimezone(dbs.sourcePool);
   env = testEnv({ address: temporal.address, configFile: writeConfig(dbs), taskQueue: uniqueQueue('controls') });
   worker = await spawnWorker(env);
@@ -68,7 +68,9 @@ test('pause: no page commits while paused (ledger); resume completes; catalog = 
   });
   const pausedAt = new Date();
   const before = await ledger('p');
-  await sleep(2_000);
+  // Instead of watching for a while: no attempt runs, no page transaction is open, and the window
+  // ran again (a setThrottle update) while paused.
+  await heldWindow(handle, { catalogPool: dbs.catalogPool });
   const during = await ledger('p');
   assert.equal(during.n, before.n, 'no page committed while paused');
   assert.ok(before.last! <= pausedAt);
@@ -100,11 +102,14 @@ test('Temporal cancellation: version abandoned, active version unchanged, nothin
     `SELECT version_id::text, status, finished_at FROM version WHERE catalog_name = 'p' ORDER BY version_id DESC LIMIT 1`,
   );
   assert.equal(v.rows[0].status, 'abandoned');
+  // Once every page transaction of the version has ended (an attempt still in flight at the cancel included).
+  await waitFor('no page transaction of the abandoned version', async () => {
+    return (await openPageSessions(dbs.catalogPool, v.rows[0].version_id)) === 0;
+  });
   const late = await dbs.catalogPool.query<{ n: number }>(
     `SELECT count(*)::int AS n FROM page WHERE version_id = $1 AND committed_at > (SELECT min(created_at) FROM event WHERE version_id = $1 AND kind = 'abandoned')`,
     [v.rows[0].version_id],
   );
-  await sleep(1_000);
   assert.equal(late.rows[0].n, 0, 'no page committed after the abandon');
   const still = await dbs.catalogPool.query<{ version_id: string }>(
     `SELECT version_id::text FROM active WHERE catalog_name = 'p'`,
@@ -120,15 +125,14 @@ test('a pause sent while the rebuild continues as new every few pages is carried
   );
   await waitFor('4 pages done', async () => (await getProgress(handle)).pagesDone >= 4, { intervalMs: 20 });
   await pause(handle);
-  let p = await getProgress(handle);
-  for (let i = 0; i < 100 && !(p.paused && p.inFlight === 0); i++) {
-    await sleep(50);
-    p = await getProgress(handle);
-  }
+  const p = await waitFor('paused with no page in flight', async () => {
+    const q = await getProgress(handle);
+    return q.paused && q.inFlight === 0 && q;
+  });
   assert.equal(p.paused, true);
   const runAtPause = p.run;
   const held = await ledger('can');
-  await sleep(2_000);
+  await heldWindow(handle, { catalogPool: dbs.catalogPool });
   const again = await getProgress(handle);
   assert.equal(again.paused, true, 'the paused state survives continue-as-new');
   assert.equal((await ledger('can')).n, held.n, 'no page committed while paused');

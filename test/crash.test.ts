@@ -18,7 +18,8 @@ import type { TestDatabases } from '../dev/harness/harness';
 import { compareCatalogToSource, privateTemporal } from '../dev/harness/harness';
 import type { RebuildFixture as Ctx } from '../dev/harness/fixture';
 import { rebuildFixture } from '../dev/harness/fixture';
-import { sleep, waitFor } from '../dev/harness/wait';
+import { deadAttemptsTimedOut, serverDownSeen } from '../dev/harness/observe';
+import { waitFor } from '../dev/harness/wait';
 import type { ReaderObservation } from '../dev/harness/faults';
 import {
   events,
@@ -247,7 +248,7 @@ test('one worker killed inside a page and restarted after 5 s: the new worker re
   const earlierRows = await partitionFingerprint(pool, versionId, committedList);
   const progressAtKill = { checkpoint: checkpointAtKill, pages: atKill.length };
 
-  await sleep(Math.max(0, killedAt + 5_000 - Date.now()));
+  await deadAttemptsTimedOut(handle); // the heartbeat timeout (5 s) of the dead worker's attempts passed
   const second = await ctx.fleet.spawn();
   const result = await ctx.result(handle);
   t.diagnostic(
@@ -524,7 +525,7 @@ test('a worker frozen with SIGSTOP in the middle of a streamed page beyond the h
       timeoutMs: 30_000,
       intervalMs: 100,
     },
-  ).catch(() => sleep(3_000));
+  );
   assert.deepEqual(await ledger(pool, versionId), before.ledger, 'ledger unchanged');
   assert.deepEqual(await partitionFingerprint(pool, versionId), before.rows, 'no row written after the wake-up');
   await assertCatalogEqualsSource(ctx, JOBS);
@@ -691,7 +692,7 @@ test('the private Temporal dev server restarts mid-rebuild: workers reconnect an
   const downAt = Date.now();
   await temporal.stop();
   const atStop = await ledger(pool, versionId);
-  await sleep(2_000);
+  await serverDownSeen(workers, downAt);
   temporal = await privateTemporal({ dbFile, port });
   temporalDirs.push(temporal.dir);
   const upAt = Date.now();

@@ -22,7 +22,6 @@ import {
   writeConfig,
 } from '../dev/harness/harness';
 import { serverTimezone } from '../dev/harness/fixture';
-import { sleep } from '../dev/harness/wait';
 import { projectRoot } from '../lib/paths';
 
 let temporal: Awaited<ReturnType<typeof privateTemporal>>;
@@ -138,7 +137,6 @@ test('readers keep the previous complete version during a rebuild until the atom
       reads++;
       if (s.length !== 1) mixed++;
       for (const x of s) seen.add(x);
-      await sleep(20);
     }
   })();
   const w = await waiter;

@@ -13,7 +13,7 @@ import { createPool } from '../lib/db';
 import { createDatabase, dropDatabase, resolveAdminUrl } from '../dev/env/postgres';
 import type { EmbeddedPostgres } from '../dev/env/embedded-postgres';
 import { startEmbeddedPostgres } from '../dev/env/embedded-postgres';
-import { generateBareosSource } from '../dev/bareos-generator';
+import { sourceFromTemplate } from '../dev/harness/templates';
 import type { WorkerProcess } from '../dev/harness/harness';
 import {
   compareCatalogToSource,
@@ -77,7 +77,7 @@ test('a rebuild of 3,000 jobs on the embedded PostgreSQL publishes a catalog equ
   databases.push(`${tag}_catalog`, `${tag}_source`);
   const catalogUrl = await createDatabase(embedded!.adminUrl, `${tag}_catalog`, { dropFirst: true });
   const sourceUrl = await createDatabase(embedded!.adminUrl, `${tag}_source`, { dropFirst: true });
-  await generateBareosSource({ databaseUrl: sourceUrl, jobs: 3_000, seed: 23 });
+  await sourceFromTemplate(embedded!.adminUrl, `${tag}_source`, { jobs: 3_000, seed: 23 });
   const env = testEnv({
     address: temporal!.address,
     configFile: writeConfig({ catalogUrl, sourceUrl }),

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { freePort } from '../dev/env/dev-server';
 import type { TestDatabases } from '../dev/harness/harness';
 import { privateTemporal, spawnWorker, testDatabases, testEnv, uniqueQueue, writeConfig } from '../dev/harness/harness';
-import { sleep } from '../dev/harness/wait';
+import { waitFor } from '../dev/harness/wait';
 
 let temporal: Awaited<ReturnType<typeof privateTemporal>>;
 let dbs: TestDatabases;
@@ -32,11 +32,14 @@ test('GET /healthz is 200 with state RUNNING and database ok; the worker exits 0
   });
   const worker = await spawnWorker(env);
   try {
-    let res = await fetch(`http://127.0.0.1:${port}/healthz`);
-    for (let i = 0; i < 50 && res.status !== 200; i++) {
-      await sleep(100);
-      res = await fetch(`http://127.0.0.1:${port}/healthz`);
-    }
+    const res = await waitFor(
+      'the health check to answer 200',
+      async () => {
+        const r = await fetch(`http://127.0.0.1:${port}/healthz`);
+        return r.status === 200 && r;
+      },
+      { timeoutMs: 5_000, intervalMs: 100, rethrow: true },
+    );
     assert.equal(res.status, 200);
     const body = (await res.json()) as { state: string; database: string; pid: number };
     assert.deepEqual(

@@ -27,7 +27,8 @@ import type { TestDatabases } from '../dev/harness/harness';
 import { compareCatalogToSource, privateTemporal, testDatabases } from '../dev/harness/harness';
 import { rebuildFixture, serverTimezone } from '../dev/harness/fixture';
 import { runWorkerToExit } from '../dev/harness/entrypoint';
-import { sleep, waitFor, within } from '../dev/harness/wait';
+import { heldWindow } from '../dev/harness/observe';
+import { waitFor, within } from '../dev/harness/wait';
 
 let temporal: Awaited<ReturnType<typeof privateTemporal>>;
 const tmpDirs: string[] = [];
@@ -270,7 +271,7 @@ test('rolling upgrade: an additive migration applied mid-rebuild; the rebuild co
     [`job_v${paused.versionId}`],
   );
   assert.equal(cols.rows[0].n, 1, 'the partition being built has the new column');
-  await sleep(500);
+  await heldWindow(handle, { catalogPool: ctx.dbs.catalogPool }); // the window ran again, over the new schema
   assert.equal((await getProgress(handle, 10_000)).pagesDone, paused.pagesDone, 'still paused during the upgrade');
 
   await resume(handle);

@@ -22,7 +22,8 @@ import {
 import type { PrivatePostgres } from '../dev/harness/private-postgres';
 import { freePgPort, postgresBinDir, startPrivatePostgres } from '../dev/harness/private-postgres';
 import { serverTimezone } from '../dev/harness/fixture';
-import { sleep, waitFor, withDeadline } from '../dev/harness/wait';
+import { pageTransactions } from '../dev/harness/faults';
+import { waitFor, withDeadline } from '../dev/harness/wait';
 
 const bin = postgresBinDir();
 let pg: PrivatePostgres | undefined;
@@ -71,7 +72,18 @@ test(
       );
       pg!.restart();
       // Restart again while pages are in flight, so a transaction is cut between statements.
-      await sleep(1_500);
+      const watch = createPool(catalogUrl, { applicationName: 'test', max: 1 });
+      try {
+        await waitFor(
+          'a page transaction open after the restart',
+          async () => (await pageTransactions(watch)).length > 0,
+          {
+            intervalMs: 20,
+          },
+        );
+      } finally {
+        await watch.end();
+      }
       pg!.restart();
       const result = await withDeadline(
         waitForResult(handle),

@@ -121,7 +121,13 @@ test('a rebuild started by the previous release finishes on the new workers', { 
     await temporal.stop();
     fs.rmSync(temporal.dir, { recursive: true, force: true });
   });
-  ctx = await rebuildFixture(t, { address: temporal.address, tag: 'prevrel', jobs: JOBS, seed: 11 });
+  ctx = await rebuildFixture(t, {
+    address: temporal.address,
+    tag: 'prevrel',
+    jobs: JOBS,
+    seed: 11,
+    catalogDatabase: 'empty',
+  });
   const outputs = () => workers.map((w) => `--- worker ${w.pid}\n${w.output().slice(-4000)}`).join('\n');
   const release = await building;
   t.diagnostic(

@@ -14,7 +14,8 @@ import type { Activities } from '../activities';
 import type { CopyPageInput, CopyPageResult, RebuildCatalogResult, ReconcileSummary } from '../workflows/definitions';
 import { pauseSignal, progressQuery, resumeSignal, cancelSignal, setThrottleUpdate } from '../workflows/definitions';
 import { localTestEnv } from '../dev/harness/workflow-env';
-import { sleep, waitFor } from '../dev/harness/wait';
+import { heldWindow } from '../dev/harness/observe';
+import { waitFor } from '../dev/harness/wait';
 import { loadWorkflowBundle } from '../worker/bundle';
 
 Runtime.install({ logger: new DefaultLogger('WARN') });
@@ -273,7 +274,8 @@ test('pause stops scheduling; in-flight pages finish (draining); resume continue
     mock.release();
     await waitFor('progress checkpoint 2', async () => (await h.query(progressQuery)).checkpoint === 2);
     assert.equal((await h.query(progressQuery)).draining, false);
-    await sleep(500);
+    // The window ran again while paused (a setThrottle update) and scheduled nothing more.
+    assert.equal((await heldWindow(h)).length, 2, 'no page scheduled while paused');
     assert.equal(mock.calls.filter((c) => c.name === 'copyPage').length, 2, 'no page starts while paused');
     await h.signal(resumeSignal);
     const releaser = setInterval(() => mock.release(), 20);

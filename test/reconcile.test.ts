@@ -22,7 +22,7 @@ import { createActivities } from '../activities';
 import { createPool } from '../lib/db';
 import { createDatabase, databaseUrl, dropDatabase, resolveAdminUrl } from '../dev/env/postgres';
 import { NothingToRollBackError, rollbackCatalog } from '../lib/catalog';
-import { generateBareosSource } from '../dev/bareos-generator';
+import { sourceFromTemplate } from '../dev/harness/templates';
 import { SourceRegistry } from '../lib/sources';
 import type { WorkerProcess } from '../dev/harness/harness';
 import {
@@ -35,7 +35,7 @@ import {
   uniqueQueue,
 } from '../dev/harness/harness';
 import { rebuildResult, serverTimezone, workerOutputs } from '../dev/harness/fixture';
-import { sleep, waitFor } from '../dev/harness/wait';
+import { waitFor } from '../dev/harness/wait';
 import { runActivity } from '../dev/harness/activity-env';
 
 const SOURCES = ['repair', 'unreadable', 'delta', 'shrink', 'rollback'] as const;
@@ -82,8 +82,7 @@ before(async () => {
   }
   await Promise.all(
     SOURCES.map((s, i) =>
-      generateBareosSource({
-        databaseUrl: urls[s],
+      sourceFromTemplate(adminUrl, `${dbBase}_${s}`, {
         jobs: JOBS[s],
         seed: 40 + i,
         ...(s === 'unreadable' ? { timezone: UNREADABLE_TZ } : {}),
@@ -239,17 +238,17 @@ async function versionSnapshot(versionId: string): Promise<Snapshot> {
   return { ...rows[0], versions: [versionId] };
 }
 
-/** Reads `active_jobs` in a loop until stopped, like the backup check. */
-function readerLoop(catalog: string): { stop(): Promise<Snapshot[]> } {
+/** Reads `active_jobs` in a loop until stopped, like the backup check; `seen()`: the snapshots so far. */
+function readerLoop(catalog: string): { seen(): readonly Snapshot[]; stop(): Promise<Snapshot[]> } {
   const seen: Snapshot[] = [];
   let running = true;
   const loop = (async () => {
     while (running) {
-      seen.push(await readActive(catalog));
-      await sleep(15);
+      seen.push(await readActive(catalog)); // back to back: each read waits for the last
     }
   })();
   return {
+    seen: () => seen,
     async stop() {
       running = false;
       await loop;
@@ -709,9 +708,12 @@ test('retention 1 keeps exactly two versions with rows; rollback re-activates th
   assert.deepEqual(await readActive(catalog), s3);
 
   const reader = readerLoop(catalog);
-  await sleep(1_000);
+  await waitFor('the reader to see the active version', () => reader.seen().length >= 3);
   const rb = await rollbackCatalog(catalogPool, catalog);
-  await sleep(1_000);
+  await waitFor(
+    'the reader to see the rolled-back-to version',
+    () => reader.seen().filter((s) => s.versions[0] === v2).length >= 3,
+  );
   const seen = await reader.stop();
   assert.deepEqual(rb, { catalog, versionId: v2, replacedVersionId: v3 });
   let switched = false;

@@ -26,7 +26,7 @@ import {
   testEnv,
   uniqueQueue,
 } from '../dev/harness/harness';
-import { sleep } from '../dev/harness/wait';
+import { waitFor } from '../dev/harness/wait';
 
 const fixture = (name: string) => path.join(projectRoot(), 'test', 'fixtures', name);
 const RESTIC_MANUAL = fixture('restic_doc_snapshots_json_manual_rest.json');
@@ -397,7 +397,8 @@ describe('listing edge cases (no services)', () => {
       );
       assert.ok(Date.now() - started < 5_000, `gave up after ${Date.now() - started} ms`);
     }
-    await sleep(200);
+    const gone = () => spawnSync('pgrep', ['-f', marker], { encoding: 'utf8' }).stdout.trim() === '';
+    await waitFor('the command’s processes to exit', gone, { timeoutMs: 5_000 }).catch(() => undefined);
     const left = spawnSync('pgrep', ['-f', marker], { encoding: 'utf8' });
     assert.equal(left.stdout.trim(), '', 'no process of the command is left');
     const ok = await readListingBytes('fleet', {
@@ -405,7 +406,7 @@ describe('listing edge cases (no services)', () => {
       command: ['bash', '-c', `echo '[]'; (exec -a ${marker} sleep 300) &`],
     });
     assert.equal(ok.toString(), '[]\n');
-    await sleep(200);
+    await waitFor('the left-behind process to exit', gone, { timeoutMs: 5_000 }).catch(() => undefined);
     assert.equal(
       spawnSync('pgrep', ['-f', marker], { encoding: 'utf8' }).stdout.trim(),
       '',

@@ -13,18 +13,18 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { WorkflowNotFoundError } from '@temporalio/client';
 import type { Client } from '@temporalio/client';
-import { generateBareosSource } from '../dev/bareos-generator';
 import type { TestDatabases, WorkerProcess } from '../dev/harness/harness';
 import {
   privateTemporal,
   runCliAsync,
   spawnWorker,
+  startCli,
   temporalClient,
   testDatabases,
   testEnv,
   uniqueQueue,
 } from '../dev/harness/harness';
-import { sleep, waitFor } from '../dev/harness/wait';
+import { waitFor, within } from '../dev/harness/wait';
 import { rebuildWorkflowId } from '../client';
 import { decideStart, startCheckSettings } from '../client/commands/start';
 import { buildReceipt, formatReceipt } from '../client/receipt';
@@ -54,7 +54,7 @@ function writeTwoSourceConfig(d: TestDatabases): string {
 before(async () => {
   temporal = await privateTemporal();
   dbs = await testDatabases('startchk');
-  await generateBareosSource({ databaseUrl: dbs.sourceUrl, jobs: JOBS, seed: 15 });
+  await dbs.generateSource({ jobs: JOBS, seed: 15 });
   configFile = writeTwoSourceConfig(dbs);
   queue = uniqueQueue('startchk');
   env = testEnv({ address: temporal.address, configFile, taskQueue: queue });
@@ -209,10 +209,18 @@ test('a worker records the names of its sources at start and refreshes them; a c
   workers.push(second);
   assert.deepEqual((await recordsOf(second)).names, ['hidden', 'r18']);
   second.kill('SIGTERM');
-  const code = await Promise.race([second.exited, sleep(20_000).then(() => 'still running')]);
+  const code = await within(second.exited, 20_000).then((c) => (c === 'timeout' ? 'still running' : c));
   assert.equal(code, 0, `the worker exits after SIGTERM:\n${second.output()}`);
   assert.deepEqual((await recordsOf(second)).names, [], 'a cleanly stopped worker removes its records');
-  await sleep(1_000); // more than three intervals of the stopped worker
+  // More than three intervals (300 ms) of the stopped worker pass on the database's clock: the
+  // other worker (every 500 ms) records at least that long after the exit was seen.
+  const exitSeenAt = Number(
+    (await dbs.catalogPool.query<{ t: string }>(`SELECT (extract(epoch FROM clock_timestamp()) * 1000)::text AS t`))
+      .rows[0].t,
+  );
+  await waitFor('a record of the other worker 900 ms after the exit', async () => {
+    return (await recordsOf(workers[0])).at > exitSeenAt + 900;
+  });
   assert.deepEqual((await recordsOf(second)).names, [], 'no record after shutdown');
   assert.deepEqual((await recordsOf(workers[0])).names, ['hidden', 'r18'], 'the other worker keeps its records');
 });
@@ -307,10 +315,12 @@ test('start with no worker on the task queue waits for one, then exits 1 naming 
   const later = uniqueQueue('later');
   const le = testEnv({ address: temporal.address, configFile, taskQueue: later });
   catalogs.push('later');
-  const pending = timedCli(['start', '--catalog', 'later', '--source', 'r18', '--page-size', '600', '--wait'], le);
-  await sleep(1_500);
+  const pending = startCli(['start', '--catalog', 'later', '--source', 'r18', '--page-size', '600', '--wait'], le);
+  await waitFor('start to wait for a worker', () =>
+    /has recorded its sources yet; waiting up to/.test(pending.stderr()),
+  );
   workers.push(await spawnWorker(le));
-  const ok = await pending;
+  const ok = await pending.done;
   assert.equal(ok.code, 0, `${ok.stdout}\n${ok.stderr}`);
   assert.match(
     ok.stderr,

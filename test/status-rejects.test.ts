@@ -21,7 +21,6 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { promisify } from 'node:util';
-import { generateBareosSource } from '../dev/bareos-generator';
 import { ensureTemporalCli } from '../dev/env/temporal-cli';
 import { freePort, waitForTemporal } from '../dev/env/dev-server';
 import { WorkerFleet } from '../dev/harness/faults';
@@ -95,7 +94,7 @@ before(async () => {
   cli = ensureTemporalCli();
   server = await devServerWithWorkflowPause();
   dbs = await testDatabases('statusrej');
-  await generateBareosSource({ databaseUrl: dbs.sourceUrl, jobs: 600, seed: 15 });
+  await dbs.generateSource({ jobs: 600, seed: 15 });
   env = testEnv({
     address: server.address,
     configFile: writeConfig(dbs, { maxRejects: 1 }),

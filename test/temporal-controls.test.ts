@@ -25,7 +25,8 @@ import { rebuildFixture } from '../dev/harness/fixture';
 import { runActivity } from '../dev/harness/activity-env';
 import { compareCatalogToSource, privateTemporal } from '../dev/harness/harness';
 import { events, ledger } from '../dev/harness/faults';
-import { sleep, waitFor } from '../dev/harness/wait';
+import { heldWindow } from '../dev/harness/observe';
+import { waitFor } from '../dev/harness/wait';
 import { publishWorkflowId } from '../workflows/names';
 
 /** `PendingActivityInfo.state` of an activity an operator paused whose attempt ended. */
@@ -148,7 +149,9 @@ test('temporal activity pause on a page activity stops the window until unpause;
   assert.ok(paused.pagesTotal - paused.pagesDone > 2, 'pages were left to start when the window stopped');
   const scheduled = await scheduledPages(ctx, handle);
   const committed = (await ledger(ctx.dbs.catalogPool, paused.versionId!)).length;
-  await sleep(2_500);
+  // Instead of watching for a while: page 3's attempt ended (PAUSED), no page transaction is open,
+  // and the window ran again (a setThrottle update) while held.
+  await heldWindow(handle, { catalogPool: ctx.dbs.catalogPool });
   assert.deepEqual(await scheduledPages(ctx, handle), scheduled, 'no page activity scheduled while paused');
   assert.equal((await ledger(ctx.dbs.catalogPool, paused.versionId!)).length, committed, 'no page committed');
   assert.deepEqual((await ctx.progress(handle)).operatorPausedPages, [3]);
@@ -291,7 +294,7 @@ test('a batch temporal workflow signal by query pauses and resumes one catalogâ€
   });
   assert.ok(paused.pagesDone < paused.pagesTotal, 'paused before the end');
   assert.equal((await getProgress(other)).paused, false, 'the other catalogâ€™s rebuild is not paused');
-  await sleep(1_000);
+  await heldWindow(handle, { catalogPool: ctx.dbs.catalogPool });
   assert.equal((await ctx.progress(handle)).pagesDone, paused.pagesDone, 'no page committed while paused');
   batch('resume');
   await waitFor('the rebuild resumed by the batch', async () => !(await ctx.progress(handle)).paused);

@@ -4,14 +4,11 @@
  */
 import type { Info } from '@temporalio/activity';
 import { MockActivityEnvironment } from '@temporalio/testing';
-import { Client } from 'pg';
-import format from 'pg-format';
 import type { Activities } from '../../activities';
 import { createActivities } from '../../activities';
 import type { SourceConfig } from '../../lib/config';
 import { migrate } from '../../lib/db';
 import { SourceRegistry } from '../../lib/sources';
-import { generateBareosSource } from '../bareos-generator';
 import type { TestDatabases } from './harness';
 import { testDatabases } from './harness';
 
@@ -34,10 +31,10 @@ export async function activityFixture(
   tag: string,
   o: { jobs: number; seed: number; source?: (dbs: TestDatabases) => SourceConfig; sqlAscii?: boolean },
 ): Promise<ActivityFixture> {
-  const dbs = await testDatabases(tag);
-  if (o.sqlAscii) await recreateAsSqlAscii(dbs);
-  await generateBareosSource({ databaseUrl: dbs.sourceUrl, jobs: o.jobs, seed: o.seed });
-  await migrate(dbs.catalogPool);
+  const dbs = await testDatabases(tag, {
+    source: { jobs: o.jobs, seed: o.seed, ...(o.sqlAscii ? { encoding: 'sql_ascii' as const } : {}) },
+  });
+  await migrate(dbs.catalogPool); // a copy of the migrated template: finds nothing to apply
   const settings = o.source ?? ((d: TestDatabases): SourceConfig => ({ kind: 'bareos', databaseUrl: d.sourceUrl }));
   const sources = new SourceRegistry(() => settings(dbs), dbs.catalogPool);
   const acts = createActivities({ pool: dbs.catalogPool, sources, identity: 'test@host', buildId: 'test' });
@@ -50,21 +47,6 @@ export async function activityFixture(
       await dbs.drop();
     },
   };
-}
-
-/** Drops the (empty) source database and creates it again with `SQL_ASCII` encoding and C collation. */
-async function recreateAsSqlAscii(dbs: TestDatabases): Promise<void> {
-  const name = decodeURIComponent(new URL(dbs.sourceUrl).pathname.slice(1));
-  const admin = new Client({ connectionString: dbs.adminUrl });
-  await admin.connect();
-  try {
-    await admin.query(format('DROP DATABASE IF EXISTS %I WITH (FORCE)', name));
-    await admin.query(
-      format(`CREATE DATABASE %I ENCODING 'SQL_ASCII' LC_COLLATE 'C' LC_CTYPE 'C' TEMPLATE template0`, name),
-    );
-  } finally {
-    await admin.end();
-  }
 }
 
 /**

@@ -1,6 +1,6 @@
 /**
- * One rebuild per test against real worker processes: fresh databases with a generated Bareos
- * source, a configuration file, a unique task queue and catalog name, a worker fleet and a Temporal
+ * One rebuild per test against real worker processes: fresh databases (copies of the migrated
+ * catalog and of the generated Bareos source's templates), a configuration file, a unique task queue and catalog name, a worker fleet and a Temporal
  * client, all released by the test's cleanup; and the rebuild's result within a deadline.
  */
 import * as fs from 'node:fs';
@@ -11,7 +11,6 @@ import type { Client, WorkflowHandle } from '@temporalio/client';
 import type { Pool } from 'pg';
 import type { RebuildCatalogInput, RebuildCatalogResult, RebuildProgress } from '../../client';
 import { getProgress, startRebuild, waitForResult } from '../../client';
-import { generateBareosSource } from '../bareos-generator';
 import type { FleetWorker } from './faults';
 import { WorkerFleet } from './faults';
 import type { TestDatabases, WorkerProcess } from './harness';
@@ -61,6 +60,11 @@ export interface RebuildFixtureOptions {
   workerEnv?: Record<string, string>;
   /** Leave the databases for a later test to use (it drops them). */
   keepDatabases?: boolean;
+  /**
+   * The catalog database: `migrated` (default, a copy of the migrated catalog template) or `empty`
+   * (the first worker applies the migrations it knows, e.g. a previous release's).
+   */
+  catalogDatabase?: 'migrated' | 'empty';
 }
 
 /** Everything one test owns: databases, queue, workers, a Temporal client. */
@@ -90,7 +94,10 @@ export interface RebuildFixture {
  * (unless `keepDatabases`) and removes the temporary folder.
  */
 export async function rebuildFixture(t: TestContext, o: RebuildFixtureOptions): Promise<RebuildFixture> {
-  const dbs = await testDatabases(o.tag);
+  const dbs = await testDatabases(o.tag, {
+    catalog: o.catalogDatabase,
+    source: { jobs: o.jobs, seed: o.seed },
+  });
   const taskQueue = uniqueQueue(o.tag);
   const catalog = o.catalog ?? `${o.tag}-${taskQueue.slice(-6)}`;
   const env = testEnv({ address: o.address, configFile: writeConfig(dbs), taskQueue, extra: o.workerEnv });
@@ -105,7 +112,6 @@ export async function rebuildFixture(t: TestContext, o: RebuildFixtureOptions): 
     if (!o.keepDatabases) await dbs.drop();
     fs.rmSync(tmp, { recursive: true, force: true });
   });
-  await generateBareosSource({ databaseUrl: dbs.sourceUrl, jobs: o.jobs, seed: o.seed });
   tc = await temporalClient(o.address);
   const client = tc.client;
   return {

@@ -1,6 +1,6 @@
 /**
  * Test harness: a private Temporal dev server on free ports, fresh PostgreSQL databases on the
- * machine's server (never stopped or restarted), a worker configuration file, and real worker
+ * machine's server (never stopped or restarted), cloned from template databases (templates.ts), a worker configuration file, and real worker
  * processes spawned detached and killed by process group.
  */
 import type { ChildProcess } from 'node:child_process';
@@ -14,10 +14,13 @@ import type { Pool } from 'pg';
 import { ensureTemporalCli } from '../env/temporal-cli';
 import type { DevServer } from '../env/dev-server';
 import { freePort, startDevServer } from '../env/dev-server';
-import { createDatabase, dropDatabase, resolveAdminUrl } from '../env/postgres';
+import { createDatabase, databaseUrl, dropDatabase, resolveAdminUrl } from '../env/postgres';
 import { projectRoot } from '../../lib/paths';
 import { createPool } from '../../lib/db';
 import { compareCatalogToSource as compareInSql } from '../verify';
+import type { GenerateBareosResult } from '../bareos-generator';
+import type { SourceTemplateOptions } from './templates';
+import { catalogFromTemplate, sourceFromTemplate } from './templates';
 
 /**
  * A private Temporal dev server for one test file (headless, on a free port unless `port` is given,
@@ -42,30 +45,75 @@ export async function privateTemporal(
   return { ...server, dir, dbFile, port, cli };
 }
 
-/** Fresh databases for one test file: a catalog and a source, dropped by `drop()`. */
+/** Databases of one test file or test: a catalog and a source, dropped by `drop()`. */
 export interface TestDatabases {
   adminUrl: string;
   catalogUrl: string;
   sourceUrl: string;
   catalogPool: Pool;
   sourcePool: Pool;
+  /** What the generated source holds (`generateBareosSource`'s result), when one was asked for. */
+  generated?: GenerateBareosResult;
+  /**
+   * Replaces the source database with a copy of the generated source `options` describe (from its
+   * template, generated once per server; see {@link sourceFromTemplate}) and sets `generated`.
+   * @throws Error when `sourcePool` has sessions (call it before using the source).
+   */
+  generateSource(options: SourceTemplateOptions): Promise<GenerateBareosResult>;
   drop(): Promise<void>;
 }
 
-/** Creates `catalog_rebuild_t_<tag>_<rand>_catalog` and `..._source`. */
-export async function testDatabases(tag: string): Promise<TestDatabases> {
+/** Options of {@link testDatabases}. */
+export interface TestDatabaseOptions {
+  /**
+   * `migrated` (default): the catalog database is a copy of the migrated catalog template (every
+   * migration applied; `migrate` finds nothing to do); `empty`: a new empty database.
+   */
+  catalog?: 'migrated' | 'empty';
+  /** A generated Bareos source (a copy of its template) instead of an empty source database. */
+  source?: SourceTemplateOptions;
+}
+
+/**
+ * Creates `crt_<tag>_<rand>_catalog` and `..._source` (see {@link TestDatabaseOptions}) and a pool
+ * (4 sessions) on each.
+ * @throws the server's or the generator's error (e.g. RangeError for invalid source options).
+ */
+export async function testDatabases(tag: string, opts: TestDatabaseOptions = {}): Promise<TestDatabases> {
   const adminUrl = await resolveAdminUrl();
   const base = `crt_${tag}_${randomBytes(3).toString('hex')}`;
-  const catalogUrl = await createDatabase(adminUrl, `${base}_catalog`);
-  const sourceUrl = await createDatabase(adminUrl, `${base}_source`);
+  const sourceUrl = databaseUrl(adminUrl, `${base}_source`);
+  // Both at once, each on its own admin session; neither is left behind when one fails.
+  const made = await Promise.allSettled([
+    opts.catalog === 'empty'
+      ? createDatabase(adminUrl, `${base}_catalog`)
+      : catalogFromTemplate(adminUrl, `${base}_catalog`),
+    opts.source
+      ? sourceFromTemplate(adminUrl, `${base}_source`, opts.source)
+      : createDatabase(adminUrl, `${base}_source`).then(() => undefined),
+  ]);
+  const failed = made.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+  if (failed) {
+    for (const n of [`${base}_catalog`, `${base}_source`]) await dropDatabase(adminUrl, n).catch(() => undefined);
+    throw failed.reason;
+  }
+  const catalogUrl = (made[0] as PromiseFulfilledResult<string>).value;
+  const generated = (made[1] as PromiseFulfilledResult<GenerateBareosResult | undefined>).value;
   const catalogPool = createPool(catalogUrl, { applicationName: 'catalog-rebuild:test', max: 4 });
   const sourcePool = createPool(sourceUrl, { applicationName: 'catalog-rebuild:test', max: 4 });
-  return {
+  const dbs: TestDatabases = {
     adminUrl,
     catalogUrl,
     sourceUrl,
     catalogPool,
     sourcePool,
+    generated,
+    async generateSource(options) {
+      if (sourcePool.totalCount > 0)
+        throw new Error(`generateSource: the source pool of ${base} has sessions; generate before using it`);
+      dbs.generated = await sourceFromTemplate(adminUrl, `${base}_source`, options);
+      return dbs.generated;
+    },
     async drop() {
       await catalogPool.end().catch(() => undefined);
       await sourcePool.end().catch(() => undefined);
@@ -73,6 +121,7 @@ export async function testDatabases(tag: string): Promise<TestDatabases> {
       await dropDatabase(adminUrl, `${base}_source`).catch(() => undefined);
     },
   };
+  return dbs;
 }
 
 /** Writes a worker configuration file with one Bareos source named `director`; returns its path. */
@@ -184,30 +233,53 @@ export function runCliProcess(
   return { code: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 
+/** A CLI process started by {@link startCli}. */
+export interface CliProcess {
+  /** Its standard output so far. */
+  stdout(): string;
+  /** Its standard error so far. */
+  stderr(): string;
+  /** Exit code (null when killed) and the whole output, once it exited. */
+  done: Promise<{ code: number | null; stdout: string; stderr: string }>;
+}
+
+/**
+ * Starts the compiled CLI with `args` and returns at once; its output can be watched while it runs.
+ * `opts.root`: the built tree whose `bin/catalog-rebuild.js` runs (default this project);
+ * `opts.timeoutMs`: SIGKILL the CLI after this long (code null).
+ */
+export function startCli(
+  args: string[],
+  env: NodeJS.ProcessEnv,
+  opts: { root?: string; timeoutMs?: number } = {},
+): CliProcess {
+  const bin = path.join(opts.root ?? projectRoot(), 'bin/catalog-rebuild.js');
+  const child = spawn(process.execPath, [bin, ...args], {
+    env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+    timeout: opts.timeoutMs,
+    killSignal: 'SIGKILL',
+  });
+  let stdout = '';
+  let stderr = '';
+  child.stdout!.on('data', (d) => (stdout += d));
+  child.stderr!.on('data', (d) => (stderr += d));
+  const done = new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) =>
+    child.on('exit', (code) => resolve({ code, stdout, stderr })),
+  );
+  return { stdout: () => stdout, stderr: () => stderr, done };
+}
+
 /**
  * Runs the compiled CLI with `args` without blocking the event loop; resolves with exit code and
- * output. `opts.root`: the built tree whose `bin/catalog-rebuild.js` runs (default this project);
- * `opts.timeoutMs`: SIGKILL the CLI after this long (code null).
+ * output. Options as {@link startCli}.
  */
 export function runCliAsync(
   args: string[],
   env: NodeJS.ProcessEnv,
   opts: { root?: string; timeoutMs?: number } = {},
 ): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    const bin = path.join(opts.root ?? projectRoot(), 'bin/catalog-rebuild.js');
-    const child = spawn(process.execPath, [bin, ...args], {
-      env,
-      stdio: ['ignore', 'pipe', 'pipe'],
-      timeout: opts.timeoutMs,
-      killSignal: 'SIGKILL',
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout!.on('data', (d) => (stdout += d));
-    child.stderr!.on('data', (d) => (stderr += d));
-    child.on('exit', (code) => resolve({ code, stdout, stderr }));
-  });
+  return startCli(args, env, opts).done;
 }
 
 /** A Temporal client on `address`. */
