@@ -57,6 +57,11 @@ export interface MockOptions {
   pageFailure?: (pageNo: number, attempt: number) => Error | undefined;
   /** Called when a page attempt starts, before it waits or fails (e.g. to report an operator pause). */
   onPageStart?: (info: PageAttemptInfo) => Promise<void> | void;
+  /**
+   * Called in the activity's context when a held page attempt is cancelled (by the workflow, the
+   * worker's shutdown, or an operator's pause: see `Context.current().cancellationDetails`).
+   */
+  onPageCancelled?: (info: PageAttemptInfo) => Promise<void> | void;
   /** The reconcile summary of a round (default: every bucket matches); fields not given are filled in. */
   reconcile?: (round: number) => Partial<ReconcileSummary>;
   /** A failure a bucket's repair throws (undefined: it repairs). */
@@ -228,16 +233,23 @@ export class MockActivities {
     this.maxPagesRunning = Math.max(this.maxPagesRunning, this.pagesRunning.size);
     try {
       return await this.ends(call, async () => {
-        const info = Context.current().info;
-        await this.opts.onPageStart?.({
+        const attempt: PageAttemptInfo = {
           pageNo,
           attempt: call.attempt,
-          workflowId: info.workflowExecution?.workflowId ?? '',
+          workflowId: Context.current().info.workflowExecution?.workflowId ?? '',
           runId: call.runId,
-        });
+        };
+        await this.opts.onPageStart?.(attempt);
         const failure = this.opts.pageFailure?.(pageNo, call.attempt);
         if (failure) throw failure;
-        if (this.holdPages) await this.gate(`page:${pageNo}`, call);
+        if (this.holdPages) {
+          try {
+            await this.gate(`page:${pageNo}`, call);
+          } catch (err) {
+            if (call.outcome === 'cancelled') await this.opts.onPageCancelled?.(attempt);
+            throw err;
+          }
+        }
         return {
           pageNo,
           rows: this.opts.rowsPerPage ?? 10,

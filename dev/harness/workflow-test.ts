@@ -53,7 +53,9 @@ export async function inProcessEnv(): Promise<InProcessEnv> {
 
 /**
  * Runs `fn` while a Worker on a fresh task queue runs the workflow bundle with `activities`; the
- * worker shuts down when `fn` settles (held activities are then cancelled).
+ * worker shuts down when `fn` settles (held activities are then cancelled). Heartbeats reach the
+ * server at most 200 ms apart, so a cancellation or an operator's pause reaches a held activity
+ * within about that.
  * @returns what `fn` returns; rejects with what `fn` or the worker throws.
  */
 export async function withWorker<T>(
@@ -67,6 +69,7 @@ export async function withWorker<T>(
     taskQueue,
     workflowBundle: ctx.bundle,
     activities,
+    maxHeartbeatThrottleInterval: 200,
   });
   return worker.runUntil(fn(taskQueue));
 }
