@@ -23,7 +23,7 @@ import { progressQuery } from '../../workflows/definitions';
 import { rebuildWorkflowId } from '../../workflows/names';
 import { RebuildPhaseKey } from '../../workflows/search-attributes';
 import { loadWorkflowBundle } from '../../worker/bundle';
-import { waitFor } from './wait';
+import { waitFor, withDeadline } from './wait';
 import { localTestEnv } from './workflow-env';
 
 /** A history event, as `fetchHistory` returns it. */
@@ -56,12 +56,15 @@ export async function inProcessEnv(): Promise<InProcessEnv> {
  * worker shuts down when `fn` settles (held activities are then cancelled). Heartbeats reach the
  * server at most 200 ms apart, so a cancellation or an operator's pause reaches a held activity
  * within about that.
- * @returns what `fn` returns; rejects with what `fn` or the worker throws.
+ * @param timeoutMs how long `fn` may take (default 30 s): a workflow that never ends (a result
+ *   awaited forever) fails the test instead of hanging it.
+ * @returns what `fn` returns; rejects with what `fn` or the worker throws, or on the deadline.
  */
 export async function withWorker<T>(
   ctx: InProcessEnv,
   activities: Activities,
   fn: (taskQueue: string) => Promise<T>,
+  timeoutMs = 30_000,
 ): Promise<T> {
   const taskQueue = `wf-${randomBytes(4).toString('hex')}`;
   const worker = await Worker.create({
@@ -71,7 +74,13 @@ export async function withWorker<T>(
     activities,
     maxHeartbeatThrottleInterval: 200,
   });
-  return worker.runUntil(fn(taskQueue));
+  return worker.runUntil(
+    withDeadline(
+      fn(taskQueue),
+      timeoutMs,
+      () => `the test did not end within ${timeoutMs} ms (task queue ${taskQueue})`,
+    ),
+  );
 }
 
 /** A unique catalog name with prefix `tag` (workflow ids must not collide between tests). */
