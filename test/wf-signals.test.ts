@@ -163,7 +163,7 @@ test('cancel signal with pages in flight: their activities are cancelled, the ve
   const mock = new MockActivities({ catalog, source: 's', pages: 5 });
   await withWorker(ctx, mock.activities, async (taskQueue) => {
     const { handle, workflowId } = await startRebuild(ctx, taskQueue, { catalog, source: 's', concurrency: 2 });
-    await mock.waitForHeld(2);
+    await mock.waitForCalls('copyPage', 2);
     await handle.signal(cancelSignal, { reason: 'operator said so' });
     const r = (await handle.result()) as RebuildCatalogResult;
     assert.deepEqual(pick(r, ['published', 'cancelled', 'versionId', 'pagesTotal', 'rowsUpserted', 'runs']), {
@@ -251,7 +251,7 @@ test('Temporal cancellation with pages in flight: pages cancelled, version aband
   const mock = new MockActivities({ catalog, source: 's', pages: 5 });
   await withWorker(ctx, mock.activities, async (taskQueue) => {
     const { handle, workflowId } = await startRebuild(ctx, taskQueue, { catalog, source: 's', concurrency: 3 });
-    await mock.waitForHeld(3);
+    await mock.waitForCalls('copyPage', 3);
     await handle.cancel();
     await assert.rejects(handle.result(), (err: unknown) => err instanceof WorkflowFailedError);
     assert.deepEqual(

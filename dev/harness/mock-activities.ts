@@ -106,9 +106,14 @@ export class MockActivities {
     return this.calls.filter((c) => c.name === name);
   }
 
-  /** Page numbers of the `copyPage` calls, in the order they started (a retried page once per attempt). */
+  /**
+   * Page numbers of the `copyPage` calls, ascending (a retried page once per attempt): pages the
+   * workflow schedules together reach the worker in no set order.
+   */
   pagesStarted(): number[] {
-    return this.callsOf('copyPage').map((c) => c.input.pageNo as number);
+    return this.callsOf('copyPage')
+      .map((c) => c.input.pageNo as number)
+      .sort((a, b) => a - b);
   }
 
   /**
