@@ -1,0 +1,272 @@
+/**
+ * RebuildCatalog in process, over mocked activities: the `pause`, `resume` and `cancel` signals and
+ * Temporal cancellation. What the window schedules is read from the history, what the rebuild shows
+ * from the `progress` query, what it does to its version from the recorded activity calls.
+ */
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { WorkflowFailedError } from '@temporalio/client';
+import type { RebuildCatalogResult } from '../workflows/definitions';
+import { cancelSignal, pauseSignal, resumeSignal } from '../workflows/definitions';
+import { MockActivities } from '../dev/harness/mock-activities';
+import type { InProcessEnv } from '../dev/harness/workflow-test';
+import {
+  cancelRequestedActivities,
+  history,
+  inProcessEnv,
+  phaseAttribute,
+  pick,
+  progress,
+  scheduledActivities,
+  signalIndexes,
+  startRebuild,
+  uniqueCatalog,
+  waitForProgress,
+  withWorker,
+} from '../dev/harness/workflow-test';
+
+let ctx: InProcessEnv;
+before(async () => {
+  ctx = await inProcessEnv();
+});
+after(async () => {
+  await ctx?.env.teardown();
+});
+
+const WINDOW = ['phase', 'paused', 'draining', 'pagesDone', 'checkpoint', 'inFlight', 'rowsUpserted'] as const;
+const pageIds = (n: number) => Array.from({ length: n }, (_, i) => `page-${i + 1}`);
+
+test('pause with pages in flight: they drain, no page is scheduled while paused, resume goes on from the checkpoint', async () => {
+  const catalog = uniqueCatalog('pause');
+  const mock = new MockActivities({ catalog, source: 's', pages: 6 });
+  await withWorker(ctx, mock.activities, async (taskQueue) => {
+    const { handle, workflowId } = await startRebuild(ctx, taskQueue, {
+      catalog,
+      source: 's',
+      concurrency: 2,
+      pageSize: 100,
+    });
+    const running = await waitForProgress(handle, '2 pages in flight', (p) => p.inFlight === 2);
+    assert.deepEqual(pick(running, WINDOW), {
+      phase: 'copying',
+      paused: false,
+      draining: false,
+      pagesDone: 0,
+      checkpoint: 0,
+      inFlight: 2,
+      rowsUpserted: 0,
+    });
+    assert.deepEqual(pick(running, ['pagesTotal', 'concurrency', 'run', 'versionId']), {
+      pagesTotal: 6,
+      concurrency: 2,
+      run: 1,
+      versionId: '7',
+    });
+
+    await handle.signal(pauseSignal);
+    const paused = await waitForProgress(handle, 'paused', (p) => p.paused);
+    assert.deepEqual(pick(paused, WINDOW), { ...pick(running, WINDOW), paused: true, draining: true });
+    assert.equal(paused.lastEvent, 'paused by signal');
+
+    // Page 2 commits first: counted, but the checkpoint waits for page 1.
+    mock.release(2);
+    const one = await waitForProgress(handle, 'page 2 committed', (p) => p.pagesDone === 1);
+    assert.deepEqual(pick(one, WINDOW), { ...pick(paused, WINDOW), pagesDone: 1, inFlight: 1, rowsUpserted: 10 });
+    mock.release(1);
+    const drained = await waitForProgress(handle, 'the window drained', (p) => p.inFlight === 0);
+    assert.deepEqual(pick(drained, WINDOW), {
+      phase: 'copying',
+      paused: true,
+      draining: false,
+      pagesDone: 2,
+      checkpoint: 2,
+      inFlight: 0,
+      rowsUpserted: 20,
+    });
+    // The workflow task that took page 1's result is complete (the query saw it): a page it had
+    // scheduled would be in the history now.
+    const atRest = scheduledActivities(await history(ctx, workflowId), 'copyPage');
+    assert.deepEqual(
+      atRest.map((a) => a.activityId),
+      ['page-1', 'page-2'],
+      'no page scheduled while paused',
+    );
+    assert.deepEqual(mock.pagesStarted(), [1, 2]);
+
+    await handle.signal(pauseSignal); // a second pause changes nothing (it does not toggle)
+    await handle.signal(resumeSignal);
+    const resumed = await waitForProgress(
+      handle,
+      'resumed with 2 pages in flight',
+      (p) => !p.paused && p.inFlight === 2,
+    );
+    assert.equal(resumed.lastEvent, 'resumed by signal at checkpoint 2');
+    await mock.waitForCalls('copyPage', 4);
+    assert.deepEqual(mock.pagesStarted(), [1, 2, 3, 4], 'resumed above the checkpoint');
+
+    mock.releasePages(true);
+    const r = (await handle.result()) as RebuildCatalogResult;
+    assert.equal(r.published, true);
+    assert.equal(r.rowsUpserted, 60);
+    const events = await history(ctx, workflowId);
+    const pauses = signalIndexes(events, 'pause');
+    const [resumeAt] = signalIndexes(events, 'resume');
+    assert.equal(pauses.length, 2);
+    const pages = scheduledActivities(events, 'copyPage');
+    assert.deepEqual(
+      pages.filter((a) => a.index > pauses[0] && a.index < resumeAt).map((a) => a.activityId),
+      [],
+      'no copyPage scheduled between pause and resume',
+    );
+    assert.deepEqual(
+      pages.map((a) => a.activityId),
+      pageIds(6),
+      'each page scheduled once, in order',
+    );
+    assert.deepEqual(mock.inputErrors, []);
+  });
+});
+
+test('a pause that arrives while the plan runs holds the first page until resume', async () => {
+  const catalog = uniqueCatalog('pauseplan');
+  const mock = new MockActivities({ catalog, source: 's', pages: 2, holdPlan: true, holdPages: false });
+  await withWorker(ctx, mock.activities, async (taskQueue) => {
+    const { handle, workflowId } = await startRebuild(ctx, taskQueue, { catalog, source: 's' });
+    await mock.waitForHeld('plan');
+    const planning = await progress(handle);
+    assert.deepEqual(pick(planning, ['phase', 'pagesTotal', 'versionId', 'paused']), {
+      phase: 'planning',
+      pagesTotal: 0,
+      versionId: null,
+      paused: false,
+    });
+    await handle.signal(pauseSignal);
+    await waitForProgress(handle, 'paused', (p) => p.paused);
+    mock.release('plan');
+    const planned = await waitForProgress(handle, 'planned', (p) => p.pagesTotal === 2);
+    assert.deepEqual(pick(planned, ['phase', 'paused', 'inFlight', 'versionId']), {
+      phase: 'copying',
+      paused: true,
+      inFlight: 0,
+      versionId: '7',
+    });
+    assert.deepEqual(scheduledActivities(await history(ctx, workflowId), 'copyPage'), []);
+    await handle.signal(resumeSignal);
+    const r = (await handle.result()) as RebuildCatalogResult;
+    assert.equal(r.published, true);
+    assert.deepEqual(mock.pagesStarted(), [1, 2]);
+  });
+});
+
+test('cancel signal with pages in flight: their activities are cancelled, the version abandoned, nothing sealed or published', async () => {
+  const catalog = uniqueCatalog('cancel');
+  const mock = new MockActivities({ catalog, source: 's', pages: 5 });
+  await withWorker(ctx, mock.activities, async (taskQueue) => {
+    const { handle, workflowId } = await startRebuild(ctx, taskQueue, { catalog, source: 's', concurrency: 2 });
+    await mock.waitForCalls('copyPage', 2);
+    await handle.signal(cancelSignal, { reason: 'operator said so' });
+    const r = (await handle.result()) as RebuildCatalogResult;
+    assert.deepEqual(pick(r, ['published', 'cancelled', 'versionId', 'pagesTotal', 'rowsUpserted', 'runs']), {
+      published: false,
+      cancelled: true,
+      versionId: '7',
+      pagesTotal: 5,
+      rowsUpserted: 0,
+      runs: 1,
+    });
+    assert.deepEqual(
+      mock.callsOf('endVersion').map((c) => c.input),
+      [{ catalog, versionId: '7', status: 'abandoned', reason: 'cancelled by signal' }],
+    );
+    assert.deepEqual([...new Set(mock.calls.map((c) => c.name))], ['planRebuild', 'copyPage', 'endVersion']);
+    assert.deepEqual(mock.pagesStarted(), [1, 2]);
+
+    const events = await history(ctx, workflowId);
+    assert.deepEqual(cancelRequestedActivities(events).sort(), ['page-1', 'page-2']);
+    const [cancelAt] = signalIndexes(events, 'cancel');
+    assert.deepEqual(
+      scheduledActivities(events)
+        .filter((a) => a.index > cancelAt)
+        .map((a) => a.type),
+      ['endVersion'],
+      'after the cancel only the version is ended',
+    );
+    assert.ok(events[events.length - 1].workflowExecutionCompletedEventAttributes, 'completed, not cancelled');
+    const p = await progress(handle);
+    assert.deepEqual(pick(p, ['phase', 'inFlight', 'draining']), { phase: 'cancelled', inFlight: 0, draining: false });
+    assert.equal(p.lastEvent, 'cancelled: version abandoned, active version unchanged');
+    assert.equal(await phaseAttribute(handle), 'cancelled');
+  });
+});
+
+test('cancel signal while paused and drained: the version is abandoned, no activity was in flight to cancel', async () => {
+  const catalog = uniqueCatalog('cancelpaused');
+  const mock = new MockActivities({ catalog, source: 's', pages: 4 });
+  await withWorker(ctx, mock.activities, async (taskQueue) => {
+    const { handle, workflowId } = await startRebuild(ctx, taskQueue, { catalog, source: 's', concurrency: 1 });
+    await mock.waitForHeld(1);
+    await handle.signal(pauseSignal);
+    await waitForProgress(handle, 'paused', (p) => p.paused);
+    mock.release(1);
+    await waitForProgress(handle, 'drained', (p) => p.inFlight === 0 && p.checkpoint === 1);
+    await handle.signal(cancelSignal);
+    const r = (await handle.result()) as RebuildCatalogResult;
+    assert.equal(r.cancelled, true);
+    assert.equal(r.rowsUpserted, 10);
+    assert.deepEqual(mock.pagesStarted(), [1]);
+    assert.deepEqual(
+      mock.callsOf('endVersion').map((c) => c.input.status),
+      ['abandoned'],
+    );
+    assert.deepEqual(cancelRequestedActivities(await history(ctx, workflowId)), []);
+  });
+});
+
+test('cancel signal while the plan runs: no page starts and the rebuild ends cancelled', async () => {
+  const catalog = uniqueCatalog('cancelplan');
+  const mock = new MockActivities({ catalog, source: 's', pages: 3, holdPlan: true });
+  await withWorker(ctx, mock.activities, async (taskQueue) => {
+    const { handle, workflowId } = await startRebuild(ctx, taskQueue, { catalog, source: 's' });
+    await mock.waitForHeld('plan');
+    await handle.signal(cancelSignal);
+    const r = (await handle.result()) as RebuildCatalogResult;
+    assert.deepEqual(pick(r, ['cancelled', 'published', 'versionId']), {
+      cancelled: true,
+      published: false,
+      versionId: '',
+    });
+    const events = await history(ctx, workflowId);
+    assert.deepEqual(
+      scheduledActivities(events).map((a) => a.type),
+      ['planRebuild'],
+    );
+    assert.equal(cancelRequestedActivities(events).length, 1, 'the plan activity was cancelled');
+    assert.deepEqual(mock.pagesStarted(), []);
+    assert.equal((await progress(handle)).phase, 'cancelled');
+  });
+});
+
+test('Temporal cancellation with pages in flight: pages cancelled, version abandoned as "workflow cancelled", the run ends CANCELLED', async () => {
+  const catalog = uniqueCatalog('tcancel');
+  const mock = new MockActivities({ catalog, source: 's', pages: 5 });
+  await withWorker(ctx, mock.activities, async (taskQueue) => {
+    const { handle, workflowId } = await startRebuild(ctx, taskQueue, { catalog, source: 's', concurrency: 3 });
+    await mock.waitForCalls('copyPage', 3);
+    await handle.cancel();
+    await assert.rejects(handle.result(), (err: unknown) => err instanceof WorkflowFailedError);
+    assert.deepEqual(
+      mock.callsOf('endVersion').map((c) => c.input),
+      [{ catalog, versionId: '7', status: 'abandoned', reason: 'workflow cancelled' }],
+    );
+    const events = await history(ctx, workflowId);
+    assert.deepEqual(cancelRequestedActivities(events).sort(), ['page-1', 'page-2', 'page-3']);
+    assert.ok(events[events.length - 1].workflowExecutionCanceledEventAttributes, 'the run ends cancelled');
+    assert.equal((await handle.describe()).status.name, 'CANCELLED');
+    assert.equal(await phaseAttribute(handle), 'cancelled');
+    assert.equal(
+      mock.callsOf('sealVersion').length + mock.callsOf('publishVersion').length,
+      0,
+      'nothing sealed or published',
+    );
+  });
+});
