@@ -15,7 +15,7 @@ import {
   loadVersion,
   lockVersion,
   recordedBucketSpan,
-  upsertRowsQuarantining,
+  upsertRows,
   writeRejects,
 } from '../lib/catalog';
 import { withLongSession, withTransaction } from '../lib/db';
@@ -66,14 +66,12 @@ async function repair(ctx: ActivityContext, input: RepairBucketInput): Promise<R
   const span = await recordedBucketSpan(ctx.pool, input.versionId, input.bucket);
   const { read, moved, gone } = await readBucket(ctx, input, source, v.watermark_key, span);
   const rejected = [...read.rejects, ...moved.rejects];
+  const rejectedKeys = rejected.map((r) => r.jobKey);
   const { upserted, deleted } = await withTransaction(
     ctx.pool,
     async (c) => {
       await lockVersion(c, input.versionId, { mode: 'share', allowed: ['building', 'verifying'] });
-      // The rows go through the page's fallback write: a row the catalog refuses is quarantined alone.
-      const rows = dedupeByJobId([...read.valid, ...moved.valid]);
-      const n = await upsertRowsQuarantining(c, input.versionId, 0, rows, rejected);
-      const rejectedKeys = rejected.map((r) => r.jobKey);
+      const n = await upsertRows(c, input.versionId, 0, dedupeByJobId([...read.valid, ...moved.valid]));
       const d = await deleteJobsById(
         c,
         input.versionId,
