@@ -8,7 +8,7 @@ import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { Activities } from '../../activities';
 import type { PublishVersionInput, PublishVersionResult } from '../../workflows/activity-types';
 import type { CopyPageResult, ReconcileSummary, RepairBucketResult } from '../../workflows/definitions';
-import { sleep, waitFor } from './wait';
+import { waitFor } from './wait';
 
 /** Names of the activities the workflows call. */
 export type ActivityName = keyof Activities;
@@ -205,17 +205,17 @@ export class MockActivities {
     if (this.opened.delete(key)) return;
     const ctx = Context.current();
     const released = new Promise<void>((resolve) => this.gates.set(key, resolve));
-    let done = false;
-    void released.then(() => (done = true));
+    // Heartbeats on a timer carry a cancellation to the activity while it waits on its gate.
+    ctx.heartbeat();
+    const beat = setInterval(() => ctx.heartbeat(), 200);
     try {
-      while (!done) {
-        ctx.heartbeat();
-        await Promise.race([released, ctx.cancelled, sleep(200)]);
-      }
+      await Promise.race([released, ctx.cancelled]);
     } catch (err) {
       this.gates.delete(key);
       call.outcome = 'cancelled';
       throw err;
+    } finally {
+      clearInterval(beat);
     }
   }
 
