@@ -212,7 +212,7 @@ export async function waitForResult(handle: WorkflowHandle): Promise<RebuildCata
 
 /**
  * Workers polling the task queue now: identities seen by the server within the last
- * LIVE_POLLER_WINDOW_SECONDS (a killed worker stays in the server's poller list for minutes;
+ * liveWindowSeconds() (75 s; a killed worker stays in the server's poller list for minutes;
  * a live idle one refreshes its entry about once a minute).
  */
 export async function workersPolling(session: TemporalSession): Promise<number> {

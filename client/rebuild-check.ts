@@ -24,8 +24,9 @@ import { rebuildWorkflowId } from '../workflows/names';
 import { RebuildPhaseKey } from '../workflows/search-attributes';
 import type { TemporalSession } from './index';
 import { getProgress } from './index';
-import type { DatabaseFact, PendingActivityFact, RebuildFacts, RebuildThresholds, RunFact } from './rebuild-health';
-import { DEFAULT_REBUILD_THRESHOLDS } from './rebuild-health';
+import type { DatabaseFact, PendingActivityFact, RebuildFacts, RunFact } from './rebuild-health';
+import type { RebuildThresholds } from './rebuild-thresholds';
+import { DEFAULT_REBUILD_THRESHOLDS } from './rebuild-thresholds';
 import { pendingActivityPage } from './pending-activity';
 
 /** How long the `progress` query may take before the check goes on without it (ms). */
@@ -38,29 +39,6 @@ export const P99_PAGES = 200;
 const MAX_CHILDREN_DESCRIBED = 8;
 /** History events read (newest first) looking for the latest `pause` / `resume` signal, at most. */
 const MAX_HISTORY_EVENTS = 20_000;
-
-/**
- * Environment variables that shorten the thresholds, for tests (the defaults are those of the
- * specification): `CATALOG_REBUILD_CHECK_NO_POLLER_SECONDS` (75) and
- * `CATALOG_REBUILD_CHECK_STALL_SECONDS` (120, the floor of the copy stall limit).
- */
-export const THRESHOLD_ENV = {
-  noPollerSeconds: 'CATALOG_REBUILD_CHECK_NO_POLLER_SECONDS',
-  stallFloorSeconds: 'CATALOG_REBUILD_CHECK_STALL_SECONDS',
-} as const;
-
-/**
- * The thresholds in force: the defaults, with those of {@link THRESHOLD_ENV} that are set to a
- * positive number.
- */
-export function rebuildThresholds(env: NodeJS.ProcessEnv = process.env): RebuildThresholds {
-  const t: RebuildThresholds = { ...DEFAULT_REBUILD_THRESHOLDS };
-  for (const [key, name] of Object.entries(THRESHOLD_ENV) as [keyof typeof THRESHOLD_ENV, string][]) {
-    const v = Number(env[name]);
-    if (env[name] && Number.isFinite(v) && v > 0) t[key] = v;
-  }
-  return t;
-}
 
 type Timestamp = { seconds?: unknown; nanos?: number | null } | null | undefined;
 

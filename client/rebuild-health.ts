@@ -12,29 +12,8 @@
  */
 import type { NagiosCode } from './check';
 import { NagiosState } from './check';
-
-/** Thresholds of the rebuild health check. */
-export interface RebuildThresholds {
-  /** CRITICAL when a running rebuild's task queue had no poll for longer than this (s). */
-  noPollerSeconds: number;
-  /** Floor of the copy stall limit (s): WARNING after max(this, `stallP99Factor` × p99 page time) without a commit. */
-  stallFloorSeconds: number;
-  /** Multiple of the p99 page time (of recent committed pages) in the copy stall limit. */
-  stallP99Factor: number;
-  /** WARNING when a pending activity (outside the copy phase) has not heartbeated for this multiple of its heartbeat timeout. */
-  heartbeatTimeoutFactor: number;
-  /** WARNING when at least this many pages' latest attempts failed with the same (non-timeout) error. */
-  sameErrorPages: number;
-}
-
-/** The thresholds of the specification: 75 s, 2 min, 10 × p99, 2 × heartbeat timeout, 3 pages. */
-export const DEFAULT_REBUILD_THRESHOLDS: Readonly<RebuildThresholds> = Object.freeze({
-  noPollerSeconds: 75,
-  stallFloorSeconds: 120,
-  stallP99Factor: 10,
-  heartbeatTimeoutFactor: 2,
-  sameErrorPages: 3,
-});
+import type { RebuildThresholds } from './rebuild-thresholds';
+import { DEFAULT_REBUILD_THRESHOLDS } from './rebuild-thresholds';
 
 /** A pending activity of the rebuild or of one of its children, from `describe()`. */
 export interface PendingActivityFact {

@@ -11,6 +11,7 @@ import { activeVersionId as readActiveVersionId } from '../lib/catalog/publish';
 import type { LatestVersionProgress, RebuildRunKey, StoredReconciliation } from '../lib/catalog/status';
 import { readLatestReconciliation, readLatestVersionProgress } from '../lib/catalog/status';
 import { readLastEventMessage } from '../lib/catalog/event-reads';
+import { DEFAULT_REBUILD_THRESHOLDS, rebuildThresholds } from './rebuild-thresholds';
 
 /**
  * How the pages are sized, e.g. `pages of 31,250 rows (auto)`; `pages sized at plan (auto)` before
@@ -115,11 +116,15 @@ export async function catalogStatusFromDatabase(
 }
 
 /**
- * Seconds within which a poller must have polled to count as live. An idle worker's long poll
- * lasts up to about 60 s before it polls again, so a live worker is always seen within this window;
- * the server itself lists a dead worker's pollers for minutes (its poller history TTL).
+ * Seconds within which a poller must have polled to count as live: the no-poller window of
+ * `check --rebuild` ({@link DEFAULT_REBUILD_THRESHOLDS}, 75 s; `CATALOG_REBUILD_CHECK_NO_POLLER_SECONDS`
+ * shortens it for tests). An idle worker's long poll lasts up to about 60 s before it polls again,
+ * so a live worker is always seen within 75 s; the server itself lists a dead worker's pollers for
+ * minutes (its poller history TTL).
  */
-export const LIVE_POLLER_WINDOW_SECONDS = 75;
+export function liveWindowSeconds(env: NodeJS.ProcessEnv = process.env): number {
+  return rebuildThresholds(env).noPollerSeconds;
+}
 
 /** A worker seen polling the task queue. */
 export interface PollerSeen {
@@ -130,11 +135,11 @@ export interface PollerSeen {
 
 /**
  * Workers (distinct identities) that polled the task queue for workflow or activity tasks within
- * `windowSeconds` (default {@link LIVE_POLLER_WINDOW_SECONDS}).
+ * `windowSeconds` (default {@link liveWindowSeconds}).
  */
 export async function livePollers(
   session: TemporalSession,
-  windowSeconds = LIVE_POLLER_WINDOW_SECONDS,
+  windowSeconds = liveWindowSeconds(),
 ): Promise<PollerSeen[]> {
   const kinds = [
     temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,

@@ -3,7 +3,8 @@
  * when needed) and the migrated catalog template database (dev/harness/templates.ts), then runs
  * every compiled test file with node's test runner. Arguments filter the test files by name;
  * `--concurrency=<n>` (or CATALOG_REBUILD_TEST_CONCURRENCY) runs up to n test files at a time
- * (default 1).
+ * (default 2: most test files wait on servers and workers, so two share the 2 cores well). A
+ * summary of each file's time ends the output.
  */
 import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
@@ -25,12 +26,12 @@ function testFiles(dir: string, only: string[]): string[] {
 
 /**
  * Test files run at a time: `--concurrency=<n>` among the arguments, else
- * CATALOG_REBUILD_TEST_CONCURRENCY, else 1.
+ * CATALOG_REBUILD_TEST_CONCURRENCY, else 2.
  * @throws Error when the value is not an integer from 1 to 16.
  */
 function testConcurrency(args: string[], env: NodeJS.ProcessEnv): number {
   const given = args.find((a) => a.startsWith('--concurrency='))?.slice('--concurrency='.length);
-  const text = given ?? env.CATALOG_REBUILD_TEST_CONCURRENCY ?? '1';
+  const text = given ?? env.CATALOG_REBUILD_TEST_CONCURRENCY ?? '2';
   const n = Number(text);
   if (!Number.isInteger(n) || n < 1 || n > 16)
     throw new Error(`test concurrency must be an integer from 1 to 16, got ${text}`);
@@ -51,7 +52,15 @@ async function main(): Promise<void> {
   if (!files.length) throw new Error(`no test files match ${only.join(' ')}`);
   const r = spawnSync(
     process.execPath,
-    ['--test', `--test-concurrency=${concurrency}`, '--test-reporter=spec', ...files],
+    [
+      '--test',
+      `--test-concurrency=${concurrency}`,
+      '--test-reporter=spec',
+      '--test-reporter-destination=stdout',
+      `--test-reporter=${path.join(__dirname, 'file-times-reporter.js')}`,
+      '--test-reporter-destination=stdout',
+      ...files,
+    ],
     {
       stdio: 'inherit',
       env: { ...process.env, TEMPORAL_CLI_PATH: cli, DATABASE_URL: adminUrl },

@@ -6,8 +6,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { PendingActivityFact, RebuildFacts, RunFact } from '../client/rebuild-health';
-import { DEFAULT_REBUILD_THRESHOLDS, evaluateRebuildHealth, formatPerfdata } from '../client/rebuild-health';
-import { deepestMessage, rebuildThresholds } from '../client/rebuild-check';
+import { evaluateRebuildHealth, formatPerfdata } from '../client/rebuild-health';
+import { DEFAULT_REBUILD_THRESHOLDS, rebuildThresholds } from '../client/rebuild-thresholds';
+import { deepestMessage } from '../client/rebuild-check';
 
 const NOW = Date.parse('2026-11-01T20:00:00Z');
 const ago = (seconds: number): number => NOW - seconds * 1000;

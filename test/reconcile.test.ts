@@ -94,12 +94,14 @@ before(async () => {
   // A login role that may read the `unreadable` source's tables (test 2 revokes it mid-rebuild).
   readerRole = `${dbBase}_reader`;
   const admin = createPool(adminUrl, { applicationName: 'catalog-rebuild:test', max: 1 });
-  await admin.query(format('CREATE ROLE %I LOGIN', readerRole));
+  // A password, so the role logs in on servers with password authentication (the embedded one) too.
+  const readerPassword = randomBytes(12).toString('hex');
+  await admin.query(format('CREATE ROLE %I LOGIN PASSWORD %L', readerRole, readerPassword));
   await admin.end();
   await sourcePools.unreadable.query(format('GRANT SELECT ON job, client, pool, fileset TO %I', readerRole));
   const roleUrl = new URL(databaseUrl(adminUrl, `${dbBase}_unreadable`));
   roleUrl.username = readerRole;
-  roleUrl.password = '';
+  roleUrl.password = readerPassword;
 
   const sources: Record<string, unknown> = {};
   for (const s of SOURCES)

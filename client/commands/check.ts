@@ -6,8 +6,9 @@
 import type { Pool } from 'pg';
 import { checkCatalog, NagiosState, unknownLine } from '../check';
 import type { TemporalSession } from '../index';
-import { gatherRebuildFacts, rebuildThresholds } from '../rebuild-check';
+import { gatherRebuildFacts } from '../rebuild-check';
 import { evaluateRebuildHealth, rebuildUnknownLine } from '../rebuild-health';
+import { rebuildThresholds } from '../rebuild-thresholds';
 import type { CommandContext } from './context';
 
 /** Options of `check` (durations already in seconds). */

@@ -12,7 +12,7 @@ import type { WorkflowExecutionDescription } from '@temporalio/client';
 import { WorkflowNotFoundError } from '@temporalio/client';
 import type { RebuildProgress, TemporalSession } from '../index';
 import { getProgress, rebuildHandle } from '../index';
-import { catalogStatusFromDatabase, formatProgress, livePollers, LIVE_POLLER_WINDOW_SECONDS } from '../status';
+import { catalogStatusFromDatabase, formatProgress, livePollers, liveWindowSeconds } from '../status';
 import { followStatus } from '../follow-status';
 import type { CommandContext } from './context';
 import { ExitCode, withTemporal } from './context';
@@ -141,7 +141,7 @@ async function openStatus(
   desc: WorkflowExecutionDescription,
 ): Promise<number> {
   const handle = rebuildHandle(s.client, o.catalog);
-  const noPollers = `no worker polled task queue ${s.taskQueue} in the last ${LIVE_POLLER_WINDOW_SECONDS} s`;
+  const noPollers = `no worker polled task queue ${s.taskQueue} in the last ${liveWindowSeconds()} s`;
   const pause: WorkflowPause | null = desc.status.name === 'PAUSED' ? workflowPauseOf(desc.raw) : null;
   const activities = operatorPausedActivities(desc.raw);
   let note = '';
