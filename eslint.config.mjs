@@ -87,7 +87,7 @@ const workflowPatterns = [
 
 export default defineConfig(
   {
-    ignores: ['dist/', 'node_modules/', '.tools/', '.data/', 'test/histories/', 'test/fixtures/', 'test-artifacts/'],
+    ignores: ['dist/', 'node_modules/', '.tools/', '.data/', 'test/releases/', 'test/fixtures/', 'test-artifacts/'],
   },
 
   // Every JavaScript and TypeScript file: module resolution for the import-x rules.

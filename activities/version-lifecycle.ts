@@ -28,9 +28,9 @@ import { withHeartbeat } from './heartbeat';
  * Ends the copy phase: under `FOR UPDATE` on the version row (waiting for page transactions in
  * flight), proves that every planned page has its committed ledger row; if some have not, returns
  * them and leaves the version `building` (the workflow re-runs them and seals again). Otherwise the
- * version becomes `verifying` (later page writes are refused) and gets its paging-key and reader
- * indexes and ANALYZE on a session without statement timeout; heartbeats from a timer throughout (a
- * long step: its activity is found dead by heartbeat timeout). Idempotent.
+ * version becomes `verifying` (later page writes are refused); `indexVersion` then builds its
+ * indexes. Heartbeats from a timer throughout (a long step: its activity is found dead by heartbeat
+ * timeout). Idempotent.
  * @throws VERSION_FENCED when the version is neither building nor verifying.
  */
 export async function sealVersion(ctx: ActivityContext, input: SealVersionInput): Promise<SealVersionResult> {
@@ -45,9 +45,7 @@ export async function sealVersion(ctx: ActivityContext, input: SealVersionInput)
           if (!missing.length) await markVerifying(c, input.versionId);
           return missing;
         });
-        if (missingPages.length) return { missingPages };
-        if (input.index !== false) await createIndexes(ctx, input.versionId);
-        return { missingPages: [] };
+        return { missingPages };
       }),
   );
 }

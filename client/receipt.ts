@@ -16,7 +16,7 @@ export interface SeenPlan {
   /** Source rows at or below the watermark (decimal text); null when only the workflow answered. */
   sourceRows: string | null;
   watermark: Watermark | null;
-  /** Rows per page the plan chose; absent when not known (a plan of an earlier release). */
+  /** Rows per page the plan chose; absent when not known. */
   pageSize?: number | null;
   /** How the plan sized its pages; absent when not known. */
   pageSizing?: PageSizing;

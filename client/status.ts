@@ -15,7 +15,7 @@ import { DEFAULT_REBUILD_THRESHOLDS, rebuildThresholds } from './rebuild-thresho
 
 /**
  * How the pages are sized, e.g. `pages of 31,250 rows (auto)`; `pages sized at plan (auto)` before
- * the plan; empty for an answer without the fields (a worker of an earlier release).
+ * the plan; empty for an answer without the fields.
  */
 export function formatPageSizing(p: Partial<Pick<RebuildProgress, 'pageSize' | 'pageSizing'>>): string {
   if (!p.pageSizing) return '';

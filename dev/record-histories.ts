@@ -1,13 +1,17 @@
 /**
- * Records histories of real rebuilds (a private Temporal dev server, real worker processes, a
- * generated Bareos source in a fresh PostgreSQL database) into `test/histories/` for the replay test
- * (`test/replay.test.ts`), and merges each one's workflow id into `test/histories/index.json`.
+ * Records a release: histories of real rebuilds (a private Temporal dev server, real worker
+ * processes of this build, a generated Bareos source in a fresh PostgreSQL database) into
+ * `test/releases/<release>/histories/` with their workflow ids in `index.json`, and the workflow
+ * bundle those workers ran (`workflow-bundle.js.gz`) with its build id (`release.json`). The replay
+ * test (`test/replay.test.ts`) replays each release's histories on its own bundle, and the newest
+ * release's on this build; the upgrade test runs the recorded bundle as that release's workers.
  *
- * Run: `npm run record:histories [-- <scenario> …]`. Without names it records every scenario whose
- * history file is missing, so recorded histories are kept; a named scenario is recorded again and its
- * files are overwritten. After a deliberate workflow change guarded by `patched()`, record the changed
- * scenario under a new name and keep the old files: they are the histories of rebuilds still running.
+ * Run: `npm run record:histories -- --release <tag> [<scenario> …]`. Without names it records every
+ * scenario whose history file is missing, so recorded histories are kept; a named scenario is
+ * recorded again and its files are overwritten. Record a new release when the workflow code no
+ * longer replays the newest release's histories (docs/operations.md, "Releases and replay tests").
  */
+import { gzipSync } from 'node:zlib';
 import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
@@ -28,6 +32,9 @@ import {
 } from '../client';
 import { generateBareosSource } from './bareos-generator';
 import { projectRoot } from '../lib/paths';
+import { PACKAGE_VERSION } from '../worker';
+import { workflowBundlePath } from '../worker/bundle';
+import { workerBuild } from '../worker/build-id';
 import type { TestDatabases } from './harness/harness';
 import { privateTemporal, temporalClient, testDatabases, testEnv, uniqueQueue, writeConfig } from './harness/harness';
 import type { FleetWorker } from './harness/faults';
@@ -37,8 +44,10 @@ import { waitFor } from './harness/wait';
 /** Jobs of the generated source: pages of 1,000 make 6 pages, of 500 make 12. */
 const SOURCE_JOBS = 6_000;
 /** Folder of the recorded histories and their index. */
-const HISTORIES = path.join(projectRoot(), 'test', 'histories');
-const INDEX = path.join(HISTORIES, 'index.json');
+/** Folder of the recorded releases. */
+export const RELEASES = path.join(projectRoot(), 'test', 'releases');
+let HISTORIES = '';
+let INDEX = '';
 
 /** What a scenario runs against: one Temporal service, one source, workers on the main task queue. */
 interface Ctx {
@@ -75,7 +84,8 @@ function rootMessage(err: unknown): string {
 async function slowPageSleeping(dbs: TestDatabases, worker: FleetWorker): Promise<boolean> {
   const { rowCount } = await dbs.catalogPool.query(
     `SELECT 1 FROM pg_stat_activity
-     WHERE datname = current_database() AND application_name = $1 AND state = 'active' AND query LIKE 'SELECT pg_sleep%'`,
+     WHERE datname = current_database() AND application_name LIKE $1 || '%' AND state = 'active'
+       AND query LIKE 'SELECT pg_sleep%'`,
     [`catalog-rebuild:worker:${worker.pid}`],
   );
   return !!rowCount;
@@ -293,8 +303,28 @@ function selected(args: string[]): string[] {
   );
 }
 
+/** Writes the bundle this build's workers run and its build id beside the release's histories. */
+function saveBundle(dir: string, release: string): void {
+  const code = fs.readFileSync(workflowBundlePath());
+  fs.writeFileSync(path.join(dir, 'workflow-bundle.js.gz'), gzipSync(code, { level: 9 }));
+  const build = workerBuild({}, code, PACKAGE_VERSION);
+  const meta = { release, packageVersion: PACKAGE_VERSION, buildId: build.buildId };
+  fs.writeFileSync(path.join(dir, 'release.json'), JSON.stringify(meta, null, 2) + '\n');
+  console.log(`release ${release}: build ${build.buildId}, bundle saved`);
+}
+
 async function main(): Promise<void> {
-  const names = selected(process.argv.slice(2));
+  const args = process.argv.slice(2);
+  const at = args.indexOf('--release');
+  const release = at >= 0 ? args[at + 1] : undefined;
+  if (!release || !/^v\d+\.\d+\.\d+$/.test(release))
+    throw new Error('usage: npm run record:histories -- --release vX.Y.Z [scenario …]');
+  const dir = path.join(RELEASES, release);
+  HISTORIES = path.join(dir, 'histories');
+  INDEX = path.join(HISTORIES, 'index.json');
+  const names = selected(args.filter((_, i) => i !== at && i !== at + 1));
+  fs.mkdirSync(HISTORIES, { recursive: true });
+  saveBundle(dir, release);
   if (!names.length) {
     console.log(`every scenario is recorded in ${HISTORIES}; name scenarios to record them again`);
     return;
@@ -336,7 +366,10 @@ async function main(): Promise<void> {
     };
     for (const name of names) {
       console.log(`scenario ${name}`);
-      await SCENARIOS[name].run(ctx);
+      await SCENARIOS[name].run(ctx).catch((err: unknown) => {
+        for (const w of fleet.all) console.error(`worker ${w.n} (pid ${w.pid}):\n${w.output().slice(-3000)}`);
+        throw err;
+      });
     }
   } finally {
     await tc.close().catch(() => undefined);

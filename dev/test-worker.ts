@@ -8,8 +8,11 @@
  * - `holdWhileStreaming: { pageNo, attempt, heldFile, releaseFile }`: the same, in the middle of a
  *   streamed page (its transaction open, the catalog COPY started, its first rows read from the source).
  * Without the variable it is the production worker. Production runs worker/main.ts.
+ * `CATALOG_REBUILD_TEST_WORKFLOW_BUNDLE` names another workflow bundle to run (a recorded release's,
+ * `.js` or `.js.gz`), as a worker of that release would.
  */
 import * as fs from 'node:fs';
+import { gunzipSync } from 'node:zlib';
 import type { PoolClient } from 'pg';
 import type { PageAttempt, PageHooks } from '../activities';
 import { createWorker } from '../worker';
@@ -56,8 +59,13 @@ async function main(): Promise<void> {
   const faults: Faults | undefined = process.env.CATALOG_REBUILD_FAULTS
     ? (JSON.parse(process.env.CATALOG_REBUILD_FAULTS) as Faults)
     : undefined;
-  const w = await createWorker(process.env, { hooks: faults ? faultHooks(faults) : undefined });
-  console.log(`catalog-rebuild worker ${process.pid} polling task queue ${w.worker.options.taskQueue}`);
+  const bundleFile = process.env.CATALOG_REBUILD_TEST_WORKFLOW_BUNDLE;
+  const bundle = bundleFile ? fs.readFileSync(bundleFile) : undefined;
+  const workflowCode = bundle && (bundleFile!.endsWith('.gz') ? gunzipSync(bundle) : bundle).toString('utf8');
+  const w = await createWorker(process.env, { hooks: faults ? faultHooks(faults) : undefined, workflowCode });
+  console.log(
+    `catalog-rebuild worker ${process.pid} polling task queue ${w.worker.options.taskQueue} as build ${w.build.buildId} of deployment ${w.build.deploymentName}`,
+  );
   await w.run();
 }
 

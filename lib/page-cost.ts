@@ -11,7 +11,7 @@ export const PAGE_STATEMENT_TIMEOUT_FLOOR_MS = 30_000;
  */
 export const PAGE_STATEMENT_MS_PER_ROW = 1;
 
-/** Rows assumed for a page planned without a row count (a plan of an earlier release): the largest page. */
+/** Rows assumed for a page planned without a row count (a plan made before migration 005): the largest page. */
 const UNKNOWN_PAGE_ROWS = 100_000;
 
 /**

@@ -27,6 +27,7 @@ const RESULT: RebuildCatalogResult = {
   published: true,
   cancelled: false,
   pagesTotal: 12,
+  pagesDone: 12,
   rowsUpserted: 2400,
   rejects: 2,
   retries: 1,
@@ -63,9 +64,18 @@ test('a closed rebuild is described in one line, plus the reconciliation report 
     'catalog main: version 7 published; 12 pages, 2400 rows, 2 rejects, 1 retries, 61 s, 2 run(s)',
     'reconciliation: ok: 30 buckets, source 2400 = catalog 2398 + 2 quarantined; delta after watermark 5; duplicate job names 0; sample 100 checked, 0 differ',
   ]);
-  assert.deepEqual(formatRebuildResult({ ...RESULT, published: false, cancelled: true, reconciliation: null }), [
-    'catalog main: version 7 cancelled (abandoned); 12 pages, 2400 rows, 2 rejects, 1 retries, 61 s, 2 run(s)',
-  ]);
+  // A cancelled rebuild says how many of its pages were committed.
+  assert.deepEqual(
+    formatRebuildResult({
+      ...RESULT,
+      published: false,
+      cancelled: true,
+      pagesDone: 5,
+      rowsUpserted: 1000,
+      reconciliation: null,
+    }),
+    ['catalog main: version 7 cancelled (abandoned); 5 of 12 pages, 1000 rows, 2 rejects, 1 retries, 61 s, 2 run(s)'],
+  );
   const mismatch = formatRebuildResult({
     ...RESULT,
     published: false,

@@ -165,7 +165,7 @@ test('the start decision: recent names accept or refuse (sorted); no worker wait
   );
   // A catalog database before migration 3: no records; the final message says why.
   const old = decideStart({ ...base, records: { ...none, noTable: true }, waitedMs: 60_000 });
-  assert.match((old as { message: string }).message, /earlier release do not record their sources/);
+  assert.match((old as { message: string }).message, /predate migration 3 and do not record their sources/);
 });
 
 test('the receipt: version, pages and their sizing, rows, watermark; or that the plan was not seen', () => {

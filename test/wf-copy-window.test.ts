@@ -107,6 +107,14 @@ test('at most N pages in flight; setThrottle narrows the window (no page starts 
     assert.equal(r.published, true);
     assert.equal(r.rowsUpserted, 120);
     assert.equal(mock.maxPagesRunning, 5, 'never more pages running than the window');
+    assert.deepEqual(
+      mock
+        .callsOf('recordEvent')
+        .filter((c) => c.input.kind === 'throttled')
+        .map((c) => c.input.message),
+      ['throttle set: 1 pages in flight, 0 ms between pages', 'throttle set: 5 pages in flight, 0 ms between pages'],
+      'each accepted throttle is an event of the catalog; refused ones are not',
+    );
     const events = await history(ctx, workflowId);
     const pages = scheduledActivities(events, 'copyPage');
     assert.deepEqual(

@@ -67,6 +67,10 @@ test('pause with pages in flight: they drain, no page is scheduled while paused,
     const paused = await waitForProgress(handle, 'paused', (p) => p.paused);
     assert.deepEqual(pick(paused, WINDOW), { ...pick(running, WINDOW), paused: true, draining: true });
     assert.equal(paused.lastEvent, 'paused by signal');
+    // The memo carries the pause to readers that ask Temporal, not a worker.
+    const memo = (await handle.describe()).memo as { paused?: boolean; pauseChangedAt?: string };
+    assert.equal(memo.paused, true);
+    assert.match(String(memo.pauseChangedAt), /^\d{4}-\d\d-\d\dT/);
 
     // Page 2 commits first: counted, but the checkpoint waits for page 1.
     mock.release(2);
@@ -104,10 +108,22 @@ test('pause with pages in flight: they drain, no page is scheduled while paused,
     await mock.waitForCalls('copyPage', 4);
     assert.deepEqual(mock.pagesStarted(), [1, 2, 3, 4], 'resumed above the checkpoint');
 
+    assert.equal(((await handle.describe()).memo as { paused?: boolean }).paused, false);
     mock.releasePages(true);
     const r = (await handle.result()) as RebuildCatalogResult;
     assert.equal(r.published, true);
     assert.equal(r.rowsUpserted, 60);
+    assert.deepEqual(
+      mock
+        .callsOf('recordEvent')
+        .filter((c) => c.input.kind !== 'copied')
+        .map((c) => [c.input.kind, c.input.message]),
+      [
+        ['paused', 'paused by signal at checkpoint 0'],
+        ['resumed', 'resumed by signal at checkpoint 2'],
+      ],
+      'each pause and resume is an event of the catalog; the repeated pause is not',
+    );
     const events = await history(ctx, workflowId);
     const pauses = signalIndexes(events, 'pause');
     const [resumeAt] = signalIndexes(events, 'resume');
@@ -178,7 +194,15 @@ test('cancel signal with pages in flight: their activities are cancelled, the ve
       mock.callsOf('endVersion').map((c) => c.input),
       [{ catalog, versionId: '7', status: 'abandoned', reason: 'cancelled by signal' }],
     );
-    assert.deepEqual([...new Set(mock.calls.map((c) => c.name))], ['planRebuild', 'copyPage', 'endVersion']);
+    assert.deepEqual(
+      [...new Set(mock.calls.map((c) => c.name))],
+      ['planRebuild', 'copyPage', 'recordEvent', 'endVersion'],
+    );
+    assert.deepEqual(
+      mock.callsOf('recordEvent').map((c) => [c.input.kind, c.input.message]),
+      [['cancel_requested', 'cancel requested by signal: operator said so']],
+      'the cancel is an event of the catalog',
+    );
     assert.deepEqual(mock.pagesStarted(), [1, 2]);
 
     const events = await history(ctx, workflowId);
@@ -188,8 +212,8 @@ test('cancel signal with pages in flight: their activities are cancelled, the ve
       scheduledActivities(events)
         .filter((a) => a.index > cancelAt)
         .map((a) => a.type),
-      ['endVersion'],
-      'after the cancel only the version is ended',
+      ['recordEvent', 'endVersion'],
+      'after the cancel the event is recorded and the version ended',
     );
     assert.ok(events[events.length - 1].workflowExecutionCompletedEventAttributes, 'completed, not cancelled');
     const p = await progress(handle);
@@ -238,7 +262,12 @@ test('cancel signal while the plan runs: no page starts and the rebuild ends can
     const events = await history(ctx, workflowId);
     assert.deepEqual(
       scheduledActivities(events).map((a) => a.type),
-      ['planRebuild'],
+      ['planRebuild', 'recordEvent'],
+    );
+    assert.deepEqual(
+      mock.callsOf('recordEvent').map((c) => [c.input.kind, c.input.versionId]),
+      [['cancel_requested', null]],
+      'the cancel is an event of the catalog, before any version',
     );
     assert.equal(cancelRequestedActivities(events).length, 1, 'the plan activity was cancelled');
     assert.deepEqual(mock.pagesStarted(), []);

@@ -1,12 +1,14 @@
 /**
- * The catalog-rebuild worker: applies migrations, checks search attributes, bundles the workflow
- * code once and polls the task queue with the activities built over one catalog pool. While it runs
- * it records the names of its sources in the catalog database (worker/source-records.ts).
+ * The catalog-rebuild worker: applies migrations, checks search attributes, loads the workflow
+ * bundle once and polls the task queue as a version of its Worker Deployment (worker/build-id.ts;
+ * every rebuild is pinned to the build it started on), with the activities built over one catalog
+ * pool. While it runs it records the names of its sources in the catalog database
+ * (worker/source-records.ts), and when its deployment has no current version yet it makes its own
+ * build current (worker/deployment.ts).
  */
 import * as os from 'node:os';
 import { Client, Connection } from '@temporalio/client';
 import { loadClientConnectConfig } from '@temporalio/envconfig';
-import type { WorkflowBundleOption } from '@temporalio/worker';
 import { NativeConnection, Worker } from '@temporalio/worker';
 import type { PageHooks } from '../activities';
 import { createActivities } from '../activities';
@@ -17,21 +19,23 @@ import { ConfigError } from '../lib/errors';
 import { removeStaleSpools, SourceRegistry } from '../lib/sources';
 import { startHealthServer } from './health';
 import { loadWorkflowBundle } from './bundle';
+import type { WorkerBuild } from './build-id';
+import { workerBuild } from './build-id';
+import { adoptIfNoCurrentVersion, adoptionLine } from './deployment';
 import { REQUIRED_SEARCH_ATTRIBUTES } from '../workflows/search-attributes';
 import { installMetricsRuntime, runtimePageMetrics, runtimeRebuildGauges } from './metrics';
 import { SourceRecorder, sourceRecordIntervalMs } from './source-records';
 
-/** Build id of this worker (package version, or CATALOG_REBUILD_BUILD_ID), recorded on events. */
-export const BUILD_ID =
-  process.env.CATALOG_REBUILD_BUILD_ID || `catalog-rebuild@${require('../../package.json').version}`;
+/** The package version (package.json), the first part of the default build id. */
+export const PACKAGE_VERSION: string = require('../../package.json').version;
 
-let bundle: Promise<WorkflowBundleOption> | undefined;
+let bundle: Promise<string> | undefined;
 /**
  * The workflow code, once per process: the prebuilt `dist/workflow-bundle.js` written by
  * `npm run build`, or (when it is missing or older than the compiled workflows) bundled in this
  * process, which is announced in the worker's output.
  */
-export function workflowBundle(): Promise<WorkflowBundleOption> {
+export function workflowBundle(): Promise<string> {
   bundle ??= loadWorkflowBundle();
   return bundle;
 }
@@ -56,9 +60,31 @@ export async function checkSearchAttributes(
   }
 }
 
+/**
+ * The worker's Temporal connections (envconfig): a client connection, after the search attributes
+ * were checked on the namespace, and the native connection that polls.
+ * @throws ConfigError when the search attributes are missing (the client connection is closed).
+ */
+async function connectTemporal(
+  env: NodeJS.ProcessEnv,
+): Promise<{ ns: string; clientConnection: Connection; connection: NativeConnection }> {
+  const { connectionOptions, namespace } = loadClientConnectConfig({ overrideEnvVars: env as Record<string, string> });
+  const ns = namespace ?? 'default';
+  const clientConnection = await Connection.connect(connectionOptions as Parameters<typeof Connection.connect>[0]);
+  try {
+    await checkSearchAttributes(clientConnection, ns, (connectionOptions as { address?: string }).address);
+    return { ns, clientConnection, connection: await NativeConnection.connect(connectionOptions) };
+  } catch (err) {
+    await clientConnection.close();
+    throw err;
+  }
+}
+
 /** A running worker and how to stop it. */
 export interface RunningWorker {
   worker: Worker;
+  /** The Worker Deployment Version it polls as. */
+  build: WorkerBuild;
   /** Runs until shutdown (SIGINT/SIGTERM or `worker.shutdown()`), then closes pools and connections. */
   run(): Promise<void>;
 }
@@ -66,13 +92,16 @@ export interface RunningWorker {
 /**
  * Creates a worker from the environment: envconfig for Temporal, CATALOG_REBUILD_CONFIG /
  * CATALOG_DATABASE_URL for the catalog and sources, CATALOG_REBUILD_TASK_QUEUE.
- * `opts.config` replaces the configuration file; `opts.hooks` are page hooks for test workers
- * (dev/test-worker.ts), never set in production.
- * @throws ConfigError for bad configuration or missing search attributes; SchemaTooNewError.
+ * CATALOG_REBUILD_DEPLOYMENT / CATALOG_REBUILD_BUILD_ID for its Worker Deployment Version.
+ * `opts.config` replaces the configuration file; `opts.hooks` are page hooks and `opts.workflowCode`
+ * another workflow bundle (a recorded release's), for test workers (dev/test-worker.ts), never set in
+ * production.
+ * @throws ConfigError for bad configuration, a bad deployment name or build id, or missing search
+ *   attributes; SchemaTooNewError.
  */
 export async function createWorker(
   env: NodeJS.ProcessEnv = process.env,
-  opts: { config?: Config; hooks?: PageHooks } = {},
+  opts: { config?: Config; hooks?: PageHooks; workflowCode?: string } = {},
 ): Promise<RunningWorker> {
   // The worker needs the sources: without the configuration file it would poll and fail every rebuild.
   const config = opts.config ?? loadConfig(env, { requireFile: true });
@@ -104,33 +133,27 @@ export async function createWorker(
     const stale = await removeStaleSpools();
     if (stale.length)
       console.log(`catalog-rebuild worker ${process.pid} removed ${stale.length} spooled listing(s) of dead workers`);
-    const { connectionOptions, namespace } = loadClientConnectConfig({
-      overrideEnvVars: env as Record<string, string>,
-    });
-    const ns = namespace ?? 'default';
-    const clientConnection = await Connection.connect(connectionOptions as Parameters<typeof Connection.connect>[0]);
-    try {
-      await checkSearchAttributes(clientConnection, ns, (connectionOptions as { address?: string }).address);
-    } catch (err) {
-      await clientConnection.close();
-      throw err;
-    }
-    const connection = await NativeConnection.connect(connectionOptions);
+    const { ns, clientConnection, connection } = await connectTemporal(env);
     if (metricsAddress)
       console.log(`catalog-rebuild worker ${process.pid} serves metrics on http://${metricsAddress}/metrics`);
     const client = new Client({ connection: clientConnection, namespace: ns });
     const queue = defaultTaskQueue(env);
+    const code = opts.workflowCode ?? (await workflowBundle());
+    const build = workerBuild(env, code, PACKAGE_VERSION);
     const worker = await Worker.create({
       connection,
       namespace: ns,
       taskQueue: queue,
-      workflowBundle: await workflowBundle(),
+      workflowBundle: { code },
+      // Every rebuild stays on the build it started on, children and continue-as-new included
+      // (docs/operations.md, "Rolling out a new build").
+      workerDeploymentOptions: { useWorkerVersioning: true, version: build, defaultVersioningBehavior: 'PINNED' },
       activities: createActivities({
         pool,
         sources,
         client,
         identity,
-        buildId: BUILD_ID,
+        buildId: build.buildId,
         hooks: opts.hooks,
         onPageCommitted: runtimePageMetrics(),
       }),
@@ -154,11 +177,18 @@ export async function createWorker(
       console.log(`catalog-rebuild worker ${process.pid} serves its health check on http://${healthAddress}/healthz`);
     return {
       worker,
+      build,
       async run() {
         sourceRecords.start();
+        const stop = new AbortController();
+        void adoptIfNoCurrentVersion(client, ns, build, { identity, signal: stop.signal }).then((a) => {
+          const line = adoptionLine(a, build);
+          if (line) console.log(`catalog-rebuild worker ${process.pid}: ${line}`);
+        });
         try {
           await worker.run();
         } finally {
+          stop.abort();
           await sourceRecords.stop();
           await closeHealth().catch(() => undefined);
           await connection.close().catch(() => undefined);

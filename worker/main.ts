@@ -3,7 +3,9 @@ import { createWorker } from './index';
 
 async function main(): Promise<void> {
   const w = await createWorker();
-  console.log(`catalog-rebuild worker ${process.pid} polling task queue ${w.worker.options.taskQueue}`);
+  console.log(
+    `catalog-rebuild worker ${process.pid} polling task queue ${w.worker.options.taskQueue} as build ${w.build.buildId} of deployment ${w.build.deploymentName}`,
+  );
   await w.run();
 }
 

@@ -55,13 +55,13 @@ export const short: Activities = new Proxy(shortCalls, {
  * @param heartbeatTimeoutMs heartbeat timeout (ms)
  * @param pageDurationsMs recent page durations (ms)
  * @param summary activity summary shown in the Web UI
- * @param maxPageRows planned rows of the plan's largest page (undefined: a plan of an earlier release)
+ * @param maxPageRows planned rows of the plan's largest page
  */
 export function pageActivities(
   heartbeatTimeoutMs: number,
   pageDurationsMs: number[],
   summary: string,
-  maxPageRows?: number,
+  maxPageRows: number,
 ): Activities {
   const options: ActivityOptions = {
     startToCloseTimeout: startToCloseMs(pageDurationsMs, maxPageRows),

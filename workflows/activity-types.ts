@@ -31,11 +31,6 @@ export interface PlanRebuildInput {
 export interface SealVersionInput {
   /** Version id, decimal text. */
   versionId: string;
-  /**
-   * Build the reader index and ANALYZE too (default true). Rebuilds of this release pass false and
-   * run `indexVersion` beside the reconciliation instead.
-   */
-  index?: boolean;
 }
 
 /** Input of `indexVersion`: the sealed version whose reader index and statistics are built. */

@@ -4,18 +4,15 @@
  * the checkpoint); `pause` stops scheduling, and so does a page activity an operator paused with
  * `temporal activity pause` until it runs again; `setThrottle` resizes the window; a run that
  * scheduled its share of pages continues as new once the window drained. Page activities have the
- * ids `page-<n>` (rebuilds started before patch `page-activity-ids` keep Temporal's default ids).
+ * ids `page-<n>`.
  * Deterministic: workflow code.
  */
 import type { ActivityFunctionWithOptions, WorkflowInfo } from '@temporalio/workflow';
-import { allHandlersFinished, condition, continueAsNew, patched, workflowInfo } from '@temporalio/workflow';
+import { allHandlersFinished, condition, continueAsNew, workflowInfo } from '@temporalio/workflow';
 import type { Activities } from '../activities';
-import type { CopyPageInput, CopyPageResult, RebuildCatalogInput, RebuildCatalogResult } from './definitions';
+import type { CopyPageResult, RebuildCatalogInput, RebuildCatalogResult } from './definitions';
 import { pageActivities, short } from './activity-options';
 import type { RebuildState } from './rebuild-state';
-
-/** Patch of the readable page activity ids (`page-<n>`); histories without its marker keep the default ids. */
-export const PAGE_ACTIVITY_IDS_PATCH = 'page-activity-ids';
 
 /** Activity id of page `pageNo`'s `copyPage` activity, as `temporal activity pause|unpause|reset` take it. */
 export const pageActivityId = (pageNo: number): string => `page-${pageNo}`;
@@ -32,7 +29,7 @@ export interface CopyWindowOptions {
 
 /**
  * Copies every page not yet committed, then records the end of the copy phase (an event in the
- * catalog database, for rebuilds started after patch `record-copy-phase-event`).
+ * catalog database).
  * Continues as new (the returned promise rejects with `ContinueAsNew`) after `maxPagesPerRun` pages,
  * or when Temporal suggests it, once no page is in flight and every handler finished, carrying the
  * state of `state.carried`.
@@ -42,22 +39,19 @@ export async function copyPages(state: RebuildState, opts: CopyWindowOptions): P
   await new CopyWindow(state, opts).run();
   const st = state.carried;
   state.note(`copy phase done: ${st.pagesTotal} pages, ${st.rowsUpserted} rows, ${st.retries} retries`);
-  // Added after histories were recorded: running rebuilds without the marker skip it on replay.
-  if (patched('record-copy-phase-event')) {
-    await short.recordEvent({
-      catalog: state.input.catalog,
-      versionId: st.versionId,
-      kind: 'copied',
-      message: `copy phase done: ${st.pagesTotal} pages, ${st.rowsUpserted} rows, ${st.rejects} rejects, ${st.retries} retries, ${st.runs + 1} run(s)`,
-      details: {
-        pagesTotal: st.pagesTotal,
-        rowsUpserted: st.rowsUpserted,
-        rejects: st.rejects,
-        retries: st.retries,
-        runs: st.runs + 1,
-      },
-    });
-  }
+  await short.recordEvent({
+    catalog: state.input.catalog,
+    versionId: st.versionId,
+    kind: 'copied',
+    message: `copy phase done: ${st.pagesTotal} pages, ${st.rowsUpserted} rows, ${st.rejects} rejects, ${st.retries} retries, ${st.runs + 1} run(s)`,
+    details: {
+      pagesTotal: st.pagesTotal,
+      rowsUpserted: st.rowsUpserted,
+      rejects: st.rejects,
+      retries: st.retries,
+      runs: st.runs + 1,
+    },
+  });
 }
 
 /** One run's window over the pages: the next page to start and the first failure. */
@@ -128,13 +122,11 @@ class CopyWindow {
       `page ${pageNo} of ${st.pagesTotal}`,
       st.maxPageRows,
     );
-    // Added after histories were recorded: rebuilds without the marker keep Temporal's default ids.
-    const activityId = patched(PAGE_ACTIVITY_IDS_PATCH) ? pageActivityId(pageNo) : undefined;
-    scheduleCopyPage(
-      acts,
-      { catalog: state.input.catalog, source: state.input.source, versionId: st.versionId, pageNo },
-      activityId,
-    )
+    const copyPage = acts.copyPage as ActivityFunctionWithOptions<Activities['copyPage']>;
+    copyPage
+      .executeWithOptions({ activityId: pageActivityId(pageNo) }, [
+        { catalog: state.input.catalog, source: state.input.source, versionId: st.versionId, pageNo },
+      ])
       .then((r: CopyPageResult) => {
         state.pageCommitted(pageNo, r);
         state.wake++;
@@ -145,11 +137,4 @@ class CopyWindow {
         state.wake++;
       });
   }
-}
-
-/** Schedules `copyPage` through the page proxy `acts`, with activity id `activityId` when given. */
-function scheduleCopyPage(acts: Activities, input: CopyPageInput, activityId: string | undefined) {
-  if (activityId === undefined) return acts.copyPage(input);
-  const copyPage = acts.copyPage as ActivityFunctionWithOptions<Activities['copyPage']>;
-  return copyPage.executeWithOptions({ activityId }, [input]);
 }

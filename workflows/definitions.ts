@@ -60,18 +60,20 @@ export interface CarriedState {
   pagesTotal: number;
   sourceRows: string;
   watermark: Watermark;
-  /** Rows per page the plan chose; absent in state carried by an earlier release. */
-  pageSize?: number;
-  /** How the plan sized its pages; absent in state carried by an earlier release. */
-  pageSizing?: PageSizing;
-  /** Planned rows of the largest page (a page's start-to-close follows it); absent in state of an earlier release. */
-  maxPageRows?: number;
+  /** Rows per page the plan chose; 0 before the plan. */
+  pageSize: number;
+  /** How the plan sized its pages (before the plan: as requested). */
+  pageSizing: PageSizing;
+  /** Planned rows of the largest page (a page's start-to-close follows it); 0 before the plan. */
+  maxPageRows: number;
   /** Pages 1..checkpoint are committed. */
   checkpoint: number;
   rowsUpserted: number;
   rejects: number;
   retries: number;
   paused: boolean;
+  /** Workflow time (ISO 8601) of the last pause or resume; absent before the first. */
+  pauseChangedAt?: string;
   concurrency: number;
   pauseBetweenPagesMs: number;
   /** Recent page durations (ms), for sizing the page timeout. */
@@ -107,9 +109,9 @@ export interface RebuildProgress {
   rejects: number;
   /** Page attempts beyond the first (worker deaths, timeouts, transient errors). */
   retries: number;
-  /** Rows committed per second over the last minute. */
+  /** Rows committed per second over the last minute; 0 while paused with no page in flight. */
   rowsPerSecond: number;
-  /** Seconds left for the copy phase at the current rate; null when unknown. */
+  /** Seconds left for the copy phase at the current rate; null when unknown (or paused). */
   etaSeconds: number | null;
   /** Catalog version being built (decimal text); null before the plan. */
   versionId: string | null;
@@ -117,8 +119,8 @@ export interface RebuildProgress {
   lastEvent: string;
   catalog: string;
   source: string;
-  /** The rebuild includes file records (`start --files`); absent in answers of an earlier release. */
-  files?: boolean;
+  /** The rebuild includes file records (`start --files`). */
+  files: boolean;
   concurrency: number;
   /** Pages in flight now. */
   inFlight: number;
@@ -176,18 +178,18 @@ export interface CopyPageResult {
 export interface PlanResult {
   versionId: string;
   pagesTotal: number;
-  /** Rows per page the plan chose (absent in results of an earlier release: the requested size). */
-  pageSize?: number;
-  /** How it was chosen (absent in results of an earlier release: `fixed`). */
-  pageSizing?: PageSizing;
+  /** Rows per page the plan chose. */
+  pageSize: number;
+  /** How it was chosen. */
+  pageSizing: PageSizing;
   /** Source rows at or below the watermark (decimal text). */
   sourceRows: string;
   watermark: Watermark;
   /** IANA zone of the source's naive times. */
   timezone: string;
   /**
-   * Planned rows of the largest page (with `--files`, a job weighs 1 + its JobFiles); absent in
-   * results of an earlier release.
+   * Planned rows of the largest page (with `--files`, a job weighs 1 + its JobFiles); absent when
+   * the stored plan has no row counts.
    */
   maxPageRows?: number;
 }
@@ -206,8 +208,8 @@ export interface ReconcileSummary {
   delta: number;
   /**
    * Jobs at or below the watermark gone from the source after the plan (a snapshot forgotten before
-   * its page listed it): left out of the version, part of the follow-up delta. Absent in summaries of
-   * an earlier release.
+   * its page listed it): left out of the version, part of the follow-up delta. Absent in a stored
+   * report without the count.
    */
   gone?: number;
   /** Job names (`job`) that occur more than once. */
@@ -259,6 +261,8 @@ export interface RebuildCatalogResult {
   /** True when the rebuild was cancelled by the `cancel` signal (version abandoned). */
   cancelled: boolean;
   pagesTotal: number;
+  /** Pages committed (all of them when published; fewer when cancelled). */
+  pagesDone: number;
   rowsUpserted: number;
   rejects: number;
   retries: number;
@@ -267,6 +271,17 @@ export interface RebuildCatalogResult {
   /** Workflow time from the first run's start to the end (ms). */
   durationMs: number;
   runs: number;
+}
+
+/**
+ * The rebuild's memo (Temporal's description shows it without asking a worker): the pause state,
+ * updated by the `pause` and `resume` handlers and at the start of every run.
+ */
+export interface RebuildMemo {
+  /** The `pause` signal holds the page window. */
+  paused: boolean;
+  /** Workflow time (ISO 8601) the pause state last changed; null when it never changed. */
+  pauseChangedAt: string | null;
 }
 
 /** Arguments of the `setThrottle` update. */

@@ -7,11 +7,8 @@ import { NON_RETRYABLE_TYPES } from './failures';
 
 /** Limits of the rebuild's settings (CLI flags, workflow input, `setThrottle`): integers, inclusive. */
 export const LIMITS = {
-  /**
-   * Jobs per page (`--page-size`; without it the plan sizes pages, see lib/page-sizing.ts). `default`
-   * is the size of rebuilds an earlier release started without one ({@link LEGACY_DEFAULT_PAGE_SIZE}).
-   */
-  pageSize: { min: 1, max: 100_000, default: 2_000 },
+  /** Jobs per page (`--page-size`; without it the plan sizes pages, see lib/page-sizing.ts). */
+  pageSize: { min: 1, max: 100_000 },
   /** Pages in flight. */
   concurrency: { min: 1, max: 64, default: 4 },
   /** Pause between page starts (ms). */
@@ -21,12 +18,6 @@ export const LIMITS = {
   /** Pages a run may schedule before it continues as new. */
   maxPagesPerRun: { min: 1, max: 5_000, default: 1_000 },
 } as const;
-
-/**
- * Jobs per page of a rebuild started by an earlier release without a page size (it had this
- * default); rebuilds started now without one size their pages at plan time.
- */
-export const LEGACY_DEFAULT_PAGE_SIZE = LIMITS.pageSize.default;
 
 /** Retries of short database activities (plan, seal, publish, end, events): 10 attempts, then the rebuild fails. */
 export const SHORT_RETRY: RetryPolicy = {

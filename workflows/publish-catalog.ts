@@ -1,4 +1,5 @@
 /** PublishCatalog: shrink guard and fenced flip of the active pointer, then retirement of old versions. */
+import { setWorkflowOptions } from '@temporalio/workflow';
 import type { PublishCatalogInput, PublishCatalogResult } from './definitions';
 import { short, long } from './activity-options';
 
@@ -16,3 +17,5 @@ export async function PublishCatalog(input: PublishCatalogInput): Promise<Publis
   const retired = await long.retireVersions({ catalog: input.catalog, retention: input.retention });
   return { versionId: input.versionId, previousVersionId, retired };
 }
+// A child starts on its parent's build and stays there: one rebuild, one build (docs/operations.md).
+setWorkflowOptions({ versioningBehavior: 'PINNED' }, PublishCatalog);

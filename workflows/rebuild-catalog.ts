@@ -6,10 +6,12 @@
  */
 import type { WorkflowInfo } from '@temporalio/workflow';
 import {
+  allHandlersFinished,
   CancellationScope,
+  condition,
   executeChild,
   isCancellation,
-  patched,
+  setWorkflowOptions,
   TemporalFailure,
   workflowInfo,
 } from '@temporalio/workflow';
@@ -17,9 +19,9 @@ import type { PublishCatalogResult, RebuildCatalogInput, RebuildCatalogResult } 
 import { pageActivities, short } from './activity-options';
 import { copyPages } from './copy-window';
 import { publishWorkflowId } from './names';
-import { LEGACY_DEFAULT_PAGE_SIZE } from './policies';
 import { PublishCatalog } from './publish-catalog';
-import { initialState, RebuildState, setRebuildHandlers } from './rebuild-state';
+import { setRebuildHandlers } from './rebuild-handlers';
+import { initialState, RebuildState } from './rebuild-state';
 import { reconcileAndRepair } from './repair-rounds';
 import { runSettings } from './validation';
 
@@ -36,39 +38,44 @@ export async function RebuildCatalog(input: RebuildCatalogInput): Promise<Rebuil
   const state = new RebuildState(input, input.carried ?? initialState(input), !!input.carried);
   setRebuildHandlers(state);
   try {
-    return await state.root.run(async () => {
+    const result = await state.root.run(async () => {
       state.setPhase(state.phase);
+      state.memo();
       if (!input.carried) await plan(state, settings.pageSize, info);
       await copyPages(state, {
         heartbeatTimeoutMs: settings.heartbeatTimeoutMs,
         maxPagesPerRun: settings.maxPagesPerRun,
         startInfo: info,
       });
-      const indexApart = patched(INDEX_BESIDE_RECONCILE_PATCH);
-      await seal(state, settings.heartbeatTimeoutMs, !indexApart);
-      const reconciled = reconcileAndRepair(state, {
-        maxRounds: settings.maxRepairRounds,
-        workflowId: info.workflowId,
-      });
-      if (indexApart) await Promise.all([reconciled, short.indexVersion({ versionId: state.carried.versionId })]);
-      else await reconciled;
+      await seal(state, settings.heartbeatTimeoutMs);
+      // The reader index is built beside the reconciliation: both are CPU-bound scans of the sealed
+      // table, and together they keep both cores busy (docs/performance.md).
+      await Promise.all([
+        reconcileAndRepair(state, { maxRounds: settings.maxRepairRounds, workflowId: info.workflowId }),
+        short.indexVersion({ versionId: state.carried.versionId }),
+      ]);
       const pub = await publish(state, settings.retention, info.workflowId);
       return state.result({ published: true, previousVersionId: pub.previousVersionId });
     });
+    await handlersFinished();
+    return result;
   } catch (err) {
     if (isCancellation(err) || state.cancelRequested) return await cancelled(state, err);
     // Only failures end the rebuild; anything else is a workflow-task bug that Temporal retries.
     if (!(err instanceof TemporalFailure)) throw err;
     await failed(state, err);
+    await handlersFinished();
     throw err;
   }
 }
+// Pinned: a rebuild runs on the build it started on, through continue-as-new, until it ends; a new
+// build takes only new rebuilds (docs/operations.md, "Rolling out a new build").
+setWorkflowOptions({ versioningBehavior: 'PINNED' }, RebuildCatalog);
 
-/**
- * Patch of plan-time page sizing: a rebuild without a page size whose history has no marker was
- * started by an earlier release and plans pages of {@link LEGACY_DEFAULT_PAGE_SIZE}, as it did.
- */
-export const AUTO_PAGE_SIZING_PATCH = 'auto-page-sizing';
+/** Waits until the message handlers in progress (operator events being recorded) have finished. */
+function handlersFinished(): Promise<void> {
+  return CancellationScope.nonCancellable(() => condition(allHandlersFinished));
+}
 
 /**
  * Plans the version (`planRebuild`, idempotent per workflow id and first run): version, pages, their
@@ -77,11 +84,10 @@ export const AUTO_PAGE_SIZING_PATCH = 'auto-page-sizing';
  */
 async function plan(state: RebuildState, pageSize: number | undefined, info: WorkflowInfo): Promise<void> {
   const { input, carried: st } = state;
-  const requested = pageSize ?? (patched(AUTO_PAGE_SIZING_PATCH) ? undefined : LEGACY_DEFAULT_PAGE_SIZE);
   const planned = await short.planRebuild({
     catalog: input.catalog,
     source: input.source,
-    pageSize: requested,
+    pageSize,
     concurrency: st.concurrency,
     // Only when set, so the plan's input of a rebuild without files is the same as before.
     ...(input.files ? { files: true } : {}),
@@ -92,38 +98,24 @@ async function plan(state: RebuildState, pageSize: number | undefined, info: Wor
   st.pagesTotal = planned.pagesTotal;
   st.sourceRows = planned.sourceRows;
   st.watermark = planned.watermark;
-  st.pageSize = planned.pageSize ?? requested;
-  st.pageSizing = planned.pageSizing ?? (requested === undefined ? 'auto' : 'fixed');
-  if (planned.maxPageRows !== undefined) st.maxPageRows = planned.maxPageRows;
+  st.pageSize = planned.pageSize;
+  st.pageSizing = planned.pageSizing;
+  st.maxPageRows = planned.maxPageRows ?? 0;
   state.note(
-    `planned version ${planned.versionId}: ${planned.pagesTotal} pages of ${st.pageSize ?? '?'} rows (${st.pageSizing}), watermark job ${planned.watermark.jobKey ?? 'none'}`,
+    `planned version ${planned.versionId}: ${planned.pagesTotal} pages of ${st.pageSize} rows (${st.pageSizing}), watermark job ${planned.watermark.jobKey ?? 'none'}`,
   );
   state.setPhase('copying');
 }
-
-/**
- * Patch of the reader index build: rebuilds with the marker seal without it and build it
- * (`indexVersion`) beside the reconciliation; both are CPU-bound scans of the sealed table, and
- * together they keep both cores busy (docs/performance.md).
- */
-export const INDEX_BESIDE_RECONCILE_PATCH = 'index-beside-reconcile';
-
-/**
- * Patch of the seal's proof: rebuilds with the marker re-run the planned pages that `sealVersion`
- * finds without a committed ledger row, then seal again.
- */
-export const SEAL_RERUNS_PAGES_PATCH = 'seal-reruns-missing-pages';
 
 /**
  * Seals the version (`sealVersion`): it proves every planned page has its committed ledger row;
  * pages without one (e.g. a ledger row deleted by hand) are copied again, one at a time, and the
  * seal is retried until it holds. The counts are not changed (reconciliation counts the rows).
  */
-async function seal(state: RebuildState, heartbeatTimeoutMs: number, index: boolean): Promise<void> {
+async function seal(state: RebuildState, heartbeatTimeoutMs: number): Promise<void> {
   const st = state.carried;
-  const input = index ? { versionId: st.versionId } : { versionId: st.versionId, index: false };
+  const input = { versionId: st.versionId };
   let sealed = await short.sealVersion(input);
-  if (!patched(SEAL_RERUNS_PAGES_PATCH)) return;
   while (sealed?.missingPages?.length) {
     const message = `seal: ${sealed.missingPages.length} planned pages have no committed ledger row (${sealed.missingPages.slice(0, 20).join(', ')}); copying them again`;
     state.note(message);
@@ -176,6 +168,7 @@ async function cancelled(state: RebuildState, err: unknown): Promise<RebuildCata
   state.note('cancelled: version abandoned, active version unchanged');
   state.phase = 'cancelled';
   await CancellationScope.nonCancellable(async () => state.setPhase('cancelled'));
+  await handlersFinished();
   if (!state.cancelRequested) throw err;
   return state.result({ published: false, cancelled: true });
 }

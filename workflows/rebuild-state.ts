@@ -1,49 +1,27 @@
 /**
  * The state of one run of `RebuildCatalog` and what it shows: the `progress` query's answer, the
- * Web UI's current details, the `CatalogName` / `RebuildPhase` search attributes, and the handlers
- * of the `pause`, `resume` and `cancel` signals, the page activities' `pageActivityPaused` /
- * `pageActivityResumed` reports, the `progress` query and the `setThrottle` update.
- * Deterministic: workflow code.
+ * Web UI's current details, the `CatalogName` / `RebuildPhase` search attributes, the memo (pause
+ * state, read without a worker) and the operator events it records in the catalog's event log. Its
+ * message handlers are in `rebuild-handlers.ts`. Deterministic: workflow code.
  */
-import {
-  CancellationScope,
-  log,
-  patched,
-  setCurrentDetails,
-  setHandler,
-  upsertSearchAttributes,
-} from '@temporalio/workflow';
+import { CancellationScope, log, setCurrentDetails, upsertMemo, upsertSearchAttributes } from '@temporalio/workflow';
 import type {
   CarriedState,
   CopyPageResult,
-  PageActivityReport,
   RebuildCatalogInput,
   RebuildCatalogResult,
+  RebuildMemo,
   RebuildPhase,
   RebuildProgress,
   ReconcileSummary,
 } from './definitions';
-import {
-  cancelSignal,
-  pageActivityPausedSignal,
-  pageActivityResumedSignal,
-  pauseSignal,
-  progressQuery,
-  resumeSignal,
-  setThrottleUpdate,
-} from './definitions';
-import { LEGACY_DEFAULT_PAGE_SIZE, PAGE_ATTEMPTS_REPORTED_ABOVE, PAGE_DURATIONS_KEPT } from './policies';
+import { short } from './activity-options';
+import { PAGE_ATTEMPTS_REPORTED_ABOVE, PAGE_DURATIONS_KEPT } from './policies';
 import { CatalogNameKey, RebuildPhaseKey } from './search-attributes';
-import { initialThrottle, validateThrottle } from './validation';
+import { initialThrottle } from './validation';
 
 /** Rows per second are measured over this window (ms). */
 const RATE_WINDOW_MS = 60_000;
-
-/**
- * Patch of the operator-pause reports: rebuilds whose history has no marker ignore
- * `pageActivityPaused` / `pageActivityResumed` on replay, as the code they ran did.
- */
-export const OPERATOR_PAUSE_PATCH = 'operator-paused-pages';
 
 /**
  * The carried state of a first run: nothing planned yet, the page window from the input.
@@ -56,6 +34,9 @@ export function initialState(input: RebuildCatalogInput): CarriedState {
     pagesTotal: 0,
     sourceRows: '0',
     watermark: { jobKey: null, time: '' },
+    pageSize: 0,
+    pageSizing: input.pageSize === undefined ? 'auto' : 'fixed',
+    maxPageRows: 0,
     checkpoint: 0,
     rowsUpserted: 0,
     rejects: 0,
@@ -93,6 +74,8 @@ export class RebuildState {
   wake = 0;
   /** Scope of the whole rebuild; the `cancel` signal cancels it. */
   readonly root = new CancellationScope();
+  /** The operator events recorded so far, one after the other (so the log keeps their order). */
+  private events: Promise<void> = Promise.resolve();
 
   constructor(
     readonly input: RebuildCatalogInput,
@@ -107,6 +90,38 @@ export class RebuildState {
   note(msg: string): void {
     this.carried.lastEvent = msg;
     log.info(msg, { catalog: this.input.catalog, versionId: this.carried.versionId });
+  }
+
+  /**
+   * Publishes the pause state in the memo (`paused`, `pauseChangedAt`), which `status` and
+   * `check --rebuild` read from Temporal's description without a worker.
+   */
+  memo(): void {
+    const st = this.carried;
+    const memo: RebuildMemo = { paused: st.paused, pauseChangedAt: st.pauseChangedAt ?? null };
+    upsertMemo({ ...memo });
+  }
+
+  /**
+   * Records an operator action (pause, resume, cancel, throttle) in the catalog's event log, after
+   * the ones recorded before it; resolves once it is written. Not cancelled with the rebuild.
+   */
+  operatorEvent(kind: string, message: string, details: Record<string, unknown> = {}): Promise<void> {
+    const event = {
+      catalog: this.input.catalog,
+      versionId: this.carried.versionId || null,
+      kind,
+      message,
+      details: { ...details, checkpoint: this.carried.checkpoint, pagesDone: this.pagesDone() },
+    };
+    // An event that cannot be written (its activity's retries exhausted) is logged, never a failure
+    // of the handler: that would fail the rebuild.
+    const record = () =>
+      CancellationScope.nonCancellable(() => short.recordEvent(event)).catch((err: unknown) =>
+        log.warn('operator event not recorded', { kind, error: err instanceof Error ? err.message : String(err) }),
+      );
+    this.events = this.events.then(record);
+    return this.events;
   }
 
   /** Enters phase `p`: search attributes `CatalogName` and `RebuildPhase`, and the current details. */
@@ -197,15 +212,11 @@ export class RebuildState {
     return Math.round(rows / windowS);
   }
 
-  /**
-   * How the pages are sized: as planned; before the plan, as requested (no page size: `auto`);
-   * for a plan made by an earlier release (nothing carried), fixed at the requested or old default size.
-   */
+  /** How the pages are sized: as planned; before the plan, as requested (no page size: `auto`). */
   private sizing(): Pick<RebuildProgress, 'pageSizing' | 'pageSize'> {
     const st = this.carried;
     const given = this.input.pageSize;
-    if (st.pageSize !== undefined) return { pageSizing: st.pageSizing ?? 'fixed', pageSize: st.pageSize };
-    if (st.versionId) return { pageSizing: 'fixed', pageSize: given ?? LEGACY_DEFAULT_PAGE_SIZE };
+    if (st.versionId) return { pageSizing: st.pageSizing, pageSize: st.pageSize };
     return given === undefined ? { pageSizing: 'auto', pageSize: null } : { pageSizing: 'fixed', pageSize: given };
   }
 
@@ -213,7 +224,9 @@ export class RebuildState {
   progress(): RebuildProgress {
     const st = this.carried;
     const phase = this.phase;
-    const rps = this.rate();
+    // Nothing moves while paused and drained: no rate, no ETA (the last minute's rate would linger).
+    const idle = st.paused && this.inFlight.size === 0;
+    const rps = idle ? 0 : this.rate();
     const remaining = Math.max(0, Number(st.sourceRows) - st.rowsUpserted);
     return {
       phase,
@@ -269,6 +282,7 @@ export class RebuildState {
       published: o.published,
       cancelled: !o.published,
       pagesTotal: st.pagesTotal,
+      pagesDone: this.pagesDone(),
       rowsUpserted: st.rowsUpserted,
       rejects: st.rejects,
       retries: st.retries,
@@ -278,65 +292,4 @@ export class RebuildState {
       runs: st.runs + 1,
     };
   }
-}
-
-/**
- * Handlers of the rebuild's messages: `pause` stops scheduling pages, `resume` continues from the
- * checkpoint, `cancel` cancels the rebuild's scope, `pageActivityPaused` / `pageActivityResumed`
- * (sent by page activities an operator paused with `temporal activity pause`, and by their next
- * attempt) hold and release the page window, `progress` answers from the state, `setThrottle`
- * changes the page window (validated by {@link validateThrottle}) and returns the settings in force.
- */
-export function setRebuildHandlers(state: RebuildState): void {
-  const st = state.carried;
-  setHandler(pauseSignal, () => {
-    if (!st.paused) {
-      st.paused = true;
-      state.note('paused by signal');
-      state.details();
-      state.wake++;
-    }
-  });
-  setHandler(resumeSignal, () => {
-    if (st.paused) {
-      st.paused = false;
-      state.note(`resumed by signal at checkpoint ${st.checkpoint}`);
-      state.details();
-      state.wake++;
-    }
-  });
-  setHandler(cancelSignal, (arg) => {
-    if (!state.cancelRequested) {
-      state.cancelRequested = true;
-      state.note(`cancel requested${arg?.reason ? `: ${arg.reason}` : ''}`);
-      state.root.cancel();
-    }
-  });
-  setHandler(pageActivityPausedSignal, (r: PageActivityReport) => {
-    // Guarded: the report changes which pages start, so histories without the marker ignore it.
-    if (!patched(OPERATOR_PAUSE_PATCH) || !state.pageOperatorPaused(r.pageNo)) return;
-    state.note(
-      `page ${r.pageNo} paused by an operator (temporal activity pause; attempt ${r.attempt} on ${r.workerIdentity}): no new page starts until it is unpaused`,
-    );
-    state.details();
-    state.wake++;
-  });
-  setHandler(pageActivityResumedSignal, (r: PageActivityReport) => {
-    if (!patched(OPERATOR_PAUSE_PATCH) || !state.pageOperatorResumed(r.pageNo)) return;
-    state.note(`page ${r.pageNo} runs again (attempt ${r.attempt} on ${r.workerIdentity}) after an operator pause`);
-    state.details();
-    state.wake++;
-  });
-  setHandler(progressQuery, () => state.progress());
-  setHandler(
-    setThrottleUpdate,
-    (s) => {
-      if (s.concurrency !== undefined) st.concurrency = s.concurrency;
-      if (s.pauseBetweenPagesMs !== undefined) st.pauseBetweenPagesMs = s.pauseBetweenPagesMs;
-      state.note(`throttle set: ${st.concurrency} pages in flight, ${st.pauseBetweenPagesMs} ms between pages`);
-      state.wake++;
-      return { concurrency: st.concurrency, pauseBetweenPagesMs: st.pauseBetweenPagesMs };
-    },
-    { validator: validateThrottle },
-  );
 }

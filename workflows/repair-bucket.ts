@@ -1,5 +1,5 @@
 /** RepairBucket: re-copies one mismatched bucket from the source and verifies it. */
-import { log } from '@temporalio/workflow';
+import { log, setWorkflowOptions } from '@temporalio/workflow';
 import type { RepairBucketInput, RepairBucketResult } from './definitions';
 import { long } from './activity-options';
 
@@ -17,3 +17,5 @@ export async function RepairBucket(input: RepairBucketInput): Promise<RepairBuck
   });
   return result;
 }
+// A child starts on its parent's build and stays there: one rebuild, one build (docs/operations.md).
+setWorkflowOptions({ versioningBehavior: 'PINNED' }, RepairBucket);

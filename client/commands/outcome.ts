@@ -33,7 +33,7 @@ export function formatReconciliation(x: ReconcileSummary): string {
 export function formatRebuildResult(r: RebuildCatalogResult): string[] {
   const lines = [
     `catalog ${r.catalog}: version ${r.versionId} ${r.published ? 'published' : r.cancelled ? 'cancelled (abandoned)' : 'NOT published'}; ` +
-      `${r.pagesTotal} pages, ${r.rowsUpserted} rows, ${r.rejects} rejects, ${r.retries} retries, ${Math.round(r.durationMs / 1000)} s, ${r.runs} run(s)`,
+      `${r.published ? `${r.pagesTotal} pages` : `${r.pagesDone} of ${r.pagesTotal} pages`}, ${r.rowsUpserted} rows, ${r.rejects} rejects, ${r.retries} retries, ${Math.round(r.durationMs / 1000)} s, ${r.runs} run(s)`,
   ];
   if (r.reconciliation) lines.push(formatReconciliation(r.reconciliation));
   return lines;

@@ -124,7 +124,7 @@ export function decideStart(o: {
   const upTo = formatWait(settings.workerWaitMs);
   if (o.waitedMs >= settings.workerWaitMs) {
     const old = records.noTable
-      ? '; workers of an earlier release do not record their sources: upgrade them (the worker applies migration 3)'
+      ? '; the catalog database has no worker_source table, so its workers predate migration 3 and do not record their sources: upgrade them'
       : '';
     return {
       kind: 'no-worker',

@@ -280,7 +280,7 @@ async function main(): Promise<void> {
   let canCheckpoint = true;
   const ctx: BenchContext = {
     o,
-    pageSize: o.pageSize ?? LIMITS.pageSize.default,
+    pageSize: o.pageSize ?? 2_000,
     concurrency: LIMITS.concurrency.default,
     psqlEnv: psqlEnvOf(dbs.adminUrl),
     figures: new Figures(),

@@ -42,6 +42,7 @@ import { createPool } from '../../lib/db';
 import { redactUrl } from '../../lib/config';
 import { dataDir, projectRoot } from '../../lib/paths';
 import { REQUIRED_SEARCH_ATTRIBUTES } from '../../workflows/search-attributes';
+import { adoptIfNoCurrentVersion } from '../../worker/deployment';
 import { sleep } from '../harness/wait';
 import { ProgressView } from './progress-view';
 import type { HandoverOptions } from './handover';
@@ -311,7 +312,16 @@ async function main(): Promise<void> {
 
     step(`starting worker 1 on task queue ${DEMO.taskQueue} (log .data/demo-worker-1.log)`);
     const w1 = await spawnDemoWorker(1, env);
-    info(`worker 1 (pid ${w1.pid}) polls the task queue`);
+    info(`worker 1 (pid ${w1.pid}) polls the task queue as build ${w1.build.buildId}`);
+    // The demo rolls its build out as an operator would (docs/operations.md): a rebuild starts on the
+    // current version of the deployment, and an earlier demo may have left another build current.
+    const rollout = await adoptIfNoCurrentVersion(session.client, session.namespace, w1.build, {
+      identity: 'catalog-rebuild-demo',
+      force: true,
+    });
+    if (rollout.kind !== 'adopted' && rollout.kind !== 'has-current')
+      throw new Error(`could not make build ${w1.build.buildId} current: ${JSON.stringify(rollout)}`);
+    info(`build ${w1.build.buildId} is the current version of deployment ${w1.build.deploymentName}`);
 
     catalogPool = createPool(catalogUrl, {
       applicationName: 'catalog-rebuild:demo',

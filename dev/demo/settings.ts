@@ -46,12 +46,7 @@ export function parseOptions(): DemoOptions {
   const program = new Command('demo')
     .description('Rebuild a 200,000-job Bareos catalog on a local Temporal dev server, killing a worker on the way.')
     .option('--jobs <n>', 'jobs in the generated source', intAtLeast(1, 10_000_000), 200_000)
-    .option(
-      '--page-size <n>',
-      'jobs per page',
-      intAtLeast(LIMITS.pageSize.min, LIMITS.pageSize.max),
-      LIMITS.pageSize.default,
-    )
+    .option('--page-size <n>', 'jobs per page', intAtLeast(LIMITS.pageSize.min, LIMITS.pageSize.max), 2_000)
     .option('--files', 'generate file records (File/Path) too and rebuild with start --files', false)
     .option(
       '--file-rows <n>',

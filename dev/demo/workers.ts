@@ -8,6 +8,7 @@ import { spawn } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { dataDir, projectRoot } from '../../lib/paths';
+import type { WorkerBuild } from '../../worker/build-id';
 import { waitFor } from '../harness/wait';
 
 /** Whether `pid` is alive and its command line contains `marker`. */
@@ -41,6 +42,8 @@ export interface DemoWorker {
   pid: number;
   logFile: string;
   exited: Promise<number | null>;
+  /** The Worker Deployment Version it polls as (from its log's `polling … as build B of deployment D`). */
+  build: WorkerBuild;
 }
 
 /** Every worker the demo started, in order (worker 1 first). */
@@ -64,6 +67,7 @@ export async function spawnDemoWorker(n: number, env: NodeJS.ProcessEnv): Promis
     pid: child.pid!,
     logFile,
     exited: new Promise((r) => child.once('exit', (code, signal) => r(code ?? (signal ? 128 : null)))),
+    build: { deploymentName: '', buildId: '' },
   };
   workers.push(w);
   fs.writeFileSync(workerPidFile(n), `${w.pid}\n`);
@@ -79,6 +83,8 @@ export async function spawnDemoWorker(n: number, env: NodeJS.ProcessEnv): Promis
     },
     { timeoutMs: 120_000, intervalMs: 100, rethrow: true },
   );
+  const m = / as build (\S+) of deployment (\S+)/.exec(fs.readFileSync(logFile, 'utf8'));
+  if (m) w.build = { buildId: m[1], deploymentName: m[2] };
   return w;
 }
 

@@ -4,10 +4,11 @@
  * rebuild, wait on its `progress` query and read its history (scheduled activities, signals,
  * children, continue-as-new) with payloads decoded.
  *
- * The time-skipping test server is not used: @temporalio/testing downloads it on first use, and
- * this machine reaches no download host, so the local dev server of the project's Temporal CLI
- * (`workflow-env.ts`) serves. The waits the workflow code makes on its own are short (the page
- * retry's first backoff is 1 s) and are waited out.
+ * The workers are versioned as production workers are (a Worker Deployment of the test file, the
+ * bundle's build id, made current before the first test), since the workflows declare themselves
+ * pinned. The time-skipping test server knows no Worker Deployments, so the local dev server of the
+ * project's Temporal CLI (`workflow-env.ts`) serves. The waits the workflow code makes on its own
+ * are short (the page retry's first backoff is 1 s) and are waited out.
  */
 import { randomBytes } from 'node:crypto';
 import type { WorkflowHandle } from '@temporalio/client';
@@ -23,6 +24,9 @@ import { progressQuery } from '../../workflows/definitions';
 import { rebuildWorkflowId } from '../../workflows/names';
 import { RebuildPhaseKey } from '../../workflows/search-attributes';
 import { loadWorkflowBundle } from '../../worker/bundle';
+import type { WorkerBuild } from '../../worker/build-id';
+import { bundleHash } from '../../worker/build-id';
+import { adoptIfNoCurrentVersion } from '../../worker/deployment';
 import { waitFor, withDeadline } from './wait';
 import { localTestEnv } from './workflow-env';
 
@@ -33,6 +37,8 @@ export type HistoryEvent = temporal.api.history.v1.IHistoryEvent;
 export interface InProcessEnv {
   env: TestWorkflowEnvironment;
   bundle: WorkflowBundleOption;
+  /** The Worker Deployment Version of this file's workers. */
+  build: WorkerBuild;
 }
 
 /**
@@ -47,8 +53,9 @@ export async function inProcessEnv(): Promise<InProcessEnv> {
     logger: new DefaultLogger('ERROR'),
     telemetryOptions: { logging: { filter: { core: 'ERROR', other: 'ERROR' } } },
   });
-  const [env, bundle] = await Promise.all([localTestEnv(), loadWorkflowBundle()]);
-  return { env, bundle };
+  const [env, code] = await Promise.all([localTestEnv(), loadWorkflowBundle()]);
+  const build = { deploymentName: `catalog-rebuild-wf-${randomBytes(3).toString('hex')}`, buildId: bundleHash(code) };
+  return { env, bundle: { code }, build };
 }
 
 /**
@@ -71,15 +78,18 @@ export async function withWorker<T>(
     connection: ctx.env.nativeConnection,
     taskQueue,
     workflowBundle: ctx.bundle,
+    workerDeploymentOptions: { useWorkerVersioning: true, version: ctx.build, defaultVersioningBehavior: 'PINNED' },
     activities,
     maxHeartbeatThrottleInterval: 200,
   });
+  const run = async () => {
+    const adopted = await adoptIfNoCurrentVersion(ctx.env.client, 'default', ctx.build, { identity: 'workflow-test' });
+    if (adopted.kind !== 'adopted' && adopted.kind !== 'has-current')
+      throw new Error(`the test deployment has no current version: ${JSON.stringify(adopted)}`);
+    return fn(taskQueue);
+  };
   return worker.runUntil(
-    withDeadline(
-      fn(taskQueue),
-      timeoutMs,
-      () => `the test did not end within ${timeoutMs} ms (task queue ${taskQueue})`,
-    ),
+    withDeadline(run(), timeoutMs, () => `the test did not end within ${timeoutMs} ms (task queue ${taskQueue})`),
   );
 }
 

@@ -41,7 +41,7 @@ export interface PlannedPage {
   /** First and last paging key of the page, decimal text. */
   firstKey: string;
   lastKey: string;
-  /** Source rows the plan counted in the page; null for pages planned by an earlier release. */
+  /** Source rows the plan counted in the page; null when the plan stored no count (a plan made before migration 005). */
   plannedRows: number | null;
   versionStatus: VersionStatus;
   /** The version rebuilds file records too (`--files`): each page writes its jobs' files. */
@@ -172,7 +172,7 @@ export async function claimPage(
 export interface PageTotals {
   /** Catalog rows in the page's key range after the write. */
   rows: number;
-  /** Empty: pages are not read back (reconciliation verifies per bucket); earlier releases stored an md5 of the page's rows. */
+  /** Empty: pages are not read back (reconciliation verifies per bucket). */
   checksum: string;
   /** Quarantined source records of the page. */
   rejects: number;

@@ -15,7 +15,7 @@ export interface LatestVersionProgress {
   pagesTotal: number;
   /** Rows per page of the plan. */
   pageSize: number;
-  /** How the plan sized its pages: `auto` or `fixed` (a plan of an earlier release: `fixed`). */
+  /** How the plan sized its pages: `auto` or `fixed` (`fixed` when the version row does not say). */
   pageSizing: 'auto' | 'fixed';
   /** Ledger rows with a commit time: pages committed. */
   pagesCommitted: number;
