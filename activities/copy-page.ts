@@ -137,7 +137,8 @@ async function copyPageAttempt(
   const statementTimeoutMs = pageStatementTimeoutMs(plan.plannedRows);
   const signal = Context.current().cancellationSignal;
   const source = ctx.sources.get(input.source, input.versionId);
-  const range = { firstKey: plan.firstKey, lastKey: plan.lastKey };
+  // A refresh's page reads only its own jobs (plan.keys) within its bounds.
+  const range = { firstKey: plan.firstKey, lastKey: plan.lastKey, ...(plan.keys ? { keys: plan.keys } : {}) };
   progress.stage = 'reading';
   const read = await source.openPageRead(range, { statementTimeoutMs, files: plan.files, signal });
   const write = pageReadWriter(ctx, input, page, read, {

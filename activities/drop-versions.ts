@@ -6,12 +6,16 @@ import type { VersionStatus } from '../lib/catalog';
 import {
   deleteGoneJobs,
   deleteStagedRecords,
+  deleteUnreachableRows,
   deleteVersionRejects,
   detachAndDropFilePartition,
   detachAndDropPartition,
+  forgetVersionSegments,
   lockCatalogForPublish,
   lockVersionRow,
   markDropped,
+  releaseSuperseded,
+  versionSegments,
 } from '../lib/catalog';
 import { withTransaction } from '../lib/db';
 import type { ActivityContext } from './context';
@@ -41,10 +45,7 @@ export async function dropVersions(ctx: ActivityContext, catalog: string, versio
       return { from: status };
     });
     if (!claim) continue;
-    // The file table first (rebuilds with --files): a retry after the job table went still finds it.
-    const files = await detachAndDropFilePartition(ctx.pool, id);
-    // false: rows already gone (a retried attempt finished before).
-    if (!(await detachAndDropPartition(ctx.pool, id)) && !files) continue;
+    if (!(await dropSegments(ctx, id, claim.from))) continue;
     await deleteStagedRecords(ctx.pool, id);
     await deleteVersionRejects(ctx.pool, id);
     await deleteGoneJobs(ctx.pool, id);
@@ -58,4 +59,27 @@ export async function dropVersions(ctx: ActivityContext, catalog: string, versio
     dropped.push(id);
   }
   return dropped;
+}
+
+/**
+ * The rows of dropped version `id` (migration 014): an unpublished refresh gives back the rows it
+ * superseded; each of its segments no other version uses is dropped (files first, so a retry after
+ * the job table went still finds them), and from those still used the rows only it needed are
+ * deleted.
+ * @returns false when nothing was left to drop (a retried attempt finished before).
+ */
+async function dropSegments(ctx: ActivityContext, id: string, from: VersionStatus): Promise<boolean> {
+  if (from === 'abandoned' || from === 'failed') await releaseSuperseded(ctx.pool, id, true);
+  const segments = await versionSegments(ctx.pool, id);
+  const unused = new Set(await forgetVersionSegments(ctx.pool, id));
+  // A version dropped before segments were recorded (or by an interrupted drop) is its own segment.
+  if (!segments.length) unused.add(id);
+  let dropped = false;
+  for (const s of unused) {
+    const files = await detachAndDropFilePartition(ctx.pool, s);
+    dropped = (await detachAndDropPartition(ctx.pool, s)) || files || dropped;
+  }
+  for (const s of segments)
+    if (!unused.has(s)) dropped = (await deleteUnreachableRows(ctx.pool, s, true)) > 0 || dropped;
+  return dropped || segments.length > 0;
 }

@@ -23,6 +23,8 @@ import type {
 import type {
   CopyPageInput,
   CopyPageResult,
+  DryRunInput,
+  DryRunResult,
   PlanResult,
   ReconcileSummary,
   RepairBucketInput,
@@ -31,6 +33,7 @@ import type {
 import type { ActivityContext, PageHooks } from './context';
 import { copyPage } from './copy-page';
 import { planRebuild } from './plan-rebuild';
+import { dryRunPlan } from './dry-run';
 import { publishVersion } from './publish-version';
 import { reconcile } from './reconcile';
 import { recordEvent } from './record-event';
@@ -93,6 +96,8 @@ export function createActivities(deps: ActivityDeps) {
     endVersion: (input: EndVersionInput): Promise<void> => endVersion(ctx, input),
     /** Appends an event to the catalog's log (record-event.ts). */
     recordEvent: (input: RecordEventInput): Promise<void> => recordEvent(ctx, input),
+    /** What a rebuild would do now, without making it (dry-run.ts). */
+    dryRunPlan: (input: DryRunInput): Promise<DryRunResult> => dryRunPlan(ctx, input),
   };
 }
 

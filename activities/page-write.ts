@@ -17,6 +17,8 @@ import {
   copyRowsFromStream,
   lockVersion,
   recordGoneJobs,
+  rowsDigest,
+  supersedeRows,
   tagPageSession,
   upsertRowsQuarantining,
   writeFileRead,
@@ -29,6 +31,8 @@ import { validateRows } from '../lib/validate';
 import type { CopyPageInput, CopyPageResult } from '../workflows/definitions';
 import type { ActivityContext, PageAttempt } from './context';
 import { pageDuplicatesMessage, pageFileRejectsMessage, pageGoneMessage, pageRejectsMessage } from './messages';
+import type { RowDigest } from './page-digest';
+import { RowDigestStream } from './page-digest';
 
 /** What a page's write put in the catalog (rows) and set aside (rejects), with its counts. */
 export interface WrittenRows {
@@ -46,6 +50,8 @@ export interface WrittenRows {
   files?: FilesWritten;
   /** Jobs of the page gone from the source after the plan: left out (no row, no file), recorded by the page. */
   gone?: GoneJobRecord[];
+  /** The written rows' digest (activities/page-digest.ts), `''` when the rows were not streamed. */
+  digest?: string;
 }
 
 /** Writes a page's rows inside the page transaction (after the ledger row and the fence). */
@@ -78,6 +84,8 @@ export async function writePage(
   if (!claimed) return null; // another attempt committed: roll back, report its result
   await lockVersion(c, versionId, { mode: 'share', allowed: ['building'] });
   await tagPageSession(c, claim, statementTimeoutMs);
+  // A refresh's page: the base's rows of its jobs leave the version first (rewritten, or deleted).
+  if (plan.baseVersionId && plan.keys) await supersedeRows(c, versionId, plan.baseVersionId, plan.keys, plan.files);
   const written = await write(c);
   await ctx.hooks?.insideTransaction?.({ pageNo, attempt }, c);
   const rejects = written.rejects.length;
@@ -130,7 +138,7 @@ export async function writePage(
   }
   const totals = {
     rows: written.rows,
-    checksum: '',
+    checksum: written.digest ?? '',
     rejects,
     warnings: written.warnings,
     duplicates: written.duplicates,
@@ -180,7 +188,10 @@ export function pageReadWriter(
 ): RowWriter {
   return async (c) => {
     let rows: number;
-    const stream = withHook(ctx, page, read.copyOut(input.versionId, input.pageNo));
+    const source = withHook(ctx, page, read.copyOut(input.versionId, input.pageNo));
+    const digest = new RowDigestStream();
+    source.on('error', (err) => digest.destroy(err));
+    const stream = source.pipe(digest);
     try {
       rows = await withSavepoint(c, 'page_stream', () =>
         copyRowsFromStream(c, input.versionId, stream, streamed.signal),
@@ -209,8 +220,15 @@ export function pageReadWriter(
       decoded: read.decoded,
       files,
       ...(read.gone.length ? { gone: read.gone } : {}),
+      // A digest that does not cover every row (rows the source gave no hash) is left out.
+      digest: digestOf(digest.result(), rows),
     };
   };
+}
+
+/** The page's digest when it covers all `rows` written, else `''`. */
+function digestOf(d: RowDigest, rows: number): string {
+  return d.rows === rows && d.unhashed === 0 ? d.digest : '';
 }
 
 /**
@@ -227,6 +245,12 @@ async function writeRowByRow(c: PoolClient, input: CopyPageInput, streamed: Stre
     const checked = validateRows(await again.readRows());
     const rejects: RejectRecord[] = [...again.rejects, ...checked.rejects];
     const rows = await upsertRowsQuarantining(c, input.versionId, input.pageNo, checked.valid, rejects);
+    // Rows found identical keep the hash their first write stored; rows written now have none.
+    const digest = await rowsDigest(
+      c,
+      input.versionId,
+      checked.valid.map((r) => r.job_id!),
+    );
     const files = streamed.files
       ? await writeFileRead(c, input.versionId, input.pageNo, await again.openFiles(), streamed.signal)
       : undefined;
@@ -238,6 +262,7 @@ async function writeRowByRow(c: PoolClient, input: CopyPageInput, streamed: Stre
       decoded: again.decoded,
       files,
       ...(again.gone.length ? { gone: again.gone } : {}),
+      digest,
     };
   } finally {
     await again.close();

@@ -5,6 +5,8 @@ import type { PoolClient } from 'pg';
 import { Context } from '@temporalio/activity';
 import {
   abandonSupersededVersions,
+  insertVersionSegments,
+  setSourceReadFacts,
   createVersionPartition,
   findPlan,
   insertPlanPages,
@@ -21,6 +23,7 @@ import { withTransaction } from '../lib/db';
 import type { PageSizeLimit, PageSizingInput } from '../lib/page-sizing';
 import { autoPageSize, describePageSize, PAGE_SIZING, sizingRowsThatMatter } from '../lib/page-sizing';
 import type { PageRange, PageWalkProgress, PreparedSource } from '../lib/sources';
+import { ROW_MAPPING_VERSION } from '../lib/sources/bareos-columns';
 import { SourceDataInvalidError } from '../lib/errors';
 import type { PlanRebuildInput } from '../workflows/activity-types';
 import type { PageSizing, PlanResult } from '../workflows/definitions';
@@ -30,6 +33,7 @@ import { dropVersions } from './drop-versions';
 import { guard } from './failures';
 import { withHeartbeat } from './heartbeat';
 import { plannedMessage, supersededMessage } from './messages';
+import { planRefresh } from './plan-refresh-run';
 
 /** What the plan activity reports in its heartbeat details while it runs. */
 export interface PlanProgress {
@@ -62,8 +66,18 @@ export async function planRebuild(ctx: ActivityContext, input: PlanRebuildInput)
         const found = await findPlan(ctx.pool, input.workflowId, input.firstRunId);
         if (found) return found;
         progress.stage = 'reading the source';
+        const changeSource = ctx.sources.refreshSource(input.source);
+        // Before the watermark: a row written after it is surely after the horizon too.
+        const horizon = changeSource ? await changeSource.horizon() : null;
         const prepared = await ctx.sources.prepare(input.source);
         if (input.files) await requireFileRecords(prepared, input);
+        let fullRebuildBecause: string | undefined;
+        if (input.refresh) {
+          progress.stage = 'finding what changed';
+          const refreshed = await planRefresh(ctx, input, { prepared, changeSource, horizon: horizon ?? '' });
+          if ('fullRebuild' in refreshed) fullRebuildBecause = refreshed.fullRebuild;
+          else return refreshed;
+        }
         progress.stage = 'sizing the pages';
         const sizing = await sizePages(prepared, input);
         progress.stage = 'walking the keys';
@@ -78,7 +92,7 @@ export async function planRebuild(ctx: ActivityContext, input: PlanRebuildInput)
             ? await prepared.planFilePages!(maxKey, sizing.pageSize, walked)
             : await prepared.planPages(maxKey, sizing.pageSize, walked);
         progress.stage = 'storing the plan';
-        const plan = { prepared, pages, sizing };
+        const plan = { prepared, pages, sizing, horizon, fullRebuildBecause };
         const result = await withTransaction(ctx.pool, (c) => storePlan(ctx, c, input, plan));
         if (!result) {
           const raced = await findPlan(ctx.pool, input.workflowId, input.firstRunId);
@@ -171,6 +185,10 @@ interface PlanToStore {
   prepared: PreparedSource;
   pages: PageRange[];
   sizing: PlanSizing;
+  /** The source's transaction horizon before the watermark (director catalogs), else null. */
+  horizon: string | null;
+  /** A refresh asked for and planned as a full rebuild: why. */
+  fullRebuildBecause?: string;
 }
 
 /**
@@ -221,28 +239,64 @@ async function storePlan(
     await setVersionFiles(c, versionId);
     await createFilePartition(c, versionId);
   }
+  await insertVersionSegments(c, versionId, null);
+  const config = ctx.sources.config(input.source);
+  await setSourceReadFacts(c, versionId, {
+    baseVersionId: null,
+    horizon: plan.horizon,
+    legacyEncoding: config.legacyEncoding ?? 'LATIN1',
+    rowMapping: ROW_MAPPING_VERSION,
+  });
   const lastKeys = pageLastKeys(firstKeys, wm.maxKey);
   await insertPlanPages(
     c,
     versionId,
     pages.map((p, i) => ({ firstKey: p.firstKey, lastKey: lastKeys[i], plannedRows: p.weight ?? p.rows })),
   );
+  await recordPlanned(ctx, c, input, versionId, plan, rows);
+  return {
+    versionId,
+    pagesTotal: pages.length,
+    pageSize: sizing.pageSize,
+    pageSizing: sizing.pageSizing,
+    sourceRows: rows,
+    watermark: { jobKey: wm.maxKey, time: wm.time },
+    timezone,
+    // Only where a page outweighs the largest page size: the plan result of a rebuild without files is as before.
+    ...(maxWeight > PAGE_SIZING.maxRows ? { maxPageRows: maxWeight } : {}),
+    ...(plan.fullRebuildBecause ? { fullRebuildBecause: plan.fullRebuildBecause } : {}),
+  };
+}
+
+/** The `planned` event of a full rebuild's plan (and why a refresh asked for became one). */
+async function recordPlanned(
+  ctx: ActivityContext,
+  c: PoolClient,
+  input: PlanRebuildInput,
+  versionId: string,
+  plan: PlanToStore,
+  rows: string,
+): Promise<void> {
+  const { prepared, pages, sizing } = plan;
+  const wm = prepared.watermark;
   await ctx.events.record(c, {
     catalog: input.catalog,
     versionId,
     kind: 'planned',
-    message: plannedMessage({
-      versionId,
-      pagesTotal: pages.length,
-      pageSize: sizing.pageSize,
-      maxKey: wm.maxKey,
-      rows,
-      time: wm.time,
-      snapshot: prepared.snapshot,
-      duplicates: prepared.duplicates,
-      autoSizing: sizing.auto?.why,
-      decoded: prepared.decoded,
-    }),
+    message:
+      (plan.fullRebuildBecause ? `refresh planned as a full rebuild: ${plan.fullRebuildBecause}; ` : '') +
+      plannedMessage({
+        versionId,
+        pagesTotal: pages.length,
+        pageSize: sizing.pageSize,
+        maxKey: wm.maxKey,
+        rows,
+        time: wm.time,
+        snapshot: prepared.snapshot,
+        duplicates: prepared.duplicates,
+        autoSizing: sizing.auto?.why,
+        decoded: prepared.decoded,
+      }),
     details: {
       pagesTotal: pages.length,
       pageSize: sizing.pageSize,
@@ -255,17 +309,7 @@ async function storePlan(
       ...(prepared.decoded
         ? { legacyEncoding: prepared.decoded.encoding, decodedValues: prepared.decoded.values }
         : {}),
+      ...(plan.fullRebuildBecause ? { refreshAsFullRebuild: plan.fullRebuildBecause } : {}),
     },
   });
-  return {
-    versionId,
-    pagesTotal: pages.length,
-    pageSize: sizing.pageSize,
-    pageSizing: sizing.pageSizing,
-    sourceRows: rows,
-    watermark: { jobKey: wm.maxKey, time: wm.time },
-    timezone,
-    // Only where a page outweighs the largest page size: the plan result of a rebuild without files is as before.
-    ...(maxWeight > PAGE_SIZING.maxRows ? { maxPageRows: maxWeight } : {}),
-  };
 }

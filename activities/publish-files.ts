@@ -10,7 +10,14 @@
  */
 import type { PoolClient } from 'pg';
 import type { JobFileLoss } from '../lib/catalog';
-import { fileCountsByBucket, loadVersion, shrunkJobFiles, versionHasFiles } from '../lib/catalog';
+import {
+  baseVersionOf,
+  fileCountsByBucket,
+  loadVersion,
+  refreshShrunkJobFiles,
+  shrunkJobFiles,
+  versionHasFiles,
+} from '../lib/catalog';
 import type { SourceConfig } from '../lib/config';
 import { isFileSource } from '../lib/config';
 import type { SourceRegistry } from '../lib/sources';
@@ -71,6 +78,12 @@ async function judgeLosses(source: BareosSource, shrunk: JobFileLoss[]): Promise
   return out;
 }
 
+/** The jobs whose file records shrank: a refresh's among the jobs it wrote again, else by comparing both versions. */
+async function jobFileLosses(c: PoolClient, previous: string, versionId: string): Promise<JobFileLoss[]> {
+  if (await baseVersionOf(c, versionId)) return refreshShrunkJobFiles(c, versionId);
+  return shrunkJobFiles(c, previous, versionId);
+}
+
 /**
  * Counts the file figures of both versions (scans on the caller's session, without statement
  * timeout): per job for a director source (asking it, now, which of the jobs whose files shrank it
@@ -92,7 +105,7 @@ export async function fileShrinkFigures(
     beforeHasFiles,
     afterHasFiles,
     rule,
-    losses: director && both ? await judgeLosses(director, await shrunkJobFiles(c, previous, versionId)) : null,
+    losses: director && both ? await judgeLosses(director, await jobFileLosses(c, previous, versionId)) : null,
     before: bucketRule ? named(await fileCountsByBucket(c, previous)) : new Map(),
     after: bucketRule ? named(await fileCountsByBucket(c, versionId)) : new Map(),
   };

@@ -7,8 +7,10 @@ import type { PoolClient } from 'pg';
 import type { BucketJobCount, RenumberedJob } from '../lib/catalog';
 import {
   activeVersionId,
+  baseVersionOf,
   bucketJobCounts,
   flipActive,
+  storedBucketJobCounts,
   goneJobs,
   latestReconciliationPassed,
   latestRetiredVersionId,
@@ -85,10 +87,13 @@ async function shrinkFigures(
 ): Promise<ShrinkFigures | null> {
   if (!activeBefore || activeBefore === input.versionId) return null;
   // With --allow-shrink nothing refuses, but the director's prunes are still counted and reported.
+  // The counts stored at seal when there are (a refresh always has them), else one scan of each table.
+  const counts = async (c: PoolClient, v: string) =>
+    (await storedBucketJobCounts(c, v)) ?? (await bucketJobCounts(c, v));
   return withLongSession(ctx.pool, async (c) => ({
     previous: activeBefore,
-    before: input.allowShrink ? [] : await bucketJobCounts(c, activeBefore),
-    after: input.allowShrink ? [] : await bucketJobCounts(c, input.versionId),
+    before: input.allowShrink ? [] : await counts(c, activeBefore),
+    after: input.allowShrink ? [] : await counts(c, input.versionId),
     files: await fileShrinkFigures(c, ctx.sources, activeBefore, input.versionId),
   }));
 }
@@ -103,6 +108,8 @@ async function compareJobIds(
   activeBefore: string | null,
 ): Promise<Renumbering> {
   if (!activeBefore || activeBefore === input.versionId) return { renumbered: null, error: null };
+  // A refresh writes only what changed: a renumbered job is a deleted and a new one there.
+  if (await baseVersionOf(ctx.pool, input.versionId)) return { renumbered: null, error: null };
   try {
     const renumbered = await withLongSession(ctx.pool, (c) => renumberedJobs(c, activeBefore, input.versionId));
     return { renumbered, error: null };

@@ -4,6 +4,7 @@
  */
 import { log } from '@temporalio/activity';
 import {
+  baseVersionOf,
   catalogBucketStats,
   catalogHashProbe,
   countRejects,
@@ -35,6 +36,8 @@ import type { MismatchedBucket } from './reconcile-compare';
 import { bucketName, bucketSpans, compareBuckets, compareSample, sumBytes } from './reconcile-compare';
 import type { FileMismatch, FileReconciliation } from './reconcile-files';
 import { fileRejectThresholdMessage, fileReport, reconcileFiles } from './reconcile-files';
+import { reconcileRefresh } from './reconcile-refresh';
+import { compareSampleWithSource } from './reconcile-sample';
 
 /** Records compared field by field per round unless the input says otherwise. */
 const DEFAULT_SAMPLE_SIZE = 1000;
@@ -57,6 +60,8 @@ export async function reconcile(ctx: ActivityContext, input: ReconcileInput): Pr
 
 async function reconcileRound(ctx: ActivityContext, input: ReconcileInput): Promise<ReconcileSummary> {
   const v = await loadVersion(ctx.pool, input.versionId);
+  const base = await baseVersionOf(ctx.pool, input.versionId);
+  if (base) return reconcileRefresh(ctx, input, v, base);
   const source = ctx.sources.get(input.source, input.versionId);
   const maxKey = v.watermark_key;
   const hash = await rowHashKind(ctx, source);
@@ -273,30 +278,6 @@ async function reportUnreadable(
     details: { ...report, unreadable: names.slice(0, 100) },
   });
   throw new NotPublishableError(message);
-}
-
-/**
- * Samples catalog rows (seeded by version and round) and compares them with the source's rows of
- * the same keys. Nothing is compared for a version without rows or an empty source.
- * @throws NotPublishableError when the source cannot read the sampled keys.
- */
-async function compareSampleWithSource(
-  ctx: ActivityContext,
-  input: ReconcileInput,
-  source: JobSource,
-  maxKey: string | null,
-): Promise<SampleComparison & { sampled: number }> {
-  const sample = await withLongSession(ctx.pool, (c) =>
-    sampleCatalogRows(c, input.versionId, `${input.versionId}:${input.round}`, input.sampleSize ?? DEFAULT_SAMPLE_SIZE),
-  );
-  if (!sample.length || !maxKey) return { mismatches: 0, diffs: [], buckets: new Set(), sampled: sample.length };
-  const keys = sample.map((r) => r.job_key!).sort((a, b) => (BigInt(a) < BigInt(b) ? -1 : 1));
-  const srcRows = await readSource(`${keys.length} sampled jobs of source ${input.source}`, () =>
-    source.readKeys(keys),
-  ).catch((err: unknown) => {
-    throw err instanceof SourceUnreadable ? new NotPublishableError(`round ${input.round}: ${err.message}`) : err;
-  });
-  return { ...compareSample(sample, srcRows), sampled: sample.length };
 }
 
 /**

@@ -13,7 +13,7 @@ import {
   missingLedgerPages,
   versionHasFiles,
 } from '../lib/catalog';
-import { withTransaction } from '../lib/db';
+import { withLongSession, withTransaction } from '../lib/db';
 import type {
   EndVersionInput,
   IndexVersionInput,
@@ -22,6 +22,16 @@ import type {
 } from '../workflows/activity-types';
 import type { ActivityContext } from './context';
 import { guard } from './failures';
+import {
+  baseVersionOf,
+  storeBucketCounts,
+  storeRefreshBucketCounts,
+  readRanges,
+  storeRanges,
+  storeRangesFromLedger,
+  touchedRanges,
+  versionRangeCounts,
+} from '../lib/catalog';
 import { withHeartbeat } from './heartbeat';
 
 /**
@@ -45,6 +55,8 @@ export async function sealVersion(ctx: ActivityContext, input: SealVersionInput)
           if (!missing.length) await markVerifying(c, input.versionId);
           return missing;
         });
+        // Before the reconciliation reads them (a refresh's are recounted on its segments: O(changes)).
+        if (!missingPages.length) await storeVersionRanges(ctx, input.versionId);
         return { missingPages };
       }),
   );
@@ -70,6 +82,38 @@ export async function indexVersion(ctx: ActivityContext, input: IndexVersionInpu
 async function createIndexes(ctx: ActivityContext, versionId: string): Promise<void> {
   await createReaderIndex(ctx.pool, versionId);
   if (await versionHasFiles(ctx.pool, versionId)) await createFileIndexes(ctx.pool, versionId);
+  await storeBucketFigures(ctx, versionId);
+}
+
+/**
+ * The sealed version's jobs per dated bucket, for the shrink guard: a full rebuild's counted in one
+ * scan of its table (beside the reconciliation), a refresh's from its base's and its changes.
+ */
+async function storeBucketFigures(ctx: ActivityContext, versionId: string): Promise<void> {
+  const base = await baseVersionOf(ctx.pool, versionId);
+  if (base) await storeRefreshBucketCounts(ctx.pool, versionId, base);
+  else await withLongSession(ctx.pool, (c) => storeBucketCounts(c, versionId));
+}
+
+/**
+ * The sealed version's key ranges (`version_range`) for the next refresh: a full rebuild's are its
+ * ledger's pages (their rows and digests); a refresh's are its base's, with the jobs of each range
+ * it touched counted again on its segments.
+ */
+async function storeVersionRanges(ctx: ActivityContext, versionId: string): Promise<void> {
+  const base = await baseVersionOf(ctx.pool, versionId);
+  if (!base) {
+    await storeRangesFromLedger(ctx.pool, versionId);
+    return;
+  }
+  const ranges = await readRanges(ctx.pool, versionId);
+  const touched = await touchedRanges(ctx.pool, versionId, ranges);
+  const counts = await versionRangeCounts(ctx.pool, versionId, touched);
+  await storeRanges(
+    ctx.pool,
+    versionId,
+    ranges.map((r) => (counts.has(r.rangeNo) ? { ...r, jobs: counts.get(r.rangeNo)! } : r)),
+  );
 }
 
 /**

@@ -114,6 +114,16 @@ function addStart(program: Command, ctx: CommandContext, err: (s: string) => voi
       "rebuild each job's file records too (Bareos/Bacula File and Path; restic/borg listings with a filesCommand)",
       false,
     )
+    .option(
+      '--refresh',
+      'build the next version from the active one plus what changed in the source since it (a full rebuild when it cannot, saying why)',
+      false,
+    )
+    .option(
+      '--dry-run',
+      'print what the rebuild would do (jobs new, changed, gone; pages; file records; an estimate) and change nothing',
+      false,
+    )
     .option('--allow-shrink', 'publish even if buckets shrank beyond the shrink guard', false)
     .option(
       '--retention <n>',

@@ -318,11 +318,21 @@ test('find: a --path whose raw bytes are not UTF-8 becomes --path-hex; UTF-8 and
   assert.throws(() => parsePathHex('2f*2f'), /two digits per byte/);
 });
 
-test('start attaching to a running rebuild compares --files like the other identifying flags', () => {
+test('start attaching to a running rebuild compares --files and --refresh like the other identifying flags', () => {
   const flags = rebuildFlags({ catalog: 'main', source: 'director', files: true });
-  assert.deepEqual(flags, { source: 'director', pageSize: 'auto', concurrency: 4, allowShrink: false, files: true });
+  assert.deepEqual(flags, {
+    source: 'director',
+    pageSize: 'auto',
+    concurrency: 4,
+    allowShrink: false,
+    files: true,
+    refresh: false,
+  });
   assert.deepEqual(flagConflicts({ ...flags }, flags), []);
   assert.deepEqual(flagConflicts({ ...flags, files: false }, flags), ['files: running false, requested true']);
+  assert.deepEqual(flagConflicts({ ...flags }, { ...flags, refresh: true }), [
+    'refresh: running false, requested true',
+  ]);
   // A rebuild started by a release without --files recorded no `files` flag: it has none.
   const { files: _, ...old } = flags;
   assert.deepEqual(flagConflicts(old, flags), ['files: running false, requested true']);

@@ -521,13 +521,16 @@ test('find (exact, prefix) through the find index and a job listing over the pub
     [building.rows[0].version_id],
   );
   const explaining: Queryable = {
-    query: (sql: string, params: unknown[]) => pool.query(`EXPLAIN (ANALYZE, COSTS OFF) ${sql}`, params),
+    // The lookup of the published version's segments runs as it is; the reads of `file` are explained.
+    query: (sql: string, params: unknown[]) =>
+      pool.query(/segment_ids/.test(sql) ? sql : `EXPLAIN (ANALYZE, COSTS OFF) ${sql}`, params),
   } as unknown as Queryable;
   for (const pattern of ['/etc/passwd', '/etc/*']) {
     const plan = (await findFiles(explaining, CATALOG, pattern, 10)) as unknown as { 'QUERY PLAN': string }[];
     const text = plan.map((r) => r['QUERY PLAN']).join('\n');
     assert.match(text, new RegExp(`file_v${versionId}_find`), text);
-    assert.match(text, new RegExp(`on ${next} .*\\(never executed\\)`), text);
+    // The building version's table is pruned: left out of the plan, or never executed.
+    assert.doesNotMatch(text, new RegExp(`on ${next} [^\\n]*\\(actual time`), text);
   }
   assert.equal((await findFiles(pool, CATALOG, '/etc/passwd', 10)).length, 2);
   assert.equal(await detachAndDropFilePartition(pool, building.rows[0].version_id), true);

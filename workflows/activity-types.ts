@@ -21,6 +21,11 @@ export interface PlanRebuildInput {
    * sized from `Job.JobFiles`.
    */
   files?: boolean;
+  /**
+   * Build the next version from the active one plus what changed in the source since it
+   * (`start --refresh`); when it cannot, the plan is a full rebuild's and says why.
+   */
+  refresh?: boolean;
   /** Workflow id of the rebuild (`catalog-rebuild/<catalog>`). */
   workflowId: string;
   /** Run id of the rebuild's first run (the same across continue-as-new). */

@@ -36,6 +36,11 @@ export interface RebuildCatalogInput {
   /** Publish even when a bucket shrank beyond the guard. */
   allowShrink?: boolean;
   /**
+   * Build the next version from the active one plus what changed in the source since it
+   * (`start --refresh`); the plan runs a full rebuild instead when it cannot, and says why.
+   */
+  refresh?: boolean;
+  /**
    * Rebuild each job's file records too (`start --files`); default false. Carried across
    * continue-as-new with the rest of the input; the plan records it in `version.files`.
    */
@@ -74,6 +79,10 @@ export interface CarriedState {
   paused: boolean;
   /** Workflow time (ISO 8601) of the last pause or resume; absent before the first. */
   pauseChangedAt?: string;
+  /** A refresh: what its plan found. */
+  refresh?: RefreshPlan;
+  /** A refresh planned as a full rebuild: why. */
+  fullRebuildBecause?: string;
   concurrency: number;
   pauseBetweenPagesMs: number;
   /** Recent page durations (ms), for sizing the page timeout. */
@@ -192,6 +201,24 @@ export interface PlanResult {
    * the stored plan has no row counts.
    */
   maxPageRows?: number;
+  /** A refresh: the version it builds on and the jobs it writes. */
+  refresh?: RefreshPlan;
+  /** A refresh asked for and planned as a full rebuild: why (one sentence). */
+  fullRebuildBecause?: string;
+  /** A refresh that found nothing changed: no version was made (`versionId` is empty). */
+  upToDate?: boolean;
+}
+
+/** What a refresh's plan found (`start --refresh`). */
+export interface RefreshPlan {
+  /** The active version it builds on. */
+  baseVersionId: string;
+  /** Jobs new in the source (copied). */
+  newJobs: number;
+  /** Jobs whose row changed (replaced). */
+  changedJobs: number;
+  /** Jobs gone from the source (left out). */
+  deletedJobs: number;
 }
 
 /** Reconciliation of one round, as reported to the workflow. */
@@ -271,6 +298,12 @@ export interface RebuildCatalogResult {
   /** Workflow time from the first run's start to the end (ms). */
   durationMs: number;
   runs: number;
+  /** A refresh that found nothing changed: no version was made, the active one stays (a success). */
+  upToDate?: boolean;
+  /** A refresh: the version it built on and the jobs it wrote. */
+  refresh?: RefreshPlan;
+  /** A refresh planned as a full rebuild: why. */
+  fullRebuildBecause?: string;
 }
 
 /**
@@ -326,3 +359,42 @@ export const pageActivityResumedSignal = defineSignal<[PageActivityReport]>('pag
 
 /** Limits shared by the CLI and the workflow's validators (defined in `policies.ts`). */
 export { LIMITS } from './policies';
+
+/** Input of `DryRunCatalog` (`start --dry-run`): the rebuild it plans, without making it. */
+export interface DryRunInput {
+  catalog: string;
+  source: string;
+  /** Jobs per page (`--page-size`); absent: sized from measured cost, as the rebuild's plan would. */
+  pageSize?: number;
+  /** Pages in flight (sizing `auto` fills them). */
+  concurrency?: number;
+  /** With file records (`--files`). */
+  files?: boolean;
+  /** A refresh (`--refresh`): what changed since the active version. */
+  refresh?: boolean;
+}
+
+/**
+ * What a rebuild would do now (`start --dry-run --json`; field names are an external interface):
+ * `jobs.*` are exact counts; without a refresh `jobs.new` is every job.
+ */
+export interface DryRunResult {
+  dryRun: true;
+  catalog: string;
+  source: string;
+  /** A refresh, or a full rebuild (also when a refresh was asked for and cannot build on the active version). */
+  refresh: boolean;
+  /** A refresh asked for that would be a full rebuild: why. */
+  fullRebuildBecause?: string;
+  pages: number;
+  /** Jobs the pages would read from the source. */
+  rows: number;
+  watermark: Watermark;
+  jobs: { new: number; changed: number; gone: number };
+  /** File records the pages would copy and those of the active version they would replace (with `--files`). */
+  fileRecords: { copy: number; drop: number };
+  /** Seconds the rebuild would take at the active version's copy rate (or 50,000 rows/s when none is known). */
+  estimateSeconds: number;
+  /** The active version now (null: none). */
+  activeVersionId: string | null;
+}

@@ -1,5 +1,6 @@
 /**
  * Workflows of catalog-rebuild (the worker's workflow bundle: every export here is a workflow type).
+ * DryRunCatalog (`catalog-rebuild/<catalog>/dry-run-<id>`, `start --dry-run`) plans without making.
  *
  * RebuildCatalog (workflow id `catalog-rebuild/<catalog>`):
  *   1. plan: `planRebuild` fixes the version, the watermark and the pages;
@@ -14,3 +15,4 @@
 export { RebuildCatalog } from './rebuild-catalog';
 export { RepairBucket } from './repair-bucket';
 export { PublishCatalog } from './publish-catalog';
+export { DryRunCatalog } from './dry-run';

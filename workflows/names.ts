@@ -21,5 +21,13 @@ export function publishWorkflowId(parentId: string): string {
   return `${parentId}/publish`;
 }
 
+/**
+ * Workflow id of a dry run (`start --dry-run`): `catalog-rebuild/<catalog>/dry-run-<id>`, never the
+ * rebuild's own id, so it neither starts nor attaches to the catalog's rebuild.
+ */
+export function dryRunWorkflowId(catalog: string, id: string): string {
+  return `${rebuildWorkflowId(catalog)}/dry-run-${id}`;
+}
+
 /** Catalog names: letters, digits, `_ . -`, at most 63 characters. */
 export const CATALOG_NAME_PATTERN = /^[A-Za-z0-9_.-]{1,63}$/;

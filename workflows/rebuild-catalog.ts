@@ -41,7 +41,10 @@ export async function RebuildCatalog(input: RebuildCatalogInput): Promise<Rebuil
     const result = await state.root.run(async () => {
       state.setPhase(state.phase);
       state.memo();
-      if (!input.carried) await plan(state, settings.pageSize, info);
+      if (!input.carried && (await plan(state, settings.pageSize, info)) === 'up to date') {
+        state.setPhase('done');
+        return state.result({ published: false, upToDate: true });
+      }
       await copyPages(state, {
         heartbeatTimeoutMs: settings.heartbeatTimeoutMs,
         maxPagesPerRun: settings.maxPagesPerRun,
@@ -82,7 +85,11 @@ function handlersFinished(): Promise<void> {
  * size and sizing, and the watermark into the carried state; then phase `copying`. Without a page
  * size the plan sizes pages from measured cost for the rebuild's concurrency.
  */
-async function plan(state: RebuildState, pageSize: number | undefined, info: WorkflowInfo): Promise<void> {
+async function plan(
+  state: RebuildState,
+  pageSize: number | undefined,
+  info: WorkflowInfo,
+): Promise<'planned' | 'up to date'> {
   const { input, carried: st } = state;
   const planned = await short.planRebuild({
     catalog: input.catalog,
@@ -91,9 +98,16 @@ async function plan(state: RebuildState, pageSize: number | undefined, info: Wor
     concurrency: st.concurrency,
     // Only when set, so the plan's input of a rebuild without files is the same as before.
     ...(input.files ? { files: true } : {}),
+    ...(input.refresh ? { refresh: true } : {}),
     workflowId: info.workflowId,
     firstRunId: info.firstExecutionRunId,
   });
+  if (planned.refresh) st.refresh = planned.refresh;
+  if (planned.fullRebuildBecause) st.fullRebuildBecause = planned.fullRebuildBecause;
+  if (planned.upToDate) {
+    state.note(`refresh: up to date: nothing changed since version ${planned.refresh?.baseVersionId ?? '?'}`);
+    return 'up to date';
+  }
   st.versionId = planned.versionId;
   st.pagesTotal = planned.pagesTotal;
   st.sourceRows = planned.sourceRows;
@@ -101,10 +115,14 @@ async function plan(state: RebuildState, pageSize: number | undefined, info: Wor
   st.pageSize = planned.pageSize;
   st.pageSizing = planned.pageSizing;
   st.maxPageRows = planned.maxPageRows ?? 0;
+  const r = planned.refresh;
   state.note(
-    `planned version ${planned.versionId}: ${planned.pagesTotal} pages of ${st.pageSize} rows (${st.pageSizing}), watermark job ${planned.watermark.jobKey ?? 'none'}`,
+    r
+      ? `planned version ${planned.versionId}: a refresh of version ${r.baseVersionId}: ${r.newJobs} new, ${r.changedJobs} changed, ${r.deletedJobs} deleted jobs in ${planned.pagesTotal} pages, watermark job ${planned.watermark.jobKey ?? 'none'}`
+      : `${planned.fullRebuildBecause ? `refresh planned as a full rebuild (${planned.fullRebuildBecause}): ` : ''}planned version ${planned.versionId}: ${planned.pagesTotal} pages of ${st.pageSize} rows (${st.pageSizing}), watermark job ${planned.watermark.jobKey ?? 'none'}`,
   );
   state.setPhase('copying');
+  return 'planned';
 }
 
 /**

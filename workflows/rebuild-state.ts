@@ -273,14 +273,21 @@ export class RebuildState {
 
   /** The rebuild's result: published (with the version it replaced) or cancelled by the `cancel` signal. */
   result(
-    o: { published: true; previousVersionId: string | null } | { published: false; cancelled: true },
+    o:
+      | { published: true; previousVersionId: string | null }
+      | { published: false; cancelled: true }
+      | { published: false; upToDate: true },
   ): RebuildCatalogResult {
     const st = this.carried;
+    const cancelled = 'cancelled' in o;
     return {
+      ...(st.refresh ? { refresh: st.refresh } : {}),
+      ...(st.fullRebuildBecause ? { fullRebuildBecause: st.fullRebuildBecause } : {}),
+      ...('upToDate' in o ? { upToDate: true } : {}),
       catalog: this.input.catalog,
       versionId: st.versionId,
       published: o.published,
-      cancelled: !o.published,
+      cancelled,
       pagesTotal: st.pagesTotal,
       pagesDone: this.pagesDone(),
       rowsUpserted: st.rowsUpserted,

@@ -19,11 +19,11 @@ import { ExitCode, processContext } from './context';
  * the delta, when a page found jobs gone from the source after the plan, `, N jobs gone from the
  * source after the plan` (left out of both sides).
  */
-export function formatReconciliation(x: ReconcileSummary): string {
+export function formatReconciliation(x: ReconcileSummary, unit: 'buckets' | 'key ranges' = 'buckets'): string {
   const files = x.files
     ? `; file records: source ${x.files.source} = catalog ${x.files.catalog}${x.files.rejects ? ` + ${x.files.rejects} quarantined` : ''}`
     : '';
-  return `reconciliation: ${x.ok ? 'ok' : 'MISMATCH'}: ${x.buckets} buckets, source ${x.sourceRows} = catalog ${x.catalogRows}${x.rejects ? ` + ${x.rejects} quarantined` : ''}${files}; delta after watermark ${x.delta}${x.gone ? `, ${goneJobsSentence(x.gone)}` : ''}; duplicate job names ${x.duplicateJobNames}; sample ${x.sampled} checked, ${x.sampleMismatches} differ`;
+  return `reconciliation: ${x.ok ? 'ok' : 'MISMATCH'}: ${x.buckets} ${unit}, source ${x.sourceRows} = catalog ${x.catalogRows}${x.rejects ? ` + ${x.rejects} quarantined` : ''}${files}; delta after watermark ${x.delta}${x.gone ? `, ${goneJobsSentence(x.gone)}` : ''}; duplicate job names ${x.duplicateJobNames}; sample ${x.sampled} checked, ${x.sampleMismatches} differ`;
 }
 
 /**
@@ -31,11 +31,21 @@ export function formatReconciliation(x: ReconcileSummary): string {
  * seconds), then the reconciliation report when there is one.
  */
 export function formatRebuildResult(r: RebuildCatalogResult): string[] {
+  if (r.upToDate)
+    return [
+      `catalog ${r.catalog}: refresh: up to date: nothing changed in the source since version ${r.refresh?.baseVersionId ?? '?'}, which stays active; ${Math.round(r.durationMs / 1000)} s`,
+    ];
+  const refresh = r.refresh
+    ? `; a refresh of version ${r.refresh.baseVersionId}: ${r.refresh.newJobs} new, ${r.refresh.changedJobs} changed, ${r.refresh.deletedJobs} deleted jobs`
+    : r.fullRebuildBecause
+      ? `; refresh ran as a full rebuild: ${r.fullRebuildBecause}`
+      : '';
   const lines = [
     `catalog ${r.catalog}: version ${r.versionId} ${r.published ? 'published' : r.cancelled ? 'cancelled (abandoned)' : 'NOT published'}; ` +
-      `${r.published ? `${r.pagesTotal} pages` : `${r.pagesDone} of ${r.pagesTotal} pages`}, ${r.rowsUpserted} rows, ${r.rejects} rejects, ${r.retries} retries, ${Math.round(r.durationMs / 1000)} s, ${r.runs} run(s)`,
+      `${r.published ? `${r.pagesTotal} pages` : `${r.pagesDone} of ${r.pagesTotal} pages`}, ${r.rowsUpserted} rows, ${r.rejects} rejects, ${r.retries} retries, ${Math.round(r.durationMs / 1000)} s, ${r.runs} run(s)${refresh}`,
   ];
-  if (r.reconciliation) lines.push(formatReconciliation(r.reconciliation));
+  // A refresh reconciles per key range of its version (activities/reconcile-refresh.ts).
+  if (r.reconciliation) lines.push(formatReconciliation(r.reconciliation, r.refresh ? 'key ranges' : 'buckets'));
   return lines;
 }
 
@@ -76,7 +86,7 @@ export async function publishReportOfVersion(
 
 /** How a rebuild ended: exit code, lines to print, and the failure message when it failed. */
 export interface RebuildOutcome {
-  /** 0 when published, 1 otherwise (failed, cancelled, terminated, not published). */
+  /** 0 when published (or a refresh found the catalog up to date), 1 otherwise (failed, cancelled, terminated, not published). */
   code: number;
   lines: string[];
   /** Set when the workflow failed: `rebuild of C failed, not published: <reason>`, for stderr. */
@@ -109,7 +119,8 @@ export async function rebuildOutcome(
     if (renumbered) lines.push(renumberedSentence(renumbered));
     const pruned = report?.prunedFiles;
     if (pruned) lines.push(prunedFilesSentence(pruned, pruned.since)!);
-    return { code: r.published ? 0 : 1, lines, result: r, renumbered };
+    // A refresh that found nothing changed is a success: the active version is current.
+    return { code: r.published || r.upToDate ? 0 : 1, lines, result: r, renumbered };
   } catch (err) {
     if (err instanceof WorkflowFailedError) {
       let e: unknown = err;

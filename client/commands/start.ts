@@ -15,6 +15,7 @@ import type { Receipt } from '../receipt';
 import { awaitPlan, buildReceipt, formatReceipt } from '../receipt';
 import type { CommandContext } from './context';
 import { ExitCode, withTemporal } from './context';
+import { formatDryRun, runDryRun } from './dry-run';
 import { waitAndReport } from './outcome';
 
 /** Options of `start` (parsed and range-checked by the CLI). */
@@ -28,6 +29,10 @@ export interface StartOptions {
   allowShrink: boolean;
   /** Rebuild each job's file records too (`--files`). */
   files?: boolean;
+  /** Build the next version from the active one plus what changed (`--refresh`). */
+  refresh?: boolean;
+  /** Print what the rebuild would do and change nothing (`--dry-run`). */
+  dryRun?: boolean;
   /** Retired versions kept with their rows after the publish. */
   retention: number;
   maxPagesPerRun?: number;
@@ -248,6 +253,20 @@ export async function startCommand(
     let pool: Pool | undefined;
     const catalogPool = () => (pool ??= ctx.catalogPool({ purpose: 'cli', max: 2 }));
     try {
+      if (o.dryRun) {
+        // A worker plans it (only workers hold the sources' settings): its source must be served.
+        await checkSource(catalogPool(), { source: o.source, taskQueue: s.taskQueue, settings, note });
+        const plan = await runDryRun(s, {
+          catalog: o.catalog,
+          source: o.source,
+          ...(o.pageSize !== undefined ? { pageSize: o.pageSize } : {}),
+          concurrency: o.concurrency,
+          ...(o.files ? { files: true } : {}),
+          ...(o.refresh ? { refresh: true } : {}),
+        });
+        for (const line of o.json ? [JSON.stringify(plan)] : formatDryRun(plan)) ctx.out(line);
+        return 0;
+      }
       if (!(await isRunning(rebuildHandle(s.client, o.catalog)))) {
         await checkSource(catalogPool(), { source: o.source, taskQueue: s.taskQueue, settings, note });
       }
@@ -258,6 +277,7 @@ export async function startCommand(
         concurrency: o.concurrency,
         allowShrink: o.allowShrink,
         ...(o.files ? { files: true } : {}),
+        ...(o.refresh ? { refresh: true } : {}),
         retention: o.retention,
         maxPagesPerRun: o.maxPagesPerRun,
         heartbeatTimeoutMs: o.heartbeatTimeoutMs,

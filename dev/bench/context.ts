@@ -25,6 +25,8 @@ export interface BenchOptions {
   clients?: number;
   /** Worker processes polling during the product's rebuild. */
   workers: number;
+  /** After the product, change the source and time `start --refresh` against the full rebuild. */
+  refresh?: boolean;
   /** File records of the generated source (`--files N`): the product runs `start --files` and (pf) runs. */
   files?: number;
 }

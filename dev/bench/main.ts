@@ -51,6 +51,7 @@ import type { ProductOutcome } from './product';
 import { CATALOG as PRODUCT_CATALOG, COMPONENTS, runProduct } from './product';
 import { compareFiles, runFilePipeBaseline } from './file-pipe';
 import { runReplayWal } from './replay-wal';
+import { runRefresh } from './refresh';
 import { buildBareosSource, sourcePlan } from './source';
 import { BareosSource } from '../../lib/sources/bareos';
 import { rowSetFingerprint, withSearchPath } from './tables';
@@ -78,6 +79,11 @@ function parseOptions(): BenchOptions {
     .option('--files <n>', 'file records of the generated source; the product runs start --files', (v) => Number(v))
     .option('--wal-pages <n>', 'pages whose replay WAL is measured', (v) => Number(v), 8)
     .option('--write-pages <n>', 'pages per method in the page-write micro-benchmark', (v) => Number(v), 10)
+    .option(
+      '--refresh',
+      'then change 0.1% of the source (1% new jobs with --files) and time start --refresh against the full rebuild',
+      false,
+    )
     .option('--json <file>', 'also write the figures as JSON')
     .option(
       '--worker-node-options <flags>',
@@ -317,6 +323,15 @@ async function main(): Promise<void> {
     await compare(ctx, p, product, bRate, cRate);
     scratchUrl = await createDatabase(dbs.adminUrl, scratchDb, { dropFirst: true });
     await microBenchmarks(ctx, scratchUrl, sources);
+    if (o.refresh) {
+      // Last: it changes the source the other variants copied. A Temporal server of its own.
+      const t2 = await privateTemporal();
+      try {
+        await runRefresh(ctx, t2.address, product.ms);
+      } finally {
+        await t2.stop();
+      }
+    }
     headline(ctx, p, product);
     ctx.figures.add('bench time', fmtS(Date.now() - totalStarted), Date.now() - totalStarted);
     if (o.json) fs.writeFileSync(o.json, JSON.stringify(ctx.figures.values, null, 2));

@@ -54,6 +54,8 @@ export interface RebuildFixtureOptions {
   jobs: number;
   /** Seed of the generator. */
   seed: number;
+  /** File records of the generated source in all (dev/bareos-file-generator.ts); default none. */
+  files?: number;
   /** Catalog name (default `<tag>-<last 6 characters of the task queue>`). */
   catalog?: string;
   /** Extra environment of every worker. */
@@ -96,7 +98,7 @@ export interface RebuildFixture {
 export async function rebuildFixture(t: TestContext, o: RebuildFixtureOptions): Promise<RebuildFixture> {
   const dbs = await testDatabases(o.tag, {
     catalog: o.catalogDatabase,
-    source: { jobs: o.jobs, seed: o.seed },
+    source: { jobs: o.jobs, seed: o.seed, ...(o.files ? { files: o.files } : {}) },
   });
   const taskQueue = uniqueQueue(o.tag);
   const catalog = o.catalog ?? `${o.tag}-${taskQueue.slice(-6)}`;

@@ -44,19 +44,40 @@ export interface FileRecord {
 }
 
 /**
- * SQL: the condition that names the published version of catalog `$1` to the planner as a value
- * (an init plan): `file` partitions of other versions (a rebuild's, without indexes while it
- * loads) are then pruned when the statement runs, never scanned.
- */
-const ACTIVE_VERSION_ONLY = `f.version_id = (SELECT a.version_id FROM active a WHERE a.catalog_name = $1)`;
-
-/**
  * SQL: whether file record `f` (a row of `file` or `active_files`) was not saved by its job: its
  * FileIndex is 0 or negative (Bacula and Bareos; Bacula 9.6 marks a file deleted since the previous
  * accurate job with a negative one), or, without FileIndex, its stored `deleted`. The same rule as
  * the view (migrations/012_file_saved.sql), for reads of `file` itself.
  */
 const DELETED = `(CASE WHEN f.file_index IS NULL THEN f.deleted ELSE f.file_index <= 0 END)`;
+
+/** The published version of a catalog and its segments (migration 014), decimal text. */
+interface ActiveSegments {
+  versionId: string;
+  segments: string[];
+}
+
+/** The published version of `catalog` and its segments; null when it has none. */
+async function activeSegments(db: Queryable, catalog: string): Promise<ActiveSegments | null> {
+  const { rows } = await db.query<{ v: string; s: string[] }>(
+    `SELECT a.version_id::text AS v, v.segment_ids::text[] AS s FROM active a JOIN version v USING (version_id)
+     WHERE a.catalog_name = $1`,
+    [catalog],
+  );
+  return rows[0] ? { versionId: rows[0].v, segments: rows[0].s } : null;
+}
+
+/**
+ * SQL: row `alias` (of `file` or `job`) belongs to the published version `a`: it is in one of the
+ * version's segments and not superseded at it. The segments are literals, so the planner prunes
+ * the partitions of other versions (a rebuild's, loading without indexes): they are never scanned.
+ */
+function inActive(alias: string, a: ActiveSegments): string {
+  for (const id of [a.versionId, ...a.segments]) if (!/^\d+$/.test(id)) throw new Error(`bad version id ${id}`);
+  // A full rebuild's version is its one segment: an equality, as the plans had before segments.
+  const seg = a.segments.length === 1 ? `= ${a.segments[0]}` : `= ANY ('{${a.segments.join(',')}}'::bigint[])`;
+  return `${alias}.version_id ${seg} AND (${alias}.superseded_by IS NULL OR ${alias}.superseded_by > ${a.versionId})`;
+}
 
 /** SQL: file record `f` was saved by its job (Bacula's `FileIndex > 0`). */
 const SAVED = `${DELETED} IS NOT TRUE`;
@@ -79,14 +100,16 @@ export async function listJobFiles(
   limit?: number,
   includeDeleted = false,
 ): Promise<FileRecord[]> {
+  const active = await activeSegments(db, catalog);
+  if (!active) return [];
   const { rows } = await db.query<FileRecord>(
     `SELECT f.job_id AS "jobId", ${utcText('j.start_time')} AS "startTime", f.file_id::text AS "fileId", f.path, f.name,
             ${hexText('f.path_bytes')} AS "pathBytes", ${hexText('f.name_bytes')} AS "nameBytes",
             f.file_index AS "fileIndex", f.delta_seq AS "deltaSeq", ${DELETED} AS deleted, f.size::text AS size,
             f.mode, f.uid::text AS uid, f.gid::text AS gid, ${utcText('f.mtime')} AS mtime, f.md5, f.lstat
-     FROM active_files f
-     LEFT JOIN job j ON j.version_id = f.version_id AND j.job_id = f.job_id
-     WHERE f.catalog_name = $1 AND ${ACTIVE_VERSION_ONLY} AND f.job_id = $2 AND ($4::boolean OR ${SAVED})
+     FROM file f
+     LEFT JOIN job j ON j.job_id = f.job_id AND ${inActive('j', active)}
+     WHERE $1::text IS NOT NULL AND ${inActive('f', active)} AND f.job_id = $2 AND ($4::boolean OR ${SAVED})
      ORDER BY f.file_id LIMIT $3`,
     [catalog, jobId, limit ?? null, includeDeleted],
   );
@@ -182,25 +205,28 @@ export async function findFiles(
 ): Promise<FileHit[]> {
   const prefix = pattern.endsWith('*') ? pattern.slice(0, -1) : null;
   if (prefix === '') throw new Error(`find: the pattern needs at least one character before '*'`);
+  const active = await activeSegments(db, catalog);
+  if (!active) return [];
   const key = fileFindKey('f');
   const saved = (includeDeleted ? '' : ` AND ${SAVED}`) + (exactBytes ? bytesMatch(exactBytes, prefix !== null) : '');
   if (prefix === null)
-    return findHits(db, `${key} = left($3::text, ${FILE_FIND_KEY_CHARS}) AND f.path || f.name = $3::text${saved}`, [
-      catalog,
-      limit,
-      pattern,
-    ]);
+    return findHits(
+      db,
+      active,
+      `${key} = left($3::text, ${FILE_FIND_KEY_CHARS}) AND f.path || f.name = $3::text${saved}`,
+      [catalog, limit, pattern],
+    );
   // The key's characters are code points (PostgreSQL's left()), not UTF-16 units.
   const keyPrefix = [...prefix].slice(0, FILE_FIND_KEY_CHARS).join('');
   const params = [catalog, limit, `${likeLiteral(prefix)}%`, `${likeLiteral(keyPrefix)}%`];
   const match = `${key} LIKE $4::text AND f.path || f.name LIKE $3::text${saved}`;
   const dense = await db.query<{ n: number }>(
-    `SELECT count(*)::int AS n FROM (SELECT 1 FROM active_files f
-       WHERE f.catalog_name = $1 AND ${ACTIVE_VERSION_ONLY} AND ${key} LIKE $2::text LIMIT $3) s`,
+    `SELECT count(*)::int AS n FROM (SELECT 1 FROM file f
+       WHERE $1::text IS NOT NULL AND ${inActive('f', active)} AND ${key} LIKE $2::text LIMIT $3) s`,
     [catalog, params[3], FIND_DENSE_MATCHES],
   );
   const many = (dense.rows[0]?.n ?? 0) >= FIND_DENSE_MATCHES;
-  return many ? findDenseHits(db, params.slice(0, 3), saved) : findHits(db, match, params);
+  return many ? findDenseHits(db, active, params.slice(0, 3), saved) : findHits(db, active, match, params);
 }
 
 /**
@@ -214,12 +240,12 @@ const HIT_COLUMNS = `f.job_id AS "jobId", ${utcText('j.start_time')} AS "startTi
             ${DELETED} AS deleted, f.size::text AS size, ${utcText('f.mtime')} AS mtime`;
 
 /** The matches of `match` (over `f`; `$1` catalog, `$2` limit), sorted whole: few of them (the find index finds them). */
-async function findHits(db: Queryable, match: string, params: unknown[]): Promise<FileHit[]> {
+async function findHits(db: Queryable, active: ActiveSegments, match: string, params: unknown[]): Promise<FileHit[]> {
   const { rows } = await db.query<FileHit>(
     `SELECT ${HIT_COLUMNS}
-     FROM active_files f
-     LEFT JOIN job j ON j.version_id = f.version_id AND j.job_id = f.job_id
-     WHERE f.catalog_name = $1 AND ${ACTIVE_VERSION_ONLY} AND ${match}
+     FROM file f
+     LEFT JOIN job j ON j.job_id = f.job_id AND ${inActive('j', active)}
+     WHERE $1::text IS NOT NULL AND ${inActive('f', active)} AND ${match}
      ORDER BY j.start_time DESC NULLS LAST, f.job_id, f.path || f.name, f.file_id
      LIMIT $2`,
     params,
@@ -236,13 +262,18 @@ async function findHits(db: Queryable, match: string, params: unknown[]): Promis
  * ` AND <saved>` condition over `f`. Records of a quarantined job
  * (not among the version's jobs) are not found this way.
  */
-async function findDenseHits(db: Queryable, params: unknown[], saved: string): Promise<FileHit[]> {
+async function findDenseHits(
+  db: Queryable,
+  active: ActiveSegments,
+  params: unknown[],
+  saved: string,
+): Promise<FileHit[]> {
   const { rows } = await db.query<FileHit>(
     `SELECT ${HIT_COLUMNS}
-     FROM (SELECT j.job_id, j.start_time FROM job j
-           WHERE j.version_id = (SELECT a.version_id FROM active a WHERE a.catalog_name = $1)) j
+     FROM (SELECT j.job_id, j.start_time FROM job j WHERE $1::text IS NOT NULL AND ${inActive('j', active)}) j
      CROSS JOIN LATERAL (
-       SELECT f.* FROM file f WHERE ${ACTIVE_VERSION_ONLY} AND f.job_id = j.job_id AND f.path || f.name LIKE $3::text${saved}
+       SELECT f.* FROM file f
+       WHERE ${inActive('f', active)} AND f.job_id = j.job_id AND f.path || f.name LIKE $3::text${saved}
        ORDER BY f.path || f.name, f.file_id LIMIT $2) f
      ORDER BY j.start_time DESC NULLS LAST, j.job_id, f.path || f.name, f.file_id
      LIMIT $2`,

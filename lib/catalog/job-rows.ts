@@ -116,8 +116,9 @@ export async function copyRows(db: PoolClient, versionId: string, pageNo: number
 }
 
 /**
- * Streams rows in COPY text form (`version_id, page_no`, then JOB_COLUMNS: a source's page read)
- * into the version's table with `COPY … FROM STDIN`, joined with `stream.pipeline`: an error on
+ * Streams rows in COPY text form (`version_id, page_no`, then JOB_COLUMNS, then `row_hash`: a
+ * source's page read) into the version's table with `COPY … FROM STDIN`, joined with
+ * `stream.pipeline`: an error on
  * either side (or `signal`) ends both streams and rejects; the catalog side then sends CopyFail,
  * so the transaction is left aborted (roll back to a savepoint to go on). Only for keys that
  * cannot exist yet (a duplicate key fails with SQLSTATE 23505).
@@ -130,7 +131,7 @@ export async function copyRowsFromStream(
   signal?: AbortSignal,
 ): Promise<number> {
   const sink = db.query(
-    copyFrom(format('COPY %I (version_id, page_no, %I) FROM STDIN', partitionName(versionId), JOB_COLUMNS)),
+    copyFrom(format('COPY %I (version_id, page_no, %I, row_hash) FROM STDIN', partitionName(versionId), JOB_COLUMNS)),
   );
   await pipeline(rows, sink, signal ? { signal } : {});
   return sink.rowCount;
@@ -299,4 +300,23 @@ export async function upsertRowsQuarantining(
       (await upsertRowsQuarantining(c, versionId, pageNo, rows.slice(half), rejects))
     );
   }
+}
+
+/**
+ * The digest of the version's rows of `jobIds` (primary-key lookups): their count and the sum
+ * modulo 2^64 of their `row_hash`, decimal text; `''` when one of them has no hash (written row by
+ * row, not streamed from the source).
+ */
+export async function rowsDigest(db: Queryable, versionId: string, jobIds: string[]): Promise<string> {
+  if (!jobIds.length) return '0';
+  const { rows } = await db.query<{ n: string; h: string; d: string }>(
+    format(
+      `SELECT count(*)::text AS n, count(row_hash)::text AS h,
+              ((coalesce(sum(row_hash), 0) %% 18446744073709551616 + 18446744073709551616) %% 18446744073709551616)::text AS d
+       FROM %I WHERE version_id = $1 AND job_id = ANY ($2::text[])`,
+      partitionName(versionId),
+    ),
+    [versionId, jobIds],
+  );
+  return rows[0].n === rows[0].h ? rows[0].d : '';
 }

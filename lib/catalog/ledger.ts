@@ -46,6 +46,10 @@ export interface PlannedPage {
   versionStatus: VersionStatus;
   /** The version rebuilds file records too (`--files`): each page writes its jobs' files. */
   files: boolean;
+  /** A refresh's page: the version it builds on (its rows of the page's keys are superseded). */
+  baseVersionId: string | null;
+  /** A refresh's page: the only jobs it processes (ascending); null for a page of a full rebuild. */
+  keys: string[] | null;
 }
 
 /** Page `pageNo` of a version's plan, or null when the plan has no such page. */
@@ -56,9 +60,15 @@ export async function readPlanPage(db: Queryable, versionId: string, pageNo: num
     planned_rows: number | null;
     status: VersionStatus;
     files: boolean;
+    base_version_id: string | null;
+    keys: string[] | null;
   }>(
-    `SELECT p.first_key::text, p.last_key::text, p.planned_rows, v.status, v.files FROM plan_page p JOIN version v USING (version_id)
-               WHERE p.version_id = $1 AND p.page_no = $2`,
+    `SELECT p.first_key::text, p.last_key::text, p.planned_rows, v.status, v.files, v.base_version_id::text,
+            CASE WHEN v.base_version_id IS NULL THEN NULL
+                 ELSE (SELECT array_agg(k.job_key::text ORDER BY k.job_key) FROM plan_page_key k
+                       WHERE k.version_id = p.version_id AND k.page_no = p.page_no) END AS keys
+     FROM plan_page p JOIN version v USING (version_id)
+     WHERE p.version_id = $1 AND p.page_no = $2`,
     [versionId, pageNo],
   );
   const p = plan.rows[0];
@@ -69,6 +79,8 @@ export async function readPlanPage(db: Queryable, versionId: string, pageNo: num
         plannedRows: p.planned_rows,
         versionStatus: p.status,
         files: p.files,
+        baseVersionId: p.base_version_id,
+        keys: p.base_version_id ? (p.keys ?? []) : null,
       }
     : null;
 }

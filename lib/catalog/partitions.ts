@@ -44,7 +44,8 @@ export async function partitionExists(db: Queryable, versionId: string): Promise
 }
 
 /**
- * Creates the reader index (client, start time) on the version's table and ANALYZEs it, on one
+ * Creates the reader index (client, start time) and the paging-key index (job_key) on the
+ * version's table and ANALYZEs it, on one
  * session of its own without statement timeout (both grow with the table; the session is discarded
  * afterwards). Idempotent.
  */
@@ -52,6 +53,8 @@ export async function createReaderIndex(pool: Pool, versionId: string): Promise<
   const table = partitionName(versionId);
   await withLongSession(pool, async (c) => {
     await c.query(format('CREATE INDEX IF NOT EXISTS %I ON %I (client, start_time)', `${table}_client_start`, table));
+    // The paging key: a refresh built on this version finds (and supersedes) its jobs by key.
+    await c.query(format('CREATE INDEX IF NOT EXISTS %I ON %I (job_key)', `${table}_job_key`, table));
     await c.query(format('ANALYZE %I', table));
   });
 }
@@ -95,9 +98,13 @@ export async function detachAndDropTable(pool: Pool, parent: string, table: stri
   return true;
 }
 
-/** Versions of a catalog marked dropped whose table is still there (an interrupted drop); `$1` is the catalog. */
+/**
+ * Versions of a catalog marked dropped whose table is still there though no version uses it as a
+ * segment (an interrupted drop); `$1` is the catalog.
+ */
 const LEFTOVER_TABLES_SQL = `SELECT version_id::text FROM version v WHERE catalog_name = $1 AND status = 'dropped'
-     AND EXISTS (SELECT 1 FROM pg_class c WHERE c.relname = 'job_v' || v.version_id::text AND c.relkind = 'r')`;
+     AND EXISTS (SELECT 1 FROM pg_class c WHERE c.relname = 'job_v' || v.version_id::text AND c.relkind = 'r')
+     AND NOT EXISTS (SELECT 1 FROM version x WHERE x.segment_ids @> ARRAY[v.version_id])`;
 
 /** Ids of the versions of `catalog` marked `dropped` whose table is still there (an interrupted drop). */
 export async function leftoverVersionIds(db: Queryable, catalog: string): Promise<string[]> {

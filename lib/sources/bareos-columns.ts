@@ -75,35 +75,43 @@ function time(col: string, form: TimeForm, zone: string): string {
   return form === 'text' ? bareosUtcText(col, zone) : `(${col} AT TIME ZONE ${zone})`;
 }
 
+/** The mapping's expressions, in JOB_COLUMNS order, text columns decoded per `mode`. */
+function columnExpressions(mode: SourceTextMode, form: TimeForm, zone: string): string[] {
+  const t = (c: keyof typeof BAREOS_TEXT_COLUMNS) => sourceText(BAREOS_TEXT_COLUMNS[c], mode);
+  const exprs: Record<(typeof JOB_COLUMNS)[number], string> = {
+    job_key: 'j.jobid::text',
+    job_id: 'j.jobid::text',
+    job: t('job'),
+    job_name: t('job_name'),
+    client: t('client'),
+    type: `NULLIF(${t('type')}, '')`,
+    level: `NULLIF(${t('level')}, '')`,
+    status: `NULLIF(${t('status')}, '')`,
+    sched_time: time('j.schedtime', form, zone),
+    start_time: time('j.starttime', form, zone),
+    end_time: time('j.endtime', form, zone),
+    real_end_time: time('j.realendtime', form, zone),
+    files: 'j.jobfiles::text',
+    bytes: 'j.jobbytes::text',
+    read_bytes: 'j.readbytes::text',
+    job_errors: 'j.joberrors::text',
+    pool: t('pool'),
+    fileset: t('fileset'),
+    prior_job_id: 'NULLIF(j.priorjobid, 0)::text',
+    job_tdate: 'j.jobtdate::text',
+    vol_session_id: 'j.volsessionid::text',
+    vol_session_time: 'j.volsessiontime::text',
+    comment: t('comment'),
+    bucket: 'j.starttime::date::text',
+    extra: 'NULL::text',
+  };
+  return JOB_COLUMNS.map((c) => exprs[c]);
+}
+
 /** The SELECT list of the mapping, in JOB_COLUMNS order, text columns decoded per `mode`. */
 function selectList(mode: SourceTextMode, form: TimeForm, zone: string): string {
-  const t = (c: keyof typeof BAREOS_TEXT_COLUMNS) => sourceText(BAREOS_TEXT_COLUMNS[c], mode);
-  return `
-       j.jobid::text                         AS job_key,
-       j.jobid::text                         AS job_id,
-       ${t('job')}                           AS job,
-       ${t('job_name')}                      AS job_name,
-       ${t('client')}                        AS client,
-       NULLIF(${t('type')}, '')              AS type,
-       NULLIF(${t('level')}, '')             AS level,
-       NULLIF(${t('status')}, '')            AS status,
-       ${time('j.schedtime', form, zone)}    AS sched_time,
-       ${time('j.starttime', form, zone)}    AS start_time,
-       ${time('j.endtime', form, zone)}      AS end_time,
-       ${time('j.realendtime', form, zone)}  AS real_end_time,
-       j.jobfiles::text                      AS files,
-       j.jobbytes::text                      AS bytes,
-       j.readbytes::text                     AS read_bytes,
-       j.joberrors::text                     AS job_errors,
-       ${t('pool')}                          AS pool,
-       ${t('fileset')}                       AS fileset,
-       NULLIF(j.priorjobid, 0)::text         AS prior_job_id,
-       j.jobtdate::text                      AS job_tdate,
-       j.volsessionid::text                  AS vol_session_id,
-       j.volsessiontime::text                AS vol_session_time,
-       ${t('comment')}                       AS comment,
-       j.starttime::date::text               AS bucket,
-       NULL::text                            AS extra`;
+  const exprs = columnExpressions(mode, form, zone);
+  return `\n       ${JOB_COLUMNS.map((c, i) => `${exprs[i]} AS ${c}`).join(',\n       ')}`;
 }
 
 /** The FROM clause of the mapping: `job j` LEFT JOINed to client `c`, pool `p`, fileset `f`. */
@@ -181,9 +189,9 @@ function rowChecks(mode: SourceTextMode): [string, string][] {
 /**
  * True for a Bareos/Bacula job row that is quarantined (cheap: no text is built for good rows).
  * In `utf8` mode the client name check is `j.clientid = ANY (longClientIds)` (ids from
- * {@link LONG_CLIENT_IDS_SQL}), so the check reads `job` alone.
+ * {@link LONG_CLIENT_IDS_SQL}), so the check reads `job` alone (`c` in `legacy` mode).
  */
-function isRejected(mode: SourceTextMode, longClientIds: string): string {
+export function bareosRejectCondition(mode: SourceTextMode, longClientIds: string): string {
   const checks = rowChecks(mode).map(([cond]) => cond);
   if (mode.kind === 'utf8') checks[0] = format('j.clientid = ANY (%L::bigint[])', longClientIds);
   return `(${checks.map((cond) => `coalesce(${cond}, false)`).join(' OR ')})`;
@@ -228,17 +236,41 @@ export const BAREOS_ESCAPED_ROW = `json_build_object('job_id', j.jobid::text, ${
   .map(([name, col]) => `'${name}', encode(convert_to(${col}, 'SQL_ASCII'), 'escape')`)
   .join(', ')})::text`;
 
-/** The job-id range of one page, as validated decimal literals. */
+/**
+ * The job-id range of one page, as validated decimal literals; a refresh's page names its jobs
+ * (`keys`, all within the range).
+ */
 export interface KeyRange {
   /** First job id (decimal text). */
   firstKey: string;
   /** Last job id (decimal text). */
   lastKey: string;
+  /** The page's only jobs (decimal text), for a page of a refresh; absent: every job of the range. */
+  keys?: string[];
 }
 
 function rangeCondition(r: KeyRange): string {
-  for (const k of [r.firstKey, r.lastKey]) if (!/^-?\d{1,19}$/.test(k)) throw new Error(`not a job id: ${k}`);
-  return `j.jobid BETWEEN ${r.firstKey} AND ${r.lastKey}`;
+  const all = [r.firstKey, r.lastKey, ...(r.keys ?? [])];
+  for (const k of all) if (!/^-?\d{1,19}$/.test(k)) throw new Error(`not a job id: ${k}`);
+  const between = `j.jobid BETWEEN ${r.firstKey} AND ${r.lastKey}`;
+  return r.keys ? `${between} AND j.jobid = ANY ('{${r.keys.join(',')}}'::bigint[])` : between;
+}
+
+/** Bumped whenever the mapping changes what a job row holds: a refresh across it is a full rebuild. */
+export const ROW_MAPPING_VERSION = 1;
+
+/**
+ * SQL (over `j`, `c`, `p`, `f`; the zone as `zone`): the job's 64-bit row hash, `hashtextextended`
+ * of its row as the catalog would hold it (every JOB_COLUMNS value in SourceRow text form, text
+ * decoded per `mode`) and the director's own file facts (`JobFiles` is a column, `PurgedFiles` is
+ * added), so that any change to what a refresh would write, or to the job's file records as the
+ * director accounts for them, changes the hash. Computed by the source at every read: the page's
+ * COPY stores it (`job.row_hash`), a refresh's detection pass compares against it.
+ */
+export function bareosRowHash(mode: SourceTextMode, zone: string): string {
+  const cols = columnExpressions(mode, 'text', zone);
+  const parts = [...cols, 'j.purgedfiles::text'].map((e) => `coalesce(${e}, E'\\\\N')`);
+  return `hashtextextended(concat_ws(E'\\x1f', ${parts.join(', ')}), 0)`;
 }
 
 /**
@@ -251,7 +283,7 @@ export function bareosPageCheckQuery(mode: SourceTextMode, range: KeyRange, long
   const from = mode.kind === 'utf8' ? 'FROM job j' : BAREOS_FROM_JOB;
   return `SELECT coalesce(array_agg(s.jobid) FILTER (WHERE s.rejected), '{}')::text AS reject_ids,
             ${decodedCounts(mode)} AS decoded
-     FROM (SELECT j.jobid, ${isRejected(mode, longClientIds)} AS rejected, ${legacyColumns(mode)} AS legacy
+     FROM (SELECT j.jobid, ${bareosRejectCondition(mode, longClientIds)} AS rejected, ${legacyColumns(mode)} AS legacy
            ${from}
            WHERE ${rangeCondition(range)}) s`;
 }
@@ -288,6 +320,6 @@ export function bareosPageCopyQuery(
   if (!/^\d+$/.test(page.versionId) || !Number.isInteger(page.pageNo)) throw new Error('bad version or page number');
   const z = format('%L', zone);
   const skip = page.rejectIds === '{}' ? '' : format(' AND j.jobid <> ALL (%L::bigint[])', page.rejectIds);
-  return `COPY (SELECT ${page.versionId}, ${page.pageNo}, ${selectList(mode, 'native', z)}${BAREOS_FROM_JOB}
+  return `COPY (SELECT ${page.versionId}, ${page.pageNo}, ${selectList(mode, 'native', z)}, ${bareosRowHash(mode, z)}${BAREOS_FROM_JOB}
           WHERE ${rangeCondition(range)}${skip}) TO STDOUT`;
 }

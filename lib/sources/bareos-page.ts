@@ -143,7 +143,8 @@ class BareosPageRead implements PageRead {
     if (this.filesStreamed) throw new Error('a page read streams its file records once');
     this.filesStreamed = true;
     const schema = await this.settings.fileSchema(this.client);
-    const query = bareosFilesCopyQuery(schema, this.settings.mode, this.range);
+    const jobs = this.range.keys ? { jobIds: this.range.keys } : this.range;
+    const query = bareosFilesCopyQuery(schema, this.settings.mode, jobs);
     return {
       legacyEncoding: this.settings.mode.legacyEncoding,
       copyFilesOut: () => Promise.resolve(this.client.query(copyTo(query))),
@@ -155,8 +156,8 @@ class BareosPageRead implements PageRead {
     if (this.streamed) throw new Error('rows already streamed: open a new page read');
     const { rows } = await this.client.query<{ id: string }>(
       `SELECT jobid::text AS id FROM job WHERE jobid BETWEEN $1::bigint AND $2::bigint
-       AND jobid <> ALL ($3::bigint[]) ORDER BY jobid`,
-      [this.range.firstKey, this.range.lastKey, this.rejects.map((r) => r.jobKey)],
+       AND jobid <> ALL ($3::bigint[]) AND ($4::bigint[] IS NULL OR jobid = ANY ($4::bigint[])) ORDER BY jobid`,
+      [this.range.firstKey, this.range.lastKey, this.rejects.map((r) => r.jobKey), this.range.keys ?? null],
     );
     return this.readIds(rows.map((r) => r.id));
   }

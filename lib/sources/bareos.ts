@@ -6,9 +6,11 @@ import { DST_RULE, ROW_WIDTH_SAMPLE, toBucketStat } from './types';
 import type { BucketStat, StatRow } from './types';
 import type { DatabaseSourceConfig } from '../config';
 import { BAREOS_JOB_SELECT as SELECT_JOB, bareosJobSelect } from './bareos-columns';
+import { expectedFileRecords, keysInRanges, rangeKeyCounts, refreshCandidates, sourceHorizon } from './bareos-refresh';
 import type { SourceTextMode } from './bareos-columns';
 import { openBareosPageRead } from './bareos-page';
 import type { FileJobStat, FileRead, FileSchema, FileSource, PageRead, PageReadOptions } from './types';
+import type { PageKeys, RefreshCandidates, RefreshSource } from './types';
 import type { SourceFileReconciliation } from './types';
 import { fileJobStats, fileReconciliation, openBareosFileRead, planFilePages, readFileSchema } from './bareos-files';
 import { bareosFingerprintRow, bucketDigestSql, HASH_PROBE_SQL } from '../fingerprint';
@@ -39,7 +41,7 @@ export const DST_COUNTS = (col: string, tz: string): string => {
  * A Bareos or Bacula director catalog in PostgreSQL, read through a read-only pool.
  * Naive timestamps are converted to instants in SQL with the source's zone.
  */
-export class BareosSource implements JobSource, FileSource {
+export class BareosSource implements JobSource, FileSource, RefreshSource {
   readonly kind: string;
   private readonly pool: Pool;
   private readonly configuredZone?: string;
@@ -86,7 +88,7 @@ export class BareosSource implements JobSource, FileSource {
     return mode.kind === 'utf8' ? SELECT_JOB : bareosJobSelect(mode);
   }
 
-  async openPageRead(range: { firstKey: string; lastKey: string }, options: PageReadOptions): Promise<PageRead> {
+  async openPageRead(range: PageKeys, options: PageReadOptions): Promise<PageRead> {
     const [zone, mode] = await Promise.all([this.timezone(), this.textMode()]);
     return openBareosPageRead(this.pool, range, {
       zone,
@@ -302,6 +304,31 @@ export class BareosSource implements JobSource, FileSource {
   async hashProbe(): Promise<string> {
     const { rows } = await this.pool.query<{ h: string }>(HASH_PROBE_SQL);
     return rows[0].h;
+  }
+
+  horizon(): Promise<string> {
+    return sourceHorizon(this.pool);
+  }
+
+  async candidates(maxKey: string, since: string): Promise<RefreshCandidates | null> {
+    const [tz, mode] = await Promise.all([this.timezone(), this.textMode()]);
+    return refreshCandidates(this.pool, { tz, mode }, maxKey, since);
+  }
+
+  rangeKeyCounts(maxKey: string, firstKeys: string[]): Promise<Map<number, number>> {
+    return rangeKeyCounts(this.pool, maxKey, firstKeys);
+  }
+
+  keysInRanges(maxKey: string, ranges: { firstKey: string; lastKey: string }[]): Promise<string[]> {
+    return keysInRanges(this.pool, maxKey, ranges);
+  }
+
+  fileRecordsOf(keys: string[]): Promise<number> {
+    return keys.length ? expectedFileRecords(this.pool, keys) : Promise.resolve(0);
+  }
+
+  fileRecordsUpTo(maxKey: string): Promise<number> {
+    return expectedFileRecords(this.pool, null, maxKey);
   }
 
   async bucketStats(maxKey: string, hash: RowHashKind = 'md5'): Promise<BucketStat[]> {

@@ -8,7 +8,7 @@ import { isFileSource } from '../config';
 import { BareosSource } from './bareos';
 import { readListing, StagedSource, stageListing } from './staged';
 import { listingFilePages, StagedFileSource } from './staged-files';
-import type { FileSource, JobSource, SourceWatermark } from './types';
+import type { FileSource, JobSource, RefreshSource, SourceWatermark } from './types';
 import { densePages, isFileSource as isFileRecordSource } from './types';
 
 export { BareosSource } from './bareos';
@@ -145,6 +145,16 @@ export class SourceRegistry {
           }
         : {}),
     };
+  }
+
+  /**
+   * The change detection of source `name` when it has one (director catalogs; lib/sources/bareos-refresh.ts),
+   * else null (listings: a refresh compares their snapshot ids).
+   * @throws UnknownSourceError when the configuration does not define it.
+   */
+  refreshSource(name: string): RefreshSource | null {
+    if (isFileSource(this.lookup(name))) return null;
+    return this.get(name) as BareosSource;
   }
 
   /** Closes every opened database source. */

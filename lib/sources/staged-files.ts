@@ -19,6 +19,7 @@ import type {
   FileRead,
   FileSchema,
   FileSource,
+  PageKeys,
   PageRange,
   PageRead,
   PageReadOptions,
@@ -107,7 +108,7 @@ export class StagedFileSource extends StagedSource implements FileSource {
    * A page read with file records: the page's jobs are listed by the `filesCommand` when the read
    * opens (staged-page.ts), before the page transaction.
    */
-  async openPageRead(range: { firstKey: string; lastKey: string }, options: PageReadOptions): Promise<PageRead> {
+  async openPageRead(range: PageKeys, options: PageReadOptions): Promise<PageRead> {
     const settings = await this.pageSettings(options);
     if (!options.files) return openStagedPageRead(this.catalogPool, range, settings);
     return openStagedPageRead(this.catalogPool, range, {

@@ -260,7 +260,8 @@ class StagedPageRead implements PageRead {
     if (!/^\d+$/.test(versionId) || !Number.isInteger(pageNo)) throw new Error('bad version or page number');
     this.streamed = true;
     const cols = JOB_COLUMNS.map((c) => `x.${c}`).join(', ');
-    const sql = `COPY (SELECT ${versionId}, ${pageNo}, ${cols} FROM (${this.q.select}) x
+    // No row hash: a listing's refresh compares snapshot ids, not rows.
+    const sql = `COPY (SELECT ${versionId}, ${pageNo}, ${cols}, NULL::bigint FROM (${this.q.select}) x
       WHERE ${this.q.inRange} AND x.seq <> ALL ('${this.q.skipped}'::bigint[]) ORDER BY x.seq) TO STDOUT`;
     const out = new PassThrough();
     this.out = out;

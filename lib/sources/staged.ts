@@ -28,6 +28,7 @@ import type {
   DstReport,
   JobSource,
   KeySpan,
+  PageKeys,
   PageRange,
   PageRead,
   PageReadOptions,
@@ -217,7 +218,7 @@ export class StagedSource implements JobSource {
    * The page's read out of the staged listing (staged-page.ts).
    * @throws NotPublishableError when asked for file records: this listing has no `filesCommand`.
    */
-  async openPageRead(range: { firstKey: string; lastKey: string }, options: PageReadOptions): Promise<PageRead> {
+  async openPageRead(range: PageKeys, options: PageReadOptions): Promise<PageRead> {
     if (options.files) throw new NotPublishableError(`source ${this.name} (${this.kind}) has no file records to page`);
     return openStagedPageRead(this.pool, range, await this.pageSettings(options));
   }

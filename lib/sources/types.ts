@@ -3,6 +3,8 @@ import type { PoolClient } from 'pg';
 import type { RowHashKind } from '../fingerprint';
 import type { GoneJob, PageRejectRecord, ReadRow } from '../rows';
 
+export type { RefreshCandidates, RefreshSource, SourceJobHash } from './refresh-types';
+
 export { JOB_COLUMNS } from '../rows';
 export type { GoneJob, JobColumn, PageRejectRecord, ReadRow, SourceRow } from '../rows';
 
@@ -102,7 +104,8 @@ export interface PageRead {
   /** Jobs of the page found gone from the source after the plan: neither their row nor their files are streamed. */
   readonly gone: GoneJob[];
   /**
-   * The good rows as COPY text, columns `version_id, page_no`, then JOB_COLUMNS (times as
+   * The good rows as COPY text, columns `version_id, page_no`, then JOB_COLUMNS, then `row_hash`
+   * (the source's 64-bit hash of the row, lib/sources/bareos-columns.ts; `\N` when it gives none) (times as
    * timestamptz text). Once per read.
    */
   copyOut(versionId: string, pageNo: number): Readable;
@@ -136,7 +139,17 @@ export interface PageSource {
    * @throws NotPublishableError when `files` is asked of a source without file records; the
    *   source's errors (connection, statement timeout, a failed `filesCommand`).
    */
-  openPageRead(range: { firstKey: string; lastKey: string }, options: PageReadOptions): Promise<PageRead>;
+  openPageRead(range: PageKeys, options: PageReadOptions): Promise<PageRead>;
+}
+
+/** The keys a page reads: a range, and for a refresh's page the only jobs of it to read (`keys`). */
+export interface PageKeys {
+  /** First key (decimal text). */
+  firstKey: string;
+  /** Last key (decimal text). */
+  lastKey: string;
+  /** A refresh's page: its jobs (decimal text, ascending, within the range); absent: every key of the range. */
+  keys?: string[];
 }
 
 /**

@@ -1,0 +1,106 @@
+/**
+ * The `dryRunPlan` activity (`start --dry-run`): what a rebuild, or a refresh, of a catalog would do
+ * now, read from the source and the catalog database without writing either: no version row, no
+ * staged listing, no event. A refresh's figures are those of its change detection
+ * (plan-refresh.ts); a full rebuild's count every job at the watermark.
+ */
+import { activeVersionId, countActiveFiles, readCopyRate } from '../lib/catalog';
+import type { DryRunInput, DryRunResult } from '../workflows/definitions';
+import { LIMITS } from '../workflows/policies';
+import type { ActivityContext } from './context';
+import { guard } from './failures';
+import { withHeartbeat } from './heartbeat';
+import type { RefreshSettings } from './plan-refresh';
+import { detectRefresh, REFRESH_PAGE_KEYS } from './plan-refresh';
+import { sizePages } from './plan-rebuild';
+import { workKeys } from '../lib/refresh';
+
+/** Rows per second assumed for the estimate when the catalog has no rebuild to measure. */
+const DEFAULT_ROWS_PER_SECOND = 50_000;
+
+/**
+ * Plans `input` without making it. Heartbeats from a timer (the detection reads O(jobs) of the source).
+ * @throws SOURCE_UNKNOWN for an undefined source; the source's errors.
+ */
+export async function dryRunPlan(ctx: ActivityContext, input: DryRunInput): Promise<DryRunResult> {
+  return withHeartbeat(
+    () => ({ stage: 'planning a dry run' }),
+    () => guard(() => dryRun(ctx, input)),
+  );
+}
+
+async function dryRun(ctx: ActivityContext, input: DryRunInput): Promise<DryRunResult> {
+  const prepared = await ctx.sources.prepare(input.source);
+  const maxKey = prepared.watermark.maxKey;
+  const active = await activeVersionId(ctx.pool, input.catalog);
+  const rate = (await readCopyRate(ctx.pool, active)) ?? DEFAULT_ROWS_PER_SECOND;
+  const watermark = { jobKey: maxKey, time: prepared.watermark.time };
+  const common = {
+    dryRun: true as const,
+    catalog: input.catalog,
+    source: input.source,
+    watermark,
+    activeVersionId: active,
+  };
+  let fullRebuildBecause: string | undefined;
+  const changeSource = ctx.sources.refreshSource(input.source);
+  if (input.refresh && maxKey && changeSource) {
+    const settings: RefreshSettings = {
+      source: input.source,
+      files: !!input.files,
+      timezone: prepared.timezone,
+      config: ctx.sources.config(input.source),
+    };
+    const found = await detectRefresh(ctx.pool, changeSource, input.catalog, settings, maxKey);
+    if (!('fullRebuild' in found)) {
+      const c = found.changes;
+      const keys = workKeys(c);
+      const rows = c.newKeys.length + c.changedKeys.length;
+      const copied = [...c.newKeys, ...c.changedKeys];
+      return {
+        ...common,
+        refresh: true,
+        pages: Math.ceil(keys.length / REFRESH_PAGE_KEYS),
+        rows,
+        jobs: { new: c.newKeys.length, changed: c.changedKeys.length, gone: c.deletedKeys.length },
+        fileRecords: input.files
+          ? {
+              copy: await changeSource.fileRecordsOf(copied),
+              drop: await countActiveFiles(ctx.pool, input.catalog, [...c.changedKeys, ...c.deletedKeys]),
+            }
+          : { copy: 0, drop: 0 },
+        estimateSeconds: Math.ceil(rows / rate),
+      };
+    }
+    fullRebuildBecause = found.fullRebuild;
+  } else if (input.refresh) {
+    fullRebuildBecause = maxKey
+      ? `source ${input.source} is a listing: a refresh of listings compares snapshot ids`
+      : 'the source has no jobs';
+  }
+  const rows = maxKey ? await prepared.countRowsUpTo(maxKey, Number.MAX_SAFE_INTEGER) : 0;
+  const sizing = await sizePages(prepared, {
+    catalog: input.catalog,
+    source: input.source,
+    pageSize: input.pageSize,
+    concurrency: input.concurrency ?? LIMITS.concurrency.default,
+    files: input.files,
+    workflowId: '',
+    firstRunId: '',
+  });
+  return {
+    ...common,
+    refresh: false,
+    ...(fullRebuildBecause ? { fullRebuildBecause } : {}),
+    pages: Math.ceil(rows / sizing.pageSize),
+    rows,
+    jobs: { new: rows, changed: 0, gone: 0 },
+    fileRecords: input.files
+      ? {
+          copy: changeSource && maxKey ? await changeSource.fileRecordsUpTo(maxKey) : 0,
+          drop: await countActiveFiles(ctx.pool, input.catalog, null),
+        }
+      : { copy: 0, drop: 0 },
+    estimateSeconds: Math.ceil(rows / rate),
+  };
+}

@@ -1,0 +1,261 @@
+/**
+ * A refresh's change detection (`start --refresh`, `--dry-run`): what changed in a director catalog
+ * since the catalog's active version, read in O(jobs) on the source and O(changes) in the catalog.
+ * 1. Candidates: the jobs a transaction wrote since the active version's plan (their `xmin`, or
+ *    their Client's, Pool's or FileSet's), hashed by the source and compared with the row hashes
+ *    the active version stored: new, changed or unchanged.
+ * 2. Deletions: per key range of the active version, the source's jobs against the version's (an
+ *    index-only count on each side); a range whose counts disagree has its keys compared.
+ * A refresh that cannot build on the active version (none, another source or settings, rolled
+ * back, no stored hashes or horizon, a horizon the source cannot use) says why, and the caller runs
+ * a full rebuild.
+ */
+import type { Pool, PoolClient } from 'pg';
+import {
+  createFilePartition,
+  createVersionPartition,
+  insertPlanPageKeys,
+  insertPlanPages,
+  insertVersion,
+  insertVersionSegments,
+  readRanges,
+  readRefreshBase,
+  setPartitionTable,
+  setSourceReadFacts,
+  setVersionFiles,
+  storeRanges,
+  versionKeysInRanges,
+  versionRowHashes,
+} from '../lib/catalog';
+import type { RefreshBase, VersionRange } from '../lib/catalog';
+import type { SourceConfig } from '../lib/config';
+import { isFileSource } from '../lib/config';
+import { PAGE_SIZING } from '../lib/page-sizing';
+import type { RefreshChanges, RefreshPage } from '../lib/refresh';
+import {
+  classifyCandidates,
+  countByRange,
+  rangeBounds,
+  refreshedRanges,
+  refreshPages,
+  sortKeys,
+  workKeys,
+} from '../lib/refresh';
+import { ROW_MAPPING_VERSION } from '../lib/sources/bareos-columns';
+import type { RefreshSource } from '../lib/sources';
+import type { PlanRebuildInput } from '../workflows/activity-types';
+import type { ActivityContext } from './context';
+
+/** What a refresh found: the changes and where they fall. */
+export interface RefreshDetection {
+  base: RefreshBase;
+  /** The active version's ranges, by first key. */
+  ranges: VersionRange[];
+  changes: RefreshChanges;
+  /** Candidates found unchanged (rewritten by the director to the same row). */
+  unchanged: number;
+  /** Ranges whose keys were compared (their counts disagreed). */
+  rangesCompared: number;
+}
+
+/** A refresh that is a full rebuild instead, and why (one sentence). */
+export interface RefreshFallback {
+  fullRebuild: string;
+}
+
+/** The settings a refresh must share with the version it builds on. */
+export interface RefreshSettings {
+  source: string;
+  files: boolean;
+  timezone: string;
+  config: SourceConfig;
+}
+
+/**
+ * Why a refresh of `catalog` cannot build on its active version with `s`, or null when it can.
+ */
+export function refreshObstacle(base: RefreshBase | null, s: RefreshSettings): string | null {
+  if (!base) return 'the catalog has no active version';
+  if (base.sourceName !== s.source)
+    return `the active version ${base.versionId} was rebuilt from source ${base.sourceName}`;
+  if (base.rolledBack)
+    return `the active version ${base.versionId} was rolled back to: a refresh builds on the newest version`;
+  if (base.files !== s.files)
+    return `the active version ${base.versionId} ${base.files ? 'has' : 'has no'} file records and this rebuild ${s.files ? 'has' : 'has none'}`;
+  if (isFileSource(s.config)) return `source ${s.source} is a listing: a refresh of listings compares snapshot ids`;
+  if (base.timezone !== s.timezone) return `the time zone changed (${base.timezone} → ${s.timezone})`;
+  const enc = s.config.legacyEncoding ?? 'LATIN1';
+  if (base.legacyEncoding !== enc) return `legacyEncoding changed (${base.legacyEncoding ?? 'not recorded'} → ${enc})`;
+  if (base.rowMapping !== ROW_MAPPING_VERSION)
+    return `the row mapping changed (version ${base.rowMapping} → ${ROW_MAPPING_VERSION})`;
+  if (!base.horizon) return `the active version ${base.versionId} recorded no source horizon`;
+  return null;
+}
+
+/**
+ * Detects what changed in `source` at or below `maxKey` since the catalog's active version.
+ * @returns the changes, or why a full rebuild is needed instead.
+ * @throws the source's or the catalog's errors.
+ */
+export async function detectRefresh(
+  pool: Pool,
+  source: RefreshSource,
+  catalog: string,
+  settings: RefreshSettings,
+  maxKey: string,
+): Promise<RefreshDetection | RefreshFallback> {
+  const base = await readRefreshBase(pool, catalog);
+  const obstacle = refreshObstacle(base, settings);
+  if (obstacle || !base) return { fullRebuild: obstacle ?? 'no active version' };
+  const ranges = await readRanges(pool, base.versionId);
+  if (!ranges.length && base.watermarkKey !== null)
+    return { fullRebuild: `the active version ${base.versionId} stored no key ranges` };
+  const found = await source.candidates(maxKey, base.horizon!);
+  if (!found)
+    return {
+      fullRebuild:
+        'the source cannot tell what changed since the active version (its transaction horizon is out of reach)',
+    };
+  const stored = await versionRowHashes(
+    pool,
+    base.versionId,
+    found.jobs.map((j) => j.key),
+  );
+  const { newKeys, changedKeys, unchanged } = classifyCandidates(found.jobs, stored);
+  // Deletions: ranges whose job counts disagree, once the new jobs are counted in.
+  const firstKeys = ranges.map((r) => BigInt(r.firstKey));
+  const counts = ranges.length
+    ? await source.rangeKeyCounts(
+        maxKey,
+        ranges.map((r) => r.firstKey),
+      )
+    : new Map();
+  const added = countByRange(newKeys, firstKeys);
+  const suspect: number[] = [];
+  for (const [i, n] of counts) {
+    const had = i === 0 ? 0 : ranges[i - 1].jobs;
+    if (n !== had + (added.get(i) ?? 0)) suspect.push(i);
+  }
+  for (let i = 1; i <= ranges.length; i++) if (!counts.has(i) && ranges[i - 1].jobs > 0) suspect.push(i);
+  // The last range ends at the higher watermark: jobs of the version above the new one are gone.
+  const top = base.watermarkKey && BigInt(base.watermarkKey) > BigInt(maxKey) ? base.watermarkKey : maxKey;
+  const bounds = suspect.map((i) => rangeBounds(ranges, i, top));
+  const [sourceKeys, catalogKeys] = ranges.length
+    ? await Promise.all([source.keysInRanges(maxKey, bounds), versionKeysInRanges(pool, base.versionId, bounds)])
+    : [[], []];
+  const inSource = new Set(sourceKeys);
+  const inCatalog = new Set(catalogKeys);
+  const candidates = new Set(found.jobs.map((j) => j.key));
+  const deletedKeys = catalogKeys.filter((k) => !inSource.has(k));
+  // In the source but not in the version, and not written since: a job the version is missing (or
+  // one quarantined before): read again.
+  const missing = sourceKeys.filter((k) => !inCatalog.has(k) && !candidates.has(k));
+  return {
+    base,
+    ranges,
+    changes: { newKeys: sortKeys([...newKeys, ...missing]), changedKeys: sortKeys(changedKeys), deletedKeys },
+    unchanged,
+    rangesCompared: suspect.length,
+  };
+}
+
+/** Keys a refresh page processes at most. */
+export const REFRESH_PAGE_KEYS = 2_000;
+
+/** The `planned` message of a refresh. */
+export function refreshPlannedMessage(versionId: string, base: string, c: RefreshChanges, pages: number): string {
+  return `planned version ${versionId}: a refresh of version ${base}: ${c.newKeys.length} new, ${c.changedKeys.length} changed and ${c.deletedKeys.length} deleted jobs in ${pages} pages`;
+}
+
+/** What the refresh's plan transaction stores. */
+export interface RefreshToStore {
+  detection: RefreshDetection;
+  watermark: { maxKey: string; time: string };
+  timezone: string;
+  horizon: string;
+  legacyEncoding: string;
+  pageKeys: number;
+}
+
+/**
+ * The refresh's plan, in the plan transaction of `c` (under the catalog's publish lock): the
+ * version with its base, horizon and settings, its segments (its own and the base's), its tables,
+ * its pages (each a list of keys) and ranges, and the `planned` event.
+ * @returns the version id and the pages.
+ */
+export async function storeRefreshPlan(
+  ctx: ActivityContext,
+  c: PoolClient,
+  input: PlanRebuildInput,
+  r: RefreshToStore,
+): Promise<{ versionId: string; pages: RefreshPage[] }> {
+  const { detection: d } = r;
+  const keys = workKeys(d.changes);
+  const pages = refreshPages(keys, r.pageKeys);
+  const versionId = await insertVersion(c, {
+    catalog: input.catalog,
+    source: input.source,
+    workflowId: input.workflowId,
+    firstRunId: input.firstRunId,
+    pageSize: r.pageKeys,
+    pageSizing: 'fixed',
+    pagesTotal: pages.length,
+    sourceRows: String(d.changes.newKeys.length + d.changes.changedKeys.length),
+    watermarkKey: r.watermark.maxKey,
+    watermarkTime: r.watermark.time,
+    timezone: r.timezone,
+  });
+  await setSourceReadFacts(c, versionId, {
+    baseVersionId: d.base.versionId,
+    horizon: r.horizon,
+    legacyEncoding: r.legacyEncoding,
+    rowMapping: ROW_MAPPING_VERSION,
+  });
+  await insertVersionSegments(c, versionId, d.base.versionId);
+  await setPartitionTable(c, versionId, await createVersionPartition(c, versionId));
+  if (input.files) {
+    await setVersionFiles(c, versionId);
+    await createFilePartition(c, versionId);
+  }
+  const weight = input.files ? FILES_WEIGHT_PER_JOB : 1;
+  await insertPlanPages(
+    c,
+    versionId,
+    pages.map((p) => ({ firstKey: p.firstKey, lastKey: p.lastKey, plannedRows: p.keys.length * weight })),
+  );
+  await insertPlanPageKeys(
+    c,
+    versionId,
+    pages.map((p) => p.keys),
+  );
+  const oldMax = d.base.watermarkKey ?? r.watermark.maxKey;
+  await storeRanges(
+    c,
+    versionId,
+    refreshedRanges(d.ranges, oldMax, d.changes.newKeys, PAGE_SIZING.maxRows, r.watermark.maxKey),
+  );
+  await ctx.events.record(c, {
+    catalog: input.catalog,
+    versionId,
+    kind: 'planned',
+    message: refreshPlannedMessage(versionId, d.base.versionId, d.changes, pages.length),
+    details: {
+      refreshOf: d.base.versionId,
+      pagesTotal: pages.length,
+      newJobs: d.changes.newKeys.length,
+      changedJobs: d.changes.changedKeys.length,
+      deletedJobs: d.changes.deletedKeys.length,
+      unchangedCandidates: d.unchanged,
+      rangesCompared: d.rangesCompared,
+      watermarkKey: r.watermark.maxKey,
+      watermarkTime: r.watermark.time,
+    },
+  });
+  return { versionId, pages };
+}
+
+/**
+ * Rows a job weighs in a refresh page with file records, for its statement timeout (the refresh
+ * does not ask the source for each job's JobFiles).
+ */
+const FILES_WEIGHT_PER_JOB = 1_000;

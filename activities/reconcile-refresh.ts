@@ -1,0 +1,185 @@
+/**
+ * One reconciliation round of a refresh (`start --refresh`): per key range of the version, the
+ * source's jobs at the watermark against the version's (the counts stored at seal: no scan of the
+ * catalog); a range whose counts disagree has its keys compared, and jobs missing from the version
+ * are read again and written, jobs it holds that the source no longer has are removed, in one fenced
+ * transaction (the repair of a refresh, by key: its changes are jobs, not days). Jobs the source
+ * would quarantine are counted, not copied. Then a sample of the jobs the refresh wrote is compared
+ * field by field, and the delta above the watermark is counted.
+ */
+import type { VersionRow, VersionRange } from '../lib/catalog';
+import {
+  countRejects,
+  deleteJobsByKey,
+  deleteJobFiles,
+  lockVersion,
+  readRanges,
+  rejectSample,
+  saveReconciliation,
+  storeRanges,
+  supersedeRows,
+  upsertRows,
+  versionHasFiles,
+  versionKeysInRanges,
+  versionRangeCounts,
+} from '../lib/catalog';
+import { isDataError, withTransaction } from '../lib/db';
+import { NotPublishableError } from '../lib/errors';
+import { rangeBounds } from '../lib/refresh';
+import type { JobSource, RefreshSource } from '../lib/sources/types';
+import { validateRows } from '../lib/validate';
+import type { ReconcileInput } from '../workflows/activity-types';
+import type { ReconcileSummary } from '../workflows/definitions';
+import type { ActivityContext } from './context';
+import { readSource } from './failures';
+import { rejectThresholdMessage } from './messages';
+import { compareSampleWithSource } from './reconcile-sample';
+
+/** What the key comparison of the suspect ranges found and did. */
+interface KeyRepair {
+  /** Ranges whose counts disagreed (their keys were compared). */
+  compared: number;
+  /** Jobs missing from the version, read again and written. */
+  rewritten: number;
+  /** Jobs the version held that the source no longer has, removed. */
+  removed: number;
+  /** Jobs in the source the page would quarantine (not in the version). */
+  quarantined: number;
+}
+
+/**
+ * Reconciles refresh `v` (of `base`). @returns the round's summary (`mismatched` is empty: a
+ * refresh repairs by key within the round).
+ * @throws NOT_PUBLISHABLE when the source cannot be read or the quarantined records exceed `maxRejects`.
+ */
+export async function reconcileRefresh(
+  ctx: ActivityContext,
+  input: ReconcileInput,
+  v: VersionRow,
+  base: string,
+): Promise<ReconcileSummary> {
+  const source = ctx.sources.refreshSource(input.source);
+  if (!source) throw new NotPublishableError(`source ${input.source} cannot be reconciled as a refresh`);
+  const jobs = ctx.sources.get(input.source, input.versionId);
+  const maxKey = v.watermark_key ?? '0';
+  let ranges = await readRanges(ctx.pool, input.versionId);
+  const counts = await readSource(`source ${input.source}`, () =>
+    source.rangeKeyCounts(
+      maxKey,
+      ranges.map((r) => r.firstKey),
+    ),
+  );
+  const repair = await repairSuspectRanges(ctx, input, { v, base, ranges, counts, source, jobs, maxKey });
+  if (repair.rewritten || repair.removed) {
+    const fresh = await versionRangeCounts(ctx.pool, input.versionId, ranges);
+    ranges = ranges.map((r) => ({ ...r, jobs: fresh.get(r.rangeNo) ?? r.jobs }));
+    await storeRanges(ctx.pool, input.versionId, ranges);
+  }
+  const sample = await compareSampleWithSource(ctx, input, jobs, maxKey);
+  const rejects = await countRejects(ctx.pool, input.versionId);
+  const delta = await readSource(`source ${input.source}`, () => jobs.deltaCount(maxKey));
+  const sourceRows = [...counts.values()].reduce((n, c) => n + c, 0);
+  const catalogRows = ranges.reduce((n, r) => n + r.jobs, 0);
+  const summary: ReconcileSummary = {
+    round: input.round,
+    ok: sample.mismatches === 0,
+    buckets: ranges.length,
+    sourceRows,
+    catalogRows,
+    rejects,
+    mismatched: [],
+    delta,
+    gone: 0,
+    duplicateJobNames: 0,
+    sampleMismatches: sample.mismatches,
+    sampled: sample.sampled,
+  };
+  const maxRejects = ctx.sources.config(input.source).maxRejects ?? 0;
+  const overThreshold = summary.ok && rejects > maxRejects;
+  if (overThreshold) summary.ok = false;
+  const rejectRows = rejects ? await rejectSample(ctx.pool, input.versionId) : [];
+  const message =
+    `round ${input.round}: refresh of version ${base}: ${ranges.length} key ranges, source ${sourceRows} jobs = ` +
+    `catalog ${catalogRows} + ${repair.quarantined} quarantined; ${repair.compared} ranges compared key by key, ` +
+    `${repair.rewritten} jobs written again, ${repair.removed} removed; delta ${delta} jobs after the watermark; ` +
+    `sample ${sample.sampled} checked, ${sample.mismatches} differ`;
+  const report = { ...summary, refreshOf: base, repair, sampleDiffs: sample.diffs, watermarkKey: maxKey, maxRejects };
+  await saveReconciliation(ctx.pool, input.versionId, input.round, summary.ok, report);
+  await ctx.events.record(ctx.pool, {
+    catalog: input.catalog,
+    versionId: input.versionId,
+    kind: 'reconciled',
+    message,
+    details: report,
+  });
+  if (overThreshold)
+    throw new NotPublishableError(
+      rejectThresholdMessage({
+        source: input.source,
+        versionId: input.versionId,
+        rejects,
+        maxRejects,
+        sample: rejectRows,
+      }),
+    );
+  return summary;
+}
+
+/** What the key comparison reads and writes with. */
+interface RepairInputs {
+  v: VersionRow;
+  base: string;
+  ranges: VersionRange[];
+  /** Source jobs per range index (0: below the first range). */
+  counts: Map<number, number>;
+  source: RefreshSource;
+  jobs: JobSource;
+  maxKey: string;
+}
+
+/**
+ * Compares the keys of the ranges whose counts disagree, then writes the difference in one
+ * transaction fenced like a repair (the version building or verifying).
+ */
+async function repairSuspectRanges(ctx: ActivityContext, input: ReconcileInput, r: RepairInputs): Promise<KeyRepair> {
+  const suspect: number[] = [];
+  for (const [i, n] of r.counts) if (n !== (i === 0 ? 0 : (r.ranges[i - 1]?.jobs ?? 0))) suspect.push(i);
+  for (let i = 1; i <= r.ranges.length; i++) if (!r.counts.has(i) && r.ranges[i - 1].jobs > 0) suspect.push(i);
+  const out: KeyRepair = { compared: suspect.length, rewritten: 0, removed: 0, quarantined: 0 };
+  if (!suspect.length) return out;
+  const bounds = suspect.map((i) => rangeBounds(r.ranges, i, r.maxKey));
+  const [sourceKeys, catalogKeys] = await Promise.all([
+    readSource(`source ${input.source}`, () => r.source.keysInRanges(r.maxKey, bounds)),
+    versionKeysInRanges(ctx.pool, input.versionId, bounds),
+  ]);
+  const inSource = new Set(sourceKeys);
+  const inCatalog = new Set(catalogKeys);
+  const extra = catalogKeys.filter((k) => !inSource.has(k));
+  const missing = sourceKeys.filter((k) => !inCatalog.has(k));
+  const read = missing.length ? await readValid(r.jobs, missing) : { valid: [], invalid: 0 };
+  out.quarantined = read.invalid;
+  if (!extra.length && !read.valid.length) return out;
+  const files = await versionHasFiles(ctx.pool, input.versionId);
+  await withTransaction(ctx.pool, async (c) => {
+    await lockVersion(c, input.versionId, { mode: 'share', allowed: ['building', 'verifying'] });
+    if (extra.length) {
+      await supersedeRows(c, input.versionId, r.base, extra, files);
+      out.removed = extra.length;
+      await deleteJobsByKey(c, input.versionId, extra);
+      if (files) await deleteJobFiles(c, input.versionId, extra);
+    }
+    if (read.valid.length) out.rewritten = await upsertRows(c, input.versionId, 0, read.valid);
+  });
+  return out;
+}
+
+/** The source's rows of `keys` that a page would write, and how many it would quarantine. */
+async function readValid(jobs: JobSource, keys: string[]) {
+  try {
+    const checked = validateRows(await jobs.readKeys(keys));
+    return { valid: checked.valid, invalid: checked.rejects.length };
+  } catch (err) {
+    if (!isDataError(err)) throw err;
+    return { valid: [], invalid: keys.length }; // text the source cannot decode: quarantined by a page
+  }
+}

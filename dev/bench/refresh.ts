@@ -1,0 +1,136 @@
+/**
+ * `npm run bench -- --refresh`: after the product's full rebuild of catalog `bench`, the source is
+ * changed as a director changes it, spread over the whole history (0.1 % of the jobs: a third new,
+ * a third changed, a third deleted; with `--files`, 1 % new jobs and a few whose files the director
+ * purged), then, in the same run and on the same workers' build:
+ * - `refresh detection`: the wall time of `start --refresh --dry-run --json` (the change detection
+ *   alone, nothing written), and that time per 10^6 jobs;
+ * - `refresh`: the wall time of `start --refresh --wait`, and its ratio to the full rebuild's
+ *   (targets: at most 0.10, goal 0.03);
+ * - `refresh: equivalence`: the refreshed `active_jobs` against the changed source, field by field.
+ */
+import { spawn } from 'node:child_process';
+import * as path from 'node:path';
+import { projectRoot } from '../../lib/paths';
+import { compareCatalogToSource } from '../verify';
+import type { WorkerProcess } from '../harness/harness';
+import { spawnWorker, testEnv, uniqueQueue, writeConfig } from '../harness/harness';
+import { within } from '../harness/wait';
+import type { BenchContext } from './context';
+import { fmtInt, fmtS } from './context';
+import { CATALOG } from './product';
+
+/** What the changes did to the source. */
+interface Changes {
+  added: number;
+  changed: number;
+  deleted: number;
+  purged: number;
+}
+
+/**
+ * Changes the source, spread over its key range: new jobs above the highest id (copies of jobs
+ * spread over the history), a changed comment on others, deleted ones; with files, purged files.
+ */
+async function changeSource(ctx: BenchContext): Promise<Changes> {
+  const db = ctx.dbs.sourcePool;
+  const { rows } = await db.query<{ n: string; max: string }>(
+    `SELECT count(*)::text AS n, max(jobid)::text AS max FROM job`,
+  );
+  const jobs = Number(rows[0].n);
+  const files = ctx.o.files !== undefined;
+  const share = files ? 0.01 : 0.001;
+  const each = Math.max(1, Math.round((jobs * share) / (files ? 1 : 3)));
+  const step = Math.max(2, Math.floor(jobs / each));
+  const pick = (offset: number) =>
+    `SELECT jobid FROM (SELECT jobid, row_number() OVER (ORDER BY jobid) AS n FROM job) s WHERE n % ${step} = ${offset}`;
+  const added = await db.query(
+    `INSERT INTO job (jobid, job, name, type, level, clientid, jobstatus, schedtime, starttime, endtime, realendtime,
+                      jobtdate, volsessionid, volsessiontime, jobfiles, jobbytes, readbytes, joberrors, poolid, filesetid,
+                      priorjobid, purgedfiles, comment)
+     SELECT $1::bigint + row_number() OVER (ORDER BY jobid), job || '.refreshed', name, type, level, clientid, jobstatus,
+            schedtime, starttime, endtime, realendtime, jobtdate, volsessionid, volsessiontime, 0, jobbytes, readbytes,
+            joberrors, poolid, filesetid, priorjobid, purgedfiles, comment
+     FROM job WHERE jobid IN (${pick(1)})`,
+    [rows[0].max],
+  );
+  const changed = files
+    ? { rowCount: 0 }
+    : await db.query(`UPDATE job SET comment = 'changed' WHERE jobid IN (${pick(2)})`);
+  const deleted = files ? { rowCount: 0 } : await db.query(`DELETE FROM job WHERE jobid IN (${pick(3)})`);
+  let purged = 0;
+  if (files) {
+    const p = await db.query<{ id: string }>(
+      `UPDATE job SET purgedfiles = 1 WHERE jobid IN (SELECT jobid FROM file GROUP BY jobid ORDER BY jobid LIMIT 5) RETURNING jobid::text AS id`,
+    );
+    await db.query(`DELETE FROM file WHERE jobid = ANY ($1::bigint[])`, [p.rows.map((r) => r.id)]);
+    purged = p.rowCount ?? 0;
+  }
+  await db.query('VACUUM ANALYZE job');
+  return { added: added.rowCount ?? 0, changed: changed.rowCount ?? 0, deleted: deleted.rowCount ?? 0, purged };
+}
+
+/** Runs the CLI with `args`; its exit code, output and wall time (ms). */
+function cli(args: string[], env: NodeJS.ProcessEnv): Promise<{ code: number | null; output: string; ms: number }> {
+  const t0 = Date.now();
+  const child = spawn(process.execPath, [path.join(projectRoot(), 'bin/catalog-rebuild.js'), ...args], {
+    env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  child.stdout!.on('data', (d) => (output += d));
+  child.stderr!.on('data', (d) => (output += d));
+  return new Promise((resolve) => child.once('exit', (code) => resolve({ code, output, ms: Date.now() - t0 })));
+}
+
+/**
+ * The refresh variant (see the module comment), after the full rebuild that took `fullMs`.
+ * @throws Error when a command fails or the refreshed catalog differs from the source.
+ */
+export async function runRefresh(ctx: BenchContext, temporalAddress: string, fullMs: number): Promise<void> {
+  const changes = await changeSource(ctx);
+  ctx.log(
+    `source changed: ${fmtInt(changes.added)} new, ${fmtInt(changes.changed)} changed, ${fmtInt(changes.deleted)} deleted jobs, ${changes.purged} jobs' files purged`,
+  );
+  const env = testEnv({
+    address: temporalAddress,
+    configFile: writeConfig(ctx.dbs),
+    taskQueue: uniqueQueue('bench-refresh'),
+  });
+  const workers: WorkerProcess[] = [];
+  try {
+    for (let i = 0; i < ctx.o.workers; i++) workers.push(await spawnWorker(env, { entry: 'product' }));
+    const files = ctx.o.files !== undefined ? ['--files'] : [];
+    const base = ['start', '--catalog', CATALOG, '--source', 'director', '--refresh', ...files];
+    await ctx.checkpoint();
+    const dry = await cli([...base, '--dry-run', '--json'], env);
+    if (dry.code !== 0) throw new Error(`refresh dry run exited ${dry.code}: ${dry.output}`);
+    const plan = JSON.parse(dry.output.trim().split('\n').pop()!) as { jobs: Record<string, number>; refresh: boolean };
+    const perMillion = (dry.ms / ctx.o.jobs) * 1_000_000;
+    ctx.figures.add(
+      'refresh detection',
+      `${fmtS(dry.ms)} for ${fmtInt(ctx.o.jobs)} jobs (start --refresh --dry-run: the change detection alone) = ${fmtS(perMillion)} per 10^6 jobs; found ${fmtInt(plan.jobs.new)} new, ${fmtInt(plan.jobs.changed)} changed, ${fmtInt(plan.jobs.gone)} gone`,
+      { ms: dry.ms, msPerMillionJobs: Math.round(perMillion), ...plan.jobs },
+    );
+    await ctx.checkpoint();
+    const run = await cli([...base, '--wait'], env);
+    if (run.code !== 0) throw new Error(`refresh exited ${run.code}: ${run.output}`);
+    const ratio = run.ms / fullMs;
+    ctx.figures.add(
+      'refresh',
+      `${fmtS(run.ms)} (start --refresh --wait) against ${fmtS(fullMs)} for the full rebuild: refresh/full ${ratio.toFixed(3)} (target ≤ 0.10, goal 0.03: ${ratio <= 0.1 ? 'met' : 'missed'})`,
+      { ms: run.ms, fullMs, ratio: +ratio.toFixed(4) },
+    );
+    const cmp = await compareCatalogToSource(ctx.dbs.catalogPool, ctx.dbs.sourcePool, CATALOG, ctx.tz);
+    const equal = cmp.equal;
+    ctx.figures.add(
+      'refresh: equivalence',
+      `${equal ? 'equal' : 'DIFFERENT'}: active_jobs ${fmtInt(cmp.catalogRows)} rows md5 ${cmp.catalog.slice(0, 8)}… vs source ${fmtInt(cmp.sourceRows)} rows md5 ${cmp.source.slice(0, 8)}…`,
+      { equal, rows: cmp.catalogRows },
+    );
+    if (!equal) throw new Error('the refreshed catalog differs from the changed source');
+  } finally {
+    for (const w of workers) w.kill('SIGTERM');
+    for (const w of workers) await within(w.exited, 10_000).catch(() => undefined);
+  }
+}

@@ -1,0 +1,381 @@
+/**
+ * Versions that share rows (migration 014): a version is made of segments, the tables `job_v<s>` /
+ * `file_v<s>` of itself and of the versions it was refreshed from (`version.segment_ids`); a row of a
+ * segment belongs to version v while its `superseded_by` is NULL or above v. A full rebuild's
+ * version is its own one segment. A refresh supersedes the rows it replaces or deletes in its page
+ * transactions; an abandoned or failed refresh releases them; a segment's table is dropped with
+ * the last version that uses it. Each statement names its tables (`job_v<s>`), so it touches only
+ * the segments of one version. Identifiers are escaped with pg-format's %I.
+ */
+import format from 'pg-format';
+import type { Queryable } from '../db';
+import { filePartitionName } from './files';
+import { partitionName } from './partitions';
+
+/** Whether the table `name` exists (a segment's file table exists only for rebuilds with files). */
+async function tableExists(db: Queryable, name: string): Promise<boolean> {
+  const r = await db.query(`SELECT 1 FROM pg_class WHERE relname = $1 AND relkind = 'r'`, [name]);
+  return !!r.rowCount;
+}
+
+/**
+ * Makes `versionId` a version of its own segment (the insert trigger of migration 014 does that
+ * already) plus, for a refresh, every segment of `baseVersionId`. Idempotent.
+ */
+export async function insertVersionSegments(
+  db: Queryable,
+  versionId: string,
+  baseVersionId: string | null,
+): Promise<void> {
+  await db.query(
+    `UPDATE version v SET segment_ids = ARRAY(
+       SELECT DISTINCT x FROM unnest(ARRAY[v.version_id]
+         || coalesce((SELECT b.segment_ids FROM version b WHERE b.version_id = $2::bigint), '{}')) x ORDER BY x)
+     WHERE v.version_id = $1`,
+    [versionId, baseVersionId],
+  );
+}
+
+/** The segments of a version (decimal text, ascending: its own last for a refresh); none once dropped. */
+export async function versionSegments(db: Queryable, versionId: string): Promise<string[]> {
+  const { rows } = await db.query<{ s: string }>(
+    `SELECT x::text AS s FROM version, unnest(segment_ids) x WHERE version_id = $1 ORDER BY x`,
+    [versionId],
+  );
+  return rows.map((r) => r.s);
+}
+
+/**
+ * In the transaction of `db`: the rows of `keys` (job keys, decimal text) that belong to version
+ * `baseVersionId` leave the versions from `versionId` on (`superseded_by`), in every segment of the
+ * base; with `files`, their file records too. Uses the segments' `job_key` indexes (built at seal).
+ * @returns the job rows superseded.
+ */
+export async function supersedeRows(
+  db: Queryable,
+  versionId: string,
+  baseVersionId: string,
+  keys: string[],
+  files: boolean,
+): Promise<number> {
+  if (!keys.length) return 0;
+  let jobs = 0;
+  for (const s of await versionSegments(db, baseVersionId)) {
+    const r = await db.query(
+      format(
+        `UPDATE %I SET superseded_by = $1 WHERE job_key = ANY ($2::bigint[])
+           AND (superseded_by IS NULL OR superseded_by > $3)`,
+        partitionName(s),
+      ),
+      [versionId, keys, baseVersionId],
+    );
+    jobs += r.rowCount ?? 0;
+    if (files && (await tableExists(db, filePartitionName(s))))
+      await db.query(
+        format(
+          `UPDATE %I SET superseded_by = $1 WHERE job_id = ANY ($2::text[])
+             AND (superseded_by IS NULL OR superseded_by > $3)`,
+          filePartitionName(s),
+        ),
+        [versionId, keys, baseVersionId],
+      );
+  }
+  return jobs;
+}
+
+/**
+ * The rows a version superseded belong to the versions before it again (an abandoned or failed
+ * refresh): `superseded_by = versionId` becomes NULL in every other segment of the version.
+ * @returns the job rows released.
+ */
+export async function releaseSuperseded(db: Queryable, versionId: string, files: boolean): Promise<number> {
+  let jobs = 0;
+  for (const s of await versionSegments(db, versionId)) {
+    if (s === versionId) continue;
+    const r = await db.query(format('UPDATE %I SET superseded_by = NULL WHERE superseded_by = $1', partitionName(s)), [
+      versionId,
+    ]);
+    jobs += r.rowCount ?? 0;
+    if (files && (await tableExists(db, filePartitionName(s))))
+      await db.query(format('UPDATE %I SET superseded_by = NULL WHERE superseded_by = $1', filePartitionName(s)), [
+        versionId,
+      ]);
+  }
+  return jobs;
+}
+
+/**
+ * Forgets a dropped version's segments (its `segment_ids` become empty). @returns the segments no
+ * version uses any longer (their tables can be dropped), decimal text.
+ */
+export async function forgetVersionSegments(db: Queryable, versionId: string): Promise<string[]> {
+  const gone = await versionSegments(db, versionId);
+  await db.query(`UPDATE version SET segment_ids = '{}' WHERE version_id = $1`, [versionId]);
+  if (!gone.length) return [];
+  const { rows } = await db.query<{ s: string }>(
+    `SELECT DISTINCT x::text AS s FROM version, unnest(segment_ids) x WHERE segment_ids && $1::bigint[]`,
+    [gone],
+  );
+  const used = new Set(rows.map((r) => r.s));
+  return gone.filter((g) => !used.has(g));
+}
+
+/**
+ * Deletes, from segment `segmentId`, the rows no version that uses it still sees (superseded at or
+ * below the oldest of those versions): what dropped versions alone needed.
+ * @returns job rows deleted.
+ */
+export async function deleteUnreachableRows(db: Queryable, segmentId: string, files: boolean): Promise<number> {
+  const { rows } = await db.query<{ m: string | null }>(
+    `SELECT min(version_id)::text AS m FROM version WHERE segment_ids @> ARRAY[$1::bigint]`,
+    [segmentId],
+  );
+  const oldest = rows[0]?.m;
+  if (!oldest) return 0;
+  if (!(await tableExists(db, partitionName(segmentId)))) return 0;
+  const r = await db.query(format('DELETE FROM %I WHERE superseded_by <= $1', partitionName(segmentId)), [oldest]);
+  if (files && (await tableExists(db, filePartitionName(segmentId))))
+    await db.query(format('DELETE FROM %I WHERE superseded_by <= $1', filePartitionName(segmentId)), [oldest]);
+  return r.rowCount ?? 0;
+}
+
+/** A key range of a version with its jobs and their row-hash digest (`version_range`). */
+export interface VersionRange {
+  rangeNo: number;
+  /** First and last job key of the range, decimal text. */
+  firstKey: string;
+  lastKey: string;
+  jobs: number;
+  /** Sum modulo 2^64 of the jobs' row hashes, decimal text; `''` when not known. */
+  digest: string;
+}
+
+/**
+ * A full rebuild's ranges: its committed pages (ledger rows: key range, rows written, the rows'
+ * digest taken as they were copied), stored as the version's `version_range`. Idempotent.
+ */
+export async function storeRangesFromLedger(db: Queryable, versionId: string): Promise<number> {
+  const r = await db.query(
+    `INSERT INTO version_range (version_id, range_no, first_key, last_key, jobs, digest)
+     SELECT version_id, page_no, first_key, last_key, rows, checksum FROM page
+     WHERE version_id = $1 AND committed_at IS NOT NULL
+     ON CONFLICT (version_id, range_no) DO NOTHING`,
+    [versionId],
+  );
+  return r.rowCount ?? 0;
+}
+
+/** Stores a refresh's ranges (replacing any stored before). */
+export async function storeRanges(db: Queryable, versionId: string, ranges: VersionRange[]): Promise<void> {
+  await db.query(`DELETE FROM version_range WHERE version_id = $1`, [versionId]);
+  if (!ranges.length) return;
+  await db.query(
+    `INSERT INTO version_range (version_id, range_no, first_key, last_key, jobs, digest)
+     SELECT $1, r, f, l, j, d FROM unnest($2::int[], $3::bigint[], $4::bigint[], $5::bigint[], $6::text[]) AS u(r, f, l, j, d)`,
+    [
+      versionId,
+      ranges.map((r) => r.rangeNo),
+      ranges.map((r) => r.firstKey),
+      ranges.map((r) => r.lastKey),
+      ranges.map((r) => r.jobs),
+      ranges.map((r) => r.digest),
+    ],
+  );
+}
+
+/** A version's stored ranges, in key order. */
+export async function readRanges(db: Queryable, versionId: string): Promise<VersionRange[]> {
+  const { rows } = await db.query<{ r: number; f: string; l: string; j: string; d: string }>(
+    `SELECT range_no AS r, first_key::text AS f, last_key::text AS l, jobs::text AS j, digest AS d
+     FROM version_range WHERE version_id = $1 ORDER BY first_key`,
+    [versionId],
+  );
+  return rows.map((x) => ({ rangeNo: x.r, firstKey: x.f, lastKey: x.l, jobs: Number(x.j), digest: x.d }));
+}
+
+/**
+ * Stored row hashes of the jobs `keys` (decimal text) in version `versionId` (all its segments,
+ * superseded rows left out): key → hash (decimal text, null when none was stored). Uses the
+ * segments' `job_key` indexes: O(keys).
+ */
+export async function versionRowHashes(
+  db: Queryable,
+  versionId: string,
+  keys: string[],
+): Promise<Map<string, string | null>> {
+  const out = new Map<string, string | null>();
+  if (!keys.length) return out;
+  for (const s of await versionSegments(db, versionId)) {
+    const { rows } = await db.query<{ k: string; h: string | null }>(
+      format(
+        `SELECT job_key::text AS k, row_hash::text AS h FROM %I
+         WHERE job_key = ANY ($1::bigint[]) AND (superseded_by IS NULL OR superseded_by > $2)`,
+        partitionName(s),
+      ),
+      [keys, versionId],
+    );
+    for (const r of rows) out.set(r.k, r.h);
+  }
+  return out;
+}
+
+/**
+ * The job keys of version `versionId` (all its segments, superseded rows left out) in the
+ * inclusive `ranges`, ascending. Uses the segments' `job_key` indexes: O(the ranges' rows).
+ */
+export async function versionKeysInRanges(
+  db: Queryable,
+  versionId: string,
+  ranges: { firstKey: string; lastKey: string }[],
+): Promise<string[]> {
+  if (!ranges.length) return [];
+  const out: bigint[] = [];
+  for (const s of await versionSegments(db, versionId)) {
+    const { rows } = await db.query<{ k: string }>(
+      format(
+        `SELECT t.job_key::text AS k FROM unnest($1::bigint[], $2::bigint[]) AS r(lo, hi)
+         JOIN %I t ON t.job_key BETWEEN r.lo AND r.hi
+         WHERE t.superseded_by IS NULL OR t.superseded_by > $3`,
+        partitionName(s),
+      ),
+      [ranges.map((r) => r.firstKey), ranges.map((r) => r.lastKey), versionId],
+    );
+    for (const r of rows) out.push(BigInt(r.k));
+  }
+  return out.sort((a, b) => (a < b ? -1 : a > b ? 1 : 0)).map(String);
+}
+
+/**
+ * Jobs of version `versionId` per inclusive range (all its segments, superseded rows left out):
+ * range → jobs, for the given ranges only. Uses the segments' `job_key` indexes.
+ */
+export async function versionRangeCounts(
+  db: Queryable,
+  versionId: string,
+  ranges: VersionRange[],
+): Promise<Map<number, number>> {
+  const out = new Map<number, number>(ranges.map((r) => [r.rangeNo, 0]));
+  if (!ranges.length) return out;
+  for (const s of await versionSegments(db, versionId)) {
+    const { rows } = await db.query<{ r: number; n: string }>(
+      format(
+        `SELECT r.no AS r, count(t.job_key)::text AS n FROM unnest($1::int[], $2::bigint[], $3::bigint[]) AS r(no, lo, hi)
+         JOIN %I t ON t.job_key BETWEEN r.lo AND r.hi
+         WHERE t.superseded_by IS NULL OR t.superseded_by > $4 GROUP BY r.no`,
+        partitionName(s),
+      ),
+      [ranges.map((r) => r.rangeNo), ranges.map((r) => r.firstKey), ranges.map((r) => r.lastKey), versionId],
+    );
+    for (const r of rows) out.set(r.r, (out.get(r.r) ?? 0) + Number(r.n));
+  }
+  return out;
+}
+
+/** The ranges of `ranges` (a refresh's) that hold at least one key of the refresh's pages. */
+export async function touchedRanges(db: Queryable, versionId: string, ranges: VersionRange[]): Promise<VersionRange[]> {
+  if (!ranges.length) return [];
+  const { rows } = await db.query<{ r: number }>(
+    `SELECT DISTINCT width_bucket(job_key, $2::bigint[]) AS r FROM plan_page_key WHERE version_id = $1`,
+    [versionId, ranges.map((r) => r.firstKey)],
+  );
+  const hit = new Set(rows.map((r) => r.r));
+  return ranges.filter((_, i) => hit.has(i + 1));
+}
+
+/**
+ * Stores the jobs per dated bucket of a full rebuild's version (one scan of its table; run it on a
+ * session without statement timeout). Idempotent.
+ */
+export async function storeBucketCounts(db: Queryable, versionId: string): Promise<void> {
+  await db.query(`DELETE FROM version_bucket WHERE version_id = $1`, [versionId]);
+  await db.query(
+    format(
+      `INSERT INTO version_bucket (version_id, bucket, jobs)
+       SELECT $1, bucket, count(*) FROM %I WHERE bucket IS NOT NULL GROUP BY bucket`,
+      partitionName(versionId),
+    ),
+    [versionId],
+  );
+}
+
+/**
+ * Stores the jobs per dated bucket of refresh `versionId`: its base's, less the rows it superseded
+ * (found by the `superseded_by` index of each segment), plus its own rows. O(changes). Idempotent.
+ */
+export async function storeRefreshBucketCounts(db: Queryable, versionId: string, baseVersionId: string): Promise<void> {
+  const delta = new Map<string, bigint>();
+  const add = (rows: { b: string; n: string }[], sign: bigint) => {
+    for (const r of rows) delta.set(r.b, (delta.get(r.b) ?? 0n) + sign * BigInt(r.n));
+  };
+  for (const s of await versionSegments(db, versionId)) {
+    const own = s === versionId;
+    const { rows } = await db.query<{ b: string; n: string }>(
+      format(
+        `SELECT bucket::text AS b, count(*)::text AS n FROM %I WHERE bucket IS NOT NULL AND ${own ? 'true' : 'superseded_by = $1'} GROUP BY bucket`,
+        partitionName(s),
+      ),
+      own ? [] : [versionId],
+    );
+    add(rows, own ? 1n : -1n);
+  }
+  await db.query(`DELETE FROM version_bucket WHERE version_id = $1`, [versionId]);
+  await db.query(
+    `INSERT INTO version_bucket (version_id, bucket, jobs)
+     SELECT $1, coalesce(b.bucket, d.b), coalesce(b.jobs, 0) + coalesce(d.n, 0)
+     FROM (SELECT bucket, jobs FROM version_bucket WHERE version_id = $2) b
+     FULL JOIN unnest($3::date[], $4::bigint[]) AS d(b, n) ON d.b = b.bucket
+     WHERE coalesce(b.jobs, 0) + coalesce(d.n, 0) > 0`,
+    [versionId, baseVersionId, [...delta.keys()], [...delta.values()].map(String)],
+  );
+}
+
+/** The stored jobs per dated bucket of a version, by bucket; null when none were stored. */
+export async function storedBucketJobCounts(
+  db: Queryable,
+  versionId: string,
+): Promise<{ bucket: string; jobs: string }[] | null> {
+  const stored = await db.query(`SELECT 1 FROM version_range WHERE version_id = $1 LIMIT 1`, [versionId]);
+  const { rows } = await db.query<{ bucket: string; jobs: string }>(
+    `SELECT bucket::text, jobs::text FROM version_bucket WHERE version_id = $1 ORDER BY bucket`,
+    [versionId],
+  );
+  return rows.length || stored.rowCount ? rows : null;
+}
+
+/**
+ * The jobs whose file records a refresh replaced with fewer (jobs it wrote again; not the ones it
+ * deleted), with their counts before (in the base's segments, superseded by it) and after (its own
+ * table and its quarantined file records), by job id. O(changes).
+ */
+export async function refreshShrunkJobFiles(
+  db: Queryable,
+  versionId: string,
+): Promise<{ jobId: string; before: number; after: number }[]> {
+  const before = new Map<string, number>();
+  for (const s of await versionSegments(db, versionId)) {
+    if (s === versionId || !(await tableExists(db, filePartitionName(s)))) continue;
+    const { rows } = await db.query<{ j: string; n: string }>(
+      format(
+        `SELECT job_id AS j, count(*)::text AS n FROM %I WHERE superseded_by = $1 GROUP BY job_id`,
+        filePartitionName(s),
+      ),
+      [versionId],
+    );
+    for (const r of rows) before.set(r.j, (before.get(r.j) ?? 0) + Number(r.n));
+  }
+  if (!before.size) return [];
+  const { rows } = await db.query<{ j: string; n: string }>(
+    format(
+      `SELECT j.job_id AS j, (SELECT count(*) FROM %I f WHERE f.job_id = j.job_id)
+              + (SELECT count(*) FROM reject r WHERE r.version_id = $1 AND r.record_key IS NOT NULL AND r.job_id = j.job_id) AS n
+       FROM %I j WHERE j.job_id = ANY ($2::text[])`,
+      filePartitionName(versionId),
+      partitionName(versionId),
+    ),
+    [versionId, [...before.keys()]],
+  );
+  return rows
+    .map((r) => ({ jobId: r.j, before: before.get(r.j) ?? 0, after: Number(r.n) }))
+    .filter((x) => x.after < x.before)
+    .sort((a, b) => a.jobId.length - b.jobId.length || (a.jobId < b.jobId ? -1 : a.jobId > b.jobId ? 1 : 0));
+}

@@ -1,0 +1,117 @@
+/**
+ * A refresh's change detection on a director catalog, inside the source database, O(jobs) on the
+ * source and never O(file records):
+ * - candidates: the jobs whose row, or whose Client, Pool or FileSet row, a transaction wrote since
+ *   the active version's plan (their `xmin` is at most `distance` transactions old), with their row
+ *   hash (lib/sources/bareos-columns.ts `bareosRowHash`: the row as the product writes it, with
+ *   `JobFiles` and `PurgedFiles`), computed only for them: one scan of `job` that builds no text for
+ *   the others;
+ * - key counts per key range of the active version (an index-only scan of the primary key), which
+ *   tell the ranges where jobs were deleted;
+ * - the keys of such a range (index-only), to name the deleted jobs.
+ * Rows the page would quarantine are never hashed (their text may not convert).
+ */
+import type { Pool } from 'pg';
+import { withLongSession } from '../db';
+import type { SourceTextMode } from './bareos-columns';
+import { BAREOS_FROM_JOB, bareosRowHash, bareosRejectCondition, LONG_CLIENT_IDS_SQL } from './bareos-columns';
+import { FILE_WEIGHT } from './bareos-files';
+import type { RefreshCandidates, SourceJobHash } from './types';
+
+/**
+ * SQL: the candidates at or below `$3`: key and row hash (NULL for a job the page would quarantine),
+ * by key; `$1` the zone, `$2` the largest transaction age (int) that counts as written since the
+ * active version's plan. `longClientIds`: lib/sources/bareos-columns.ts LONG_CLIENT_IDS_SQL.
+ */
+export function candidatesQuery(mode: SourceTextMode, longClientIds: string): string {
+  const rejected = bareosRejectCondition(mode, longClientIds);
+  return `SELECT j.jobid::text AS key, CASE WHEN ${rejected} THEN NULL ELSE ${bareosRowHash(mode, '$1')}::text END AS hash
+          ${BAREOS_FROM_JOB}
+          WHERE j.jobid <= $3::bigint
+            AND (age(j.xmin) <= $2::int OR age(c.xmin) <= $2::int OR age(p.xmin) <= $2::int OR age(f.xmin) <= $2::int)
+          ORDER BY j.jobid`;
+}
+
+/**
+ * SQL: the transactions between `$1` (an xid8 as text: the active version's plan horizon) and the
+ * source's next transaction now, as `n` (numeric); the horizon of this plan as `horizon` (xid8 text).
+ */
+export const HORIZON_DISTANCE_SQL = `SELECT (pg_snapshot_xmax(pg_current_snapshot())::text::numeric - $1::numeric)::text AS n,
+        pg_snapshot_xmin(pg_current_snapshot())::text AS horizon`;
+
+/**
+ * SQL: jobs at or below `$2` per range (`$1` the ranges' first keys, bigint[] ascending; index 0
+ * below the first), as `r`, `n`: an index-only scan of the primary key.
+ */
+export const RANGE_KEY_COUNTS_SQL = `SELECT width_bucket(jobid, $1::bigint[]) AS r, count(*)::text AS n
+   FROM job WHERE jobid <= $2::bigint GROUP BY 1`;
+
+/** SQL: the job keys at or below `$3` in the inclusive ranges (`$1` first, `$2` last keys), ascending. */
+export const KEYS_IN_RANGES_SQL = `SELECT j.jobid::text AS key FROM unnest($1::bigint[], $2::bigint[]) AS r(lo, hi)
+   JOIN job j ON j.jobid BETWEEN r.lo AND r.hi WHERE j.jobid <= $3::bigint ORDER BY j.jobid`;
+
+/** The source's transaction horizon now: the oldest transaction still running (xid8 text). */
+export async function sourceHorizon(pool: Pool): Promise<string> {
+  const { rows } = await pool.query<{ h: string }>(`SELECT pg_snapshot_xmin(pg_current_snapshot())::text AS h`);
+  return rows[0].h;
+}
+
+/**
+ * The jobs at or below `maxKey` written since the horizon `since` (xid8 text), with their row
+ * hashes, in one scan of `job` on a session without statement timeout (see {@link candidatesQuery}).
+ * @returns null when the horizon is out of reach: more than 2^31 transactions back (`age()` counts
+ *   in 32 bits), or ahead of the source's transactions (another server).
+ */
+export async function refreshCandidates(
+  pool: Pool,
+  s: { tz: string; mode: SourceTextMode },
+  maxKey: string,
+  since: string,
+): Promise<RefreshCandidates | null> {
+  if (!/^\d+$/.test(since)) return null;
+  return withLongSession(pool, async (c) => {
+    const d = await c.query<{ n: string; horizon: string }>(HORIZON_DISTANCE_SQL, [since]);
+    const distance = Number(d.rows[0].n);
+    if (!Number.isSafeInteger(distance) || distance < 0 || distance >= 2 ** 31) return null;
+    const long = await c.query<{ ids: string }>(LONG_CLIENT_IDS_SQL);
+    const { rows } = await c.query<SourceJobHash>(candidatesQuery(s.mode, long.rows[0].ids), [s.tz, distance, maxKey]);
+    return { jobs: rows, horizon: d.rows[0].horizon };
+  });
+}
+
+/** Jobs at or below `maxKey` per range (see {@link RANGE_KEY_COUNTS_SQL}): range index → jobs. */
+export async function rangeKeyCounts(pool: Pool, maxKey: string, firstKeys: string[]): Promise<Map<number, number>> {
+  const { rows } = await withLongSession(pool, (c) =>
+    c.query<{ r: number; n: string }>(RANGE_KEY_COUNTS_SQL, [firstKeys, maxKey]),
+  );
+  return new Map(rows.map((r) => [r.r, Number(r.n)]));
+}
+
+/** The job keys at or below `maxKey` in the inclusive `ranges`, ascending (index-only). */
+export async function keysInRanges(
+  pool: Pool,
+  maxKey: string,
+  ranges: { firstKey: string; lastKey: string }[],
+): Promise<string[]> {
+  if (!ranges.length) return [];
+  const { rows } = await withLongSession(pool, (c) =>
+    c.query<{ key: string }>(KEYS_IN_RANGES_SQL, [ranges.map((r) => r.firstKey), ranges.map((r) => r.lastKey), maxKey]),
+  );
+  return rows.map((r) => r.key);
+}
+
+/**
+ * The file records the jobs `keys` are expected to have (`FILE_WEIGHT`: their `JobFiles` unless they
+ * keep none), summed; with `keys` null, of every job at or below `maxKey`. One statement on a
+ * session without statement timeout.
+ */
+export async function expectedFileRecords(pool: Pool, keys: string[] | null, maxKey?: string): Promise<number> {
+  const { rows } = await withLongSession(pool, (c) =>
+    c.query<{ n: string }>(
+      `SELECT coalesce(sum(${FILE_WEIGHT}), 0)::text AS n FROM job j
+       WHERE ($1::bigint[] IS NULL OR j.jobid = ANY ($1::bigint[])) AND ($2::bigint IS NULL OR j.jobid <= $2::bigint)`,
+      [keys, maxKey ?? null],
+    ),
+  );
+  return Number(rows[0].n);
+}

@@ -1,0 +1,41 @@
+/** The change detection of a refresh, as a source offers it (director catalogs). */
+
+/** A job of the source as change detection sees it: key and row hash (null: the page would quarantine it). */
+export interface SourceJobHash {
+  key: string;
+  hash: string | null;
+}
+
+/** The refresh's candidates: jobs a transaction wrote since the active version's plan. */
+export interface RefreshCandidates {
+  /** The candidates at or below the watermark, by key. */
+  jobs: SourceJobHash[];
+  /** This plan's horizon (xid8 text): the oldest transaction still running when it looked. */
+  horizon: string;
+}
+
+/**
+ * The change detection of a refresh (director catalogs; lib/sources/bareos-refresh.ts): the jobs
+ * written since a horizon, key counts per range, and the keys of ranges.
+ */
+export interface RefreshSource {
+  /**
+   * The jobs at or below `maxKey` written since the horizon `since` (an xid8 as text, taken by the
+   * plan of the active version), with their row hashes; null when the source cannot say (the
+   * horizon is more than 2^31 transactions back, or ahead of the source: another server).
+   */
+  candidates(maxKey: string, since: string): Promise<RefreshCandidates | null>;
+  /** This source's horizon now (xid8 text), for the plan of a full rebuild. */
+  horizon(): Promise<string>;
+  /**
+   * Jobs at or below `maxKey` per range starting at `firstKeys` (ascending): index i (1-based)
+   * from `firstKeys[i-1]` up to the next first key, index 0 below the first.
+   */
+  rangeKeyCounts(maxKey: string, firstKeys: string[]): Promise<Map<number, number>>;
+  /** The job keys at or below `maxKey` in the inclusive `ranges`, ascending. */
+  keysInRanges(maxKey: string, ranges: { firstKey: string; lastKey: string }[]): Promise<string[]>;
+  /** The file records the jobs `keys` are expected to have (their JobFiles), summed: for `--dry-run`. */
+  fileRecordsOf(keys: string[]): Promise<number>;
+  /** The file records every job at or below `maxKey` is expected to have, summed: for `--dry-run`. */
+  fileRecordsUpTo(maxKey: string): Promise<number>;
+}

@@ -1,0 +1,289 @@
+/**
+ * `start --refresh` on a director catalog (real worker processes, a private Temporal dev server,
+ * PostgreSQL): the source is changed the ways real directors change it (new jobs, a status changed
+ * by a reschedule, deleted jobs, a renumbered job, a renamed client, files purged), and the
+ * refreshed catalog equals, in `active_jobs` and `active_files` (deleted included), a full rebuild
+ * of the same source into another catalog; the refresh writes only the changed jobs (its own table
+ * holds them alone). A refresh with nothing changed publishes nothing and records `refresh: up to
+ * date`; a refresh after a rollback, or of a catalog without a version, runs a full rebuild and
+ * says why; `--dry-run` counts exactly and changes nothing; a worker killed inside a refresh page
+ * costs a retry of that page.
+ */
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import type { Pool } from 'pg';
+import format from 'pg-format';
+import { rollbackCatalog } from '../lib/catalog';
+import type { RebuildFixture } from '../dev/harness/fixture';
+import { rebuildFixture } from '../dev/harness/fixture';
+import { privateTemporal, runCliAsync } from '../dev/harness/harness';
+import { waitFor } from '../dev/harness/wait';
+
+let temporal: Awaited<ReturnType<typeof privateTemporal>>;
+before(async () => {
+  temporal = await privateTemporal();
+});
+after(async () => {
+  await temporal?.stop();
+});
+
+const JOB_COLUMNS = `job_id, job, job_name, client, type, level, status, sched_time, start_time, end_time, files, bytes,
+  pool, fileset, real_end_time, read_bytes, job_errors, prior_job_id, job_tdate, vol_session_id, vol_session_time,
+  comment, bucket, extra`;
+const FILE_COLUMNS = `job_id, file_id, path, name, path_bytes, name_bytes, file_index, delta_seq, deleted, size, mode,
+  uid, gid, mtime, md5, lstat`;
+
+/** Rows of one reader view for `catalog` that the other catalog's view does not have, both ways, and the counts. */
+async function viewDifference(pool: Pool, view: 'active_jobs' | 'active_files', a: string, b: string) {
+  const cols = view === 'active_jobs' ? JOB_COLUMNS : FILE_COLUMNS;
+  const q = (x: string, y: string) =>
+    format(
+      `SELECT count(*)::int AS n FROM (SELECT ${cols} FROM %I WHERE catalog_name = %L EXCEPT ALL SELECT ${cols} FROM %I WHERE catalog_name = %L) d`,
+      view,
+      x,
+      view,
+      y,
+    );
+  const [onlyA, onlyB, count] = await Promise.all([
+    pool.query<{ n: number }>(q(a, b)),
+    pool.query<{ n: number }>(q(b, a)),
+    pool.query<{ n: number }>(format('SELECT count(*)::int AS n FROM %I WHERE catalog_name = %L', view, a)),
+  ]);
+  return { onlyA: onlyA.rows[0].n, onlyB: onlyB.rows[0].n, rows: count.rows[0].n };
+}
+
+/** Runs `start --wait` through the CLI; its exit code and output. */
+async function start(fx: RebuildFixture, catalog: string, flags: string[]) {
+  const r = await runCliAsync(
+    ['start', '--catalog', catalog, '--source', 'director', '--page-size', '300', '--wait', ...flags],
+    fx.env,
+    { timeoutMs: 240_000 },
+  );
+  return { ...r, text: `${r.stdout}\n${r.stderr}` };
+}
+
+/** The newest version of `catalog`: id, base and the rows of its own table. */
+async function newestVersion(pool: Pool, catalog: string) {
+  const { rows } = await pool.query<{ v: string; base: string | null }>(
+    `SELECT version_id::text AS v, base_version_id::text AS base FROM version WHERE catalog_name = $1 ORDER BY version_id DESC LIMIT 1`,
+    [catalog],
+  );
+  const own = await pool.query<{ n: number }>(format('SELECT count(*)::int AS n FROM %I', `job_v${rows[0].v}`));
+  return { versionId: rows[0].v, base: rows[0].base, ownRows: own.rows[0].n };
+}
+
+/** Changes a generated Bareos source the ways a director does; returns what changed. */
+async function changeSource(src: Pool) {
+  const ids = (await src.query<{ id: string }>(`SELECT jobid::text AS id FROM job ORDER BY jobid`)).rows.map(
+    (r) => r.id,
+  );
+  const max = BigInt(ids[ids.length - 1]);
+  // New jobs (the director's next job ids), copies of the newest ones with new ids and names.
+  const inserted = await src.query(
+    `INSERT INTO job (jobid, job, name, type, level, clientid, jobstatus, schedtime, starttime, endtime, realendtime,
+                      jobtdate, volsessionid, volsessiontime, jobfiles, jobbytes, readbytes, joberrors, jobmissingfiles,
+                      poolid, filesetid, priorjobid, purgedfiles, hasbase, hascache, reviewed, comment)
+     SELECT jobid + 1000, job || '.new', name, type, level, clientid, jobstatus, schedtime, starttime, endtime, realendtime,
+            jobtdate, volsessionid, volsessiontime, 0, jobbytes, readbytes, joberrors, jobmissingfiles,
+            poolid, filesetid, priorjobid, purgedfiles, hasbase, hascache, reviewed, comment
+     FROM job WHERE jobid > $1::bigint - 12`,
+    [max.toString()],
+  );
+  // A status changed by a reschedule, and a changed comment.
+  await src.query(`UPDATE job SET jobstatus = 'A', comment = 'rescheduled' WHERE jobid = $1`, [ids[40]]);
+  await src.query(`UPDATE job SET joberrors = joberrors + 1 WHERE jobid = $1`, [ids[1500]]);
+  // Deleted jobs (pruned by the director): the oldest few and one in the middle.
+  const deleted = await src.query(`DELETE FROM job WHERE jobid = ANY ($1::bigint[])`, [
+    [ids[0], ids[1], ids[2], ids[900]],
+  ]);
+  // A renumbered job: gone under its id, back under a new one with the same unique name.
+  await src.query(`UPDATE job SET jobid = jobid + 5000000 WHERE jobid = $1`, [ids[700]]);
+  // A renamed client: every job of it changes as the catalog shows it.
+  await src.query(
+    `UPDATE client SET name = name || '-renamed' WHERE clientid = (SELECT clientid FROM job WHERE jobid = $1)`,
+    [ids[2000]],
+  );
+  return { newJobs: inserted.rowCount ?? 0, deleted: deleted.rowCount ?? 0 };
+}
+
+test('a refresh equals a full rebuild of the changed source, writes only what changed, and is up to date when nothing changed', async (t) => {
+  const fx = await rebuildFixture(t, { address: temporal.address, tag: 'refresh', jobs: 3000, seed: 41 });
+  await fx.spawn();
+  const pool = fx.dbs.catalogPool;
+  const refreshed = `${fx.catalog}-r`;
+  const full = `${fx.catalog}-f`;
+
+  const first = await start(fx, refreshed, ['--refresh']);
+  assert.equal(first.code, 0, first.text);
+  assert.match(first.text, /refresh ran as a full rebuild: the catalog has no active version/);
+
+  const changed = await changeSource(fx.dbs.sourcePool);
+  // A dry run says what the refresh will do and changes nothing.
+  const versionsBefore = (await pool.query(`SELECT version_id FROM version`)).rowCount;
+  const dry = await runCliAsync(
+    ['start', '--catalog', refreshed, '--source', 'director', '--refresh', '--dry-run', '--json'],
+    fx.env,
+  );
+  assert.equal(dry.code, 0, dry.stderr);
+  const plan = JSON.parse(dry.stdout) as {
+    dryRun: boolean;
+    refresh: boolean;
+    jobs: Record<string, number>;
+    pages: number;
+  };
+  assert.equal(plan.dryRun, true);
+  assert.equal(plan.refresh, true);
+  assert.equal((await pool.query(`SELECT version_id FROM version`)).rowCount, versionsBefore, 'no version made');
+  const r = await start(fx, refreshed, ['--refresh']);
+  assert.equal(r.code, 0, r.text);
+  t.diagnostic(r.stdout.trim().split('\n').pop()!);
+  const v2 = await newestVersion(pool, refreshed);
+  assert.ok(v2.base, 'the second version is a refresh of the first');
+  const m = /a refresh of version \d+: (\d+) new, (\d+) changed, (\d+) deleted jobs/.exec(r.text);
+  assert.ok(m, r.text);
+  const [news, changes, deletes] = m.slice(1).map(Number);
+  assert.equal(news, changed.newJobs + 1, 'the new jobs and the renumbered one');
+  assert.equal(deletes, changed.deleted + 1, 'the deleted jobs and the renumbered one under its old id');
+  assert.ok(changes >= 3, `the rescheduled, the changed and the renamed client's jobs (${changes})`);
+  assert.equal(v2.ownRows, news + changes, "the refresh's own table holds only the jobs it wrote");
+  assert.deepEqual(plan.jobs, { new: news, changed: changes, gone: deletes }, 'the dry run counted exactly');
+
+  // Without --refresh a dry run counts every job as new; it runs beside a rebuild of the catalog.
+  const running = await runCliAsync(['start', '--catalog', full, '--source', 'director', '--page-size', '300'], fx.env);
+  assert.equal(running.code, 0, running.stderr);
+  const dryFull = await runCliAsync(['start', '--catalog', full, '--source', 'director', '--dry-run'], fx.env);
+  assert.equal(dryFull.code, 0, dryFull.stderr);
+  const total = 3000 + changed.newJobs - changed.deleted;
+  assert.match(dryFull.stdout, new RegExp(`a full rebuild: ${total.toLocaleString('en-US')} jobs in \\d+ pages`));
+  const f = await start(fx, full, []);
+  assert.equal(f.code, 0, f.text);
+  const diff = await viewDifference(pool, 'active_jobs', refreshed, full);
+  assert.deepEqual({ onlyA: diff.onlyA, onlyB: diff.onlyB }, { onlyA: 0, onlyB: 0 }, 'active_jobs equal');
+  assert.equal(diff.rows, 3000 + changed.newJobs - changed.deleted);
+
+  const again = await start(fx, refreshed, ['--refresh']);
+  assert.equal(again.code, 0, again.text);
+  assert.match(again.text, /refresh: up to date: nothing changed in the source since version \d+, which stays active/);
+  assert.equal((await newestVersion(pool, refreshed)).versionId, v2.versionId, 'no version was made');
+  const ev = await pool.query(`SELECT 1 FROM event WHERE catalog_name = $1 AND kind = 'refresh_up_to_date'`, [
+    refreshed,
+  ]);
+  assert.equal(ev.rowCount, 1);
+
+  // After a rollback, a refresh builds on the newest version only: it runs a full rebuild.
+  await rollbackCatalog(pool, refreshed);
+  const after = await start(fx, refreshed, ['--refresh']);
+  assert.equal(after.code, 0, after.text);
+  assert.match(after.text, /refresh ran as a full rebuild: the active version \d+ was rolled back to/);
+  const final = await viewDifference(pool, 'active_jobs', refreshed, full);
+  assert.deepEqual({ onlyA: final.onlyA, onlyB: final.onlyB }, { onlyA: 0, onlyB: 0 });
+});
+
+test("with --files: a refresh after the director purged a job's files publishes and reports the prune; active_files equals a full rebuild; files and find read every segment", async (t) => {
+  const fx = await rebuildFixture(t, {
+    address: temporal.address,
+    tag: 'refreshf',
+    jobs: 1500,
+    seed: 43,
+    files: 20_000,
+  });
+  await fx.spawn();
+  const pool = fx.dbs.catalogPool;
+  const src = fx.dbs.sourcePool;
+  const refreshed = `${fx.catalog}-r`;
+  const full = `${fx.catalog}-f`;
+  const first = await start(fx, refreshed, ['--files']);
+  assert.equal(first.code, 0, first.text);
+
+  // The director purges the files of the job with the most, a job and its files are deleted, and a
+  // job is rescheduled (its row changes, its files stay).
+  const { rows } = await src.query<{ id: string; n: string }>(
+    `SELECT jobid::text AS id, count(*)::text AS n FROM file GROUP BY jobid ORDER BY count(*) DESC, jobid LIMIT 3`,
+  );
+  const [purged, deletedJob, rescheduled] = rows;
+  await src.query(`UPDATE job SET purgedfiles = 1 WHERE jobid = $1`, [purged.id]);
+  await src.query(`DELETE FROM file WHERE jobid = $1`, [purged.id]);
+  await src.query(`DELETE FROM file WHERE jobid = $1`, [deletedJob.id]);
+  await src.query(`DELETE FROM job WHERE jobid = $1`, [deletedJob.id]);
+  await src.query(`UPDATE job SET jobstatus = 'A' WHERE jobid = $1`, [rescheduled.id]);
+
+  const r = await start(fx, refreshed, ['--files', '--refresh']);
+  assert.equal(r.code, 0, r.text);
+  assert.match(r.text, /a refresh of version \d+: 0 new, 2 changed, 1 deleted jobs/);
+  assert.match(r.text, new RegExp(`files of 1 job pruned by the director since version \\d+: ${purged.n} records`));
+  const f = await start(fx, full, ['--files']);
+  assert.equal(f.code, 0, f.text);
+  for (const view of ['active_jobs', 'active_files'] as const) {
+    const d = await viewDifference(pool, view, refreshed, full);
+    assert.deepEqual({ onlyA: d.onlyA, onlyB: d.onlyB }, { onlyA: 0, onlyB: 0 }, `${view} equal`);
+  }
+  // files and find through the refresh's segments: the rescheduled job's files were written again,
+  // another job's are still those of the first version.
+  const other = (
+    await pool.query<{ j: string }>(
+      `SELECT job_id AS j FROM active_files WHERE catalog_name = $1 AND job_id <> ALL ($2::text[]) LIMIT 1`,
+      [refreshed, [rescheduled.id, purged.id]],
+    )
+  ).rows[0].j;
+  for (const job of [rescheduled.id, other]) {
+    const [a, b] = await Promise.all([
+      runCliAsync(['files', '--catalog', refreshed, '--job', job, '--json'], fx.env),
+      runCliAsync(['files', '--catalog', full, '--job', job, '--json'], fx.env),
+    ]);
+    assert.equal(a.code, 0, a.stderr);
+    assert.ok(JSON.parse(a.stdout).length > 0, `job ${job} has files`);
+    assert.deepEqual(JSON.parse(a.stdout), JSON.parse(b.stdout), `files --job ${job}`);
+  }
+  const path = (
+    await pool.query<{ p: string }>(
+      `SELECT path || name AS p FROM active_files WHERE catalog_name = $1 AND job_id = $2 LIMIT 1`,
+      [refreshed, rescheduled.id],
+    )
+  ).rows[0].p;
+  const [fa, fb] = await Promise.all([
+    runCliAsync(['find', '--catalog', refreshed, '--path', path, '--json'], fx.env),
+    runCliAsync(['find', '--catalog', full, '--path', path, '--json'], fx.env),
+  ]);
+  assert.equal(fa.code, 0, fa.stderr);
+  assert.deepEqual(JSON.parse(fa.stdout), JSON.parse(fb.stdout), `find --path ${path}`);
+});
+
+test('a worker SIGKILLed in the middle of a refresh page: the page is retried on another worker, and the refresh still equals a full rebuild', async (t) => {
+  const fx = await rebuildFixture(t, { address: temporal.address, tag: 'refreshk', jobs: 2000, seed: 47 });
+  const pool = fx.dbs.catalogPool;
+  const first = await fx.spawn();
+  const base = await start(fx, fx.catalog, []);
+  assert.equal(base.code, 0, base.text);
+  fx.fleet.kill(first);
+  await first.exited;
+  await changeSource(fx.dbs.sourcePool);
+
+  // Worker A holds the first refresh page while its transaction is streaming, then dies there.
+  const heldFile = path.join(fx.tmp, 'held');
+  const a = await fx.spawn({
+    CATALOG_REBUILD_FAULTS: JSON.stringify({
+      holdWhileStreaming: { pageNo: 1, attempt: 1, heldFile, releaseFile: `${heldFile}.release` },
+    }),
+  });
+  const handle = await fx.start({ refresh: true, heartbeatTimeoutMs: 3000 });
+  await waitFor('page 1 held inside its transaction', () => fs.existsSync(heldFile), { timeoutMs: 60_000 });
+  fx.fleet.kill(a);
+  await fx.spawn();
+  const r = await fx.result(handle);
+  assert.equal(r.published, true);
+  assert.ok(r.refresh, 'a refresh, not a full rebuild');
+  assert.ok(r.retries >= 1, `the killed page was retried (${r.retries} retries)`);
+  const attempts = await pool.query<{ a: number }>(
+    `SELECT attempt AS a FROM page WHERE version_id = $1 AND page_no = 1`,
+    [r.versionId],
+  );
+  assert.ok(attempts.rows[0].a >= 2, 'page 1 committed on a later attempt');
+
+  const full = `${fx.catalog}-f`;
+  const f = await start(fx, full, []);
+  assert.equal(f.code, 0, f.text);
+  const d = await viewDifference(pool, 'active_jobs', fx.catalog, full);
+  assert.deepEqual({ onlyA: d.onlyA, onlyB: d.onlyB }, { onlyA: 0, onlyB: 0 }, 'nothing lost or doubled');
+});
