@@ -11,7 +11,7 @@ import type { ActivityContext } from './context';
 import { guard } from './failures';
 import { withHeartbeat } from './heartbeat';
 import type { RefreshSettings } from './plan-refresh';
-import { detectRefresh, REFRESH_PAGE_KEYS } from './plan-refresh';
+import { detectRefresh, listingRefreshReason, REFRESH_PAGE_KEYS, VERIFY_FULL_REASON } from './plan-refresh';
 import { sizePages } from './plan-rebuild';
 import { workKeys } from '../lib/refresh';
 
@@ -44,7 +44,9 @@ async function dryRun(ctx: ActivityContext, input: DryRunInput): Promise<DryRunR
   };
   let fullRebuildBecause: string | undefined;
   const changeSource = ctx.sources.refreshSource(input.source);
-  if (input.refresh && maxKey && changeSource) {
+  if (input.refresh && input.verify === 'full') {
+    fullRebuildBecause = VERIFY_FULL_REASON;
+  } else if (input.refresh && maxKey && changeSource) {
     const settings: RefreshSettings = {
       source: input.source,
       files: !!input.files,
@@ -74,9 +76,7 @@ async function dryRun(ctx: ActivityContext, input: DryRunInput): Promise<DryRunR
     }
     fullRebuildBecause = found.fullRebuild;
   } else if (input.refresh) {
-    fullRebuildBecause = maxKey
-      ? `source ${input.source} is a listing: a refresh of listings compares snapshot ids`
-      : 'the source has no jobs';
+    fullRebuildBecause = maxKey ? listingRefreshReason(input.source) : 'the source has no jobs';
   }
   const rows = maxKey ? await prepared.countRowsUpTo(maxKey, Number.MAX_SAFE_INTEGER) : 0;
   const sizing = await sizePages(prepared, {

@@ -34,6 +34,7 @@ import { guard } from './failures';
 import { withHeartbeat } from './heartbeat';
 import { plannedMessage, supersededMessage } from './messages';
 import { planRefresh } from './plan-refresh-run';
+import { VERIFY_FULL_REASON } from './plan-refresh';
 
 /** What the plan activity reports in its heartbeat details while it runs. */
 export interface PlanProgress {
@@ -72,7 +73,8 @@ export async function planRebuild(ctx: ActivityContext, input: PlanRebuildInput)
         const prepared = await ctx.sources.prepare(input.source);
         if (input.files) await requireFileRecords(prepared, input);
         let fullRebuildBecause: string | undefined;
-        if (input.refresh) {
+        if (input.refresh && input.verify === 'full') fullRebuildBecause = VERIFY_FULL_REASON;
+        else if (input.refresh) {
           progress.stage = 'finding what changed';
           const refreshed = await planRefresh(ctx, input, { prepared, changeSource, horizon: horizon ?? '' });
           if ('fullRebuild' in refreshed) fullRebuildBecause = refreshed.fullRebuild;

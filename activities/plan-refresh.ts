@@ -24,6 +24,7 @@ import {
   setSourceReadFacts,
   setVersionFiles,
   storeRanges,
+  versionKeyCells,
   versionKeysInRanges,
   versionRowHashes,
 } from '../lib/catalog';
@@ -34,6 +35,8 @@ import { PAGE_SIZING } from '../lib/page-sizing';
 import type { RefreshChanges, RefreshPage } from '../lib/refresh';
 import {
   classifyCandidates,
+  differingCells,
+  KEY_CELL_WIDTH,
   countByRange,
   rangeBounds,
   refreshedRanges,
@@ -72,6 +75,18 @@ export interface RefreshSettings {
 }
 
 /**
+ * Why a refresh of a listing source (restic, borg) is a full rebuild: its job keys are the
+ * snapshots' positions in the listing, which move when a snapshot is forgotten, so no version can
+ * share rows with the next.
+ */
+export const listingRefreshReason = (source: string): string =>
+  `source ${source} is a listing: its job keys are positions in the listing, so every refresh re-reads all its snapshots`;
+
+/** Why a refresh with `--verify full` is a full rebuild. */
+export const VERIFY_FULL_REASON =
+  '--verify full re-reads every job and file record of the source, and its reconciliation compares both sides bucket by bucket';
+
+/**
  * Why a refresh of `catalog` cannot build on its active version with `s`, or null when it can.
  */
 export function refreshObstacle(base: RefreshBase | null, s: RefreshSettings): string | null {
@@ -82,7 +97,7 @@ export function refreshObstacle(base: RefreshBase | null, s: RefreshSettings): s
     return `the active version ${base.versionId} was rolled back to: a refresh builds on the newest version`;
   if (base.files !== s.files)
     return `the active version ${base.versionId} ${base.files ? 'has' : 'has no'} file records and this rebuild ${s.files ? 'has' : 'has none'}`;
-  if (isFileSource(s.config)) return `source ${s.source} is a listing: a refresh of listings compares snapshot ids`;
+  if (isFileSource(s.config)) return listingRefreshReason(s.source);
   if (base.timezone !== s.timezone) return `the time zone changed (${base.timezone} → ${s.timezone})`;
   const enc = s.config.legacyEncoding ?? 'LATIN1';
   if (base.legacyEncoding !== enc) return `legacyEncoding changed (${base.legacyEncoding ?? 'not recorded'} → ${enc})`;
@@ -139,8 +154,15 @@ export async function detectRefresh(
   for (let i = 1; i <= ranges.length; i++) if (!counts.has(i) && ranges[i - 1].jobs > 0) suspect.push(i);
   // The last range ends at the higher watermark: jobs of the version above the new one are gone.
   const top = base.watermarkKey && BigInt(base.watermarkKey) > BigInt(maxKey) ? base.watermarkKey : maxKey;
-  const bounds = suspect.map((i) => rangeBounds(ranges, i, top));
-  const [sourceKeys, catalogKeys] = ranges.length
+  const suspectBounds = suspect.map((i) => rangeBounds(ranges, i, top));
+  // Narrowed inside both databases to the cells of 64 key values whose jobs differ: what is read
+  // grows with the changed jobs, not with the ranges they fall in.
+  const [sourceCells, catalogCells] = await Promise.all([
+    source.keyCells(maxKey, suspectBounds, Number(KEY_CELL_WIDTH)),
+    versionKeyCells(pool, base.versionId, suspectBounds, Number(KEY_CELL_WIDTH)),
+  ]);
+  const bounds = differingCells(suspectBounds, sourceCells, catalogCells, newKeys, KEY_CELL_WIDTH);
+  const [sourceKeys, catalogKeys] = bounds.length
     ? await Promise.all([source.keysInRanges(maxKey, bounds), versionKeysInRanges(pool, base.versionId, bounds)])
     : [[], []];
   const inSource = new Set(sourceKeys);

@@ -119,6 +119,12 @@ function addStart(program: Command, ctx: CommandContext, err: (s: string) => voi
       'build the next version from the active one plus what changed in the source since it (a full rebuild when it cannot, saying why)',
       false,
     )
+    .addOption(
+      new Option(
+        '--verify <mode>',
+        'full: an independent check that re-reads every job and file record (with --refresh: a full rebuild instead)',
+      ).choices(['full']),
+    )
     .option(
       '--dry-run',
       'print what the rebuild would do (jobs new, changed, gone; pages; file records; an estimate) and change nothing',

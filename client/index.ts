@@ -56,7 +56,7 @@ export async function connectTemporal(env: NodeJS.ProcessEnv = process.env): Pro
  * `pageSize` is the number given, or `auto` without one (the plan sizes pages), so an omitted page
  * size attaches to a running auto-sized rebuild. `files` is `start --files`.
  */
-const IDENTITY_FLAGS = ['source', 'pageSize', 'concurrency', 'allowShrink', 'files', 'refresh'] as const;
+const IDENTITY_FLAGS = ['source', 'pageSize', 'concurrency', 'allowShrink', 'files', 'refresh', 'verify'] as const;
 
 /** The identifying flags of a rebuild, as `startRebuild` records them in the workflow's memo. */
 export interface RebuildFlags {
@@ -69,6 +69,8 @@ export interface RebuildFlags {
   files: boolean;
   /** `--refresh`. */
   refresh: boolean;
+  /** `--verify full`, else `stored` (the rebuild's own verification). */
+  verify: 'full' | 'stored';
 }
 
 /** The identifying flags of `input` (defaults filled in: page size `auto`, concurrency 4, booleans false). */
@@ -80,6 +82,7 @@ export function rebuildFlags(input: RebuildCatalogInput): RebuildFlags {
     allowShrink: !!input.allowShrink,
     files: !!input.files,
     refresh: !!input.refresh,
+    verify: input.verify === 'full' ? 'full' : 'stored',
   };
 }
 
@@ -89,7 +92,7 @@ export function rebuildFlags(input: RebuildCatalogInput): RebuildFlags {
  * compared, except `files`: a rebuild started by a release without `--files` has none (false).
  */
 export function flagConflicts(running: Record<string, unknown>, requested: RebuildFlags): string[] {
-  const known: Record<string, unknown> = { files: false, refresh: false, ...running };
+  const known: Record<string, unknown> = { files: false, refresh: false, verify: 'stored', ...running };
   return IDENTITY_FLAGS.filter((k) => known[k] !== undefined && known[k] !== requested[k]).map(
     (k) => `${k}: running ${JSON.stringify(known[k])}, requested ${JSON.stringify(requested[k])}`,
   );

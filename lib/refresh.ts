@@ -2,7 +2,7 @@
  * The pure part of a refresh's plan: which jobs changed, in which ranges, and the pages that write
  * them. Keys are decimal text (64-bit); no I/O.
  */
-import type { VersionRange } from './catalog/segments';
+import type { VersionRange } from './catalog/version-ranges';
 import type { SourceJobHash } from './sources/types';
 
 /** The lowest bigint: where range 0 (keys below the first range) starts. */
@@ -134,4 +134,74 @@ export function refreshedRanges(
   // The last range reaches the watermark, as the source's count of it does.
   if (out.length && BigInt(newMaxKey) > BigInt(out[out.length - 1].lastKey)) out[out.length - 1].lastKey = newMaxKey;
   return out;
+}
+
+/** Key values per cell when a range whose counts disagree is narrowed (lib/sources `keyCells`). */
+export const KEY_CELL_WIDTH = 64n;
+
+/** Jobs of a cell and the sum of their keys. */
+export interface CellFigures {
+  jobs: number;
+  keySum: bigint;
+}
+
+/** The cell of `key` (the key divided by `width`, truncated toward zero, as PostgreSQL divides). */
+export const cellOf = (key: bigint, width: bigint): bigint => key / width;
+
+/** The key values of cell `cell` within the inclusive range `r`. */
+export function cellBounds(
+  r: { firstKey: string; lastKey: string },
+  cell: bigint,
+  width: bigint,
+): { firstKey: string; lastKey: string } {
+  const lo = cell > 0n ? cell * width : cell * width - (width - 1n);
+  const hi = cell < 0n ? cell * width : cell * width + (width - 1n);
+  const first = BigInt(r.firstKey) > lo ? BigInt(r.firstKey) : lo;
+  const last = BigInt(r.lastKey) < hi ? BigInt(r.lastKey) : hi;
+  return { firstKey: first.toString(), lastKey: last.toString() };
+}
+
+/**
+ * The cells (of `ranges`, keyed `<range index from 1>:<cell>`) whose jobs differ between the source
+ * and the version, once the new keys (`added`, in the source only) are counted in: by jobs or by the
+ * sum of keys, so a cell where one job left and another came is found too.
+ * @returns their key bounds, ascending by range and cell.
+ */
+export function differingCells(
+  ranges: { firstKey: string; lastKey: string }[],
+  source: Map<string, CellFigures>,
+  version: Map<string, CellFigures>,
+  added: string[],
+  width: bigint,
+): { firstKey: string; lastKey: string }[] {
+  const expected = new Map<string, CellFigures>(version);
+  const firsts = ranges.map((r) => BigInt(r.firstKey));
+  for (const k of added) {
+    const key = BigInt(k);
+    // The last range starting at or below the key (ranges ascend and do not overlap).
+    let lo = 0;
+    let hi = firsts.length - 1;
+    let i = -1;
+    while (lo <= hi) {
+      const mid = (lo + hi) >> 1;
+      if (firsts[mid] <= key) {
+        i = mid;
+        lo = mid + 1;
+      } else hi = mid - 1;
+    }
+    if (i < 0 || key > BigInt(ranges[i].lastKey)) continue;
+    const id = `${i + 1}:${cellOf(key, width)}`;
+    const had = expected.get(id) ?? { jobs: 0, keySum: 0n };
+    expected.set(id, { jobs: had.jobs + 1, keySum: had.keySum + key });
+  }
+  const out: { range: number; cell: bigint }[] = [];
+  for (const id of new Set([...source.keys(), ...expected.keys()])) {
+    const a = source.get(id);
+    const b = expected.get(id);
+    if (a && b && a.jobs === b.jobs && a.keySum === b.keySum) continue;
+    const [range, cell] = id.split(':');
+    out.push({ range: Number(range), cell: BigInt(cell) });
+  }
+  out.sort((x, y) => x.range - y.range || (x.cell < y.cell ? -1 : x.cell > y.cell ? 1 : 0));
+  return out.map((c) => cellBounds(ranges[c.range - 1], c.cell, width));
 }

@@ -318,7 +318,7 @@ test('find: a --path whose raw bytes are not UTF-8 becomes --path-hex; UTF-8 and
   assert.throws(() => parsePathHex('2f*2f'), /two digits per byte/);
 });
 
-test('start attaching to a running rebuild compares --files and --refresh like the other identifying flags', () => {
+test('start attaching to a running rebuild compares --files, --refresh and --verify like the other identifying flags', () => {
   const flags = rebuildFlags({ catalog: 'main', source: 'director', files: true });
   assert.deepEqual(flags, {
     source: 'director',
@@ -327,8 +327,15 @@ test('start attaching to a running rebuild compares --files and --refresh like t
     allowShrink: false,
     files: true,
     refresh: false,
+    verify: 'stored',
   });
   assert.deepEqual(flagConflicts({ ...flags }, flags), []);
+  assert.deepEqual(flagConflicts({ ...flags }, { ...flags, verify: 'full' }), [
+    'verify: running "stored", requested "full"',
+  ]);
+  // A rebuild started before --verify existed recorded none: its own verification.
+  const { verify: _v, ...noVerify } = flags;
+  assert.deepEqual(flagConflicts(noVerify, flags), []);
   assert.deepEqual(flagConflicts({ ...flags, files: false }, flags), ['files: running false, requested true']);
   assert.deepEqual(flagConflicts({ ...flags }, { ...flags, refresh: true }), [
     'refresh: running false, requested true',

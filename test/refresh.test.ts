@@ -6,7 +6,8 @@
  * of the same source into another catalog; the refresh writes only the changed jobs (its own table
  * holds them alone). A refresh with nothing changed publishes nothing and records `refresh: up to
  * date`; a refresh after a rollback, or of a catalog without a version, runs a full rebuild and
- * says why; `--dry-run` counts exactly and changes nothing; a worker killed inside a refresh page
+ * says why; `--verify full` re-reads everything and repairs what detection cannot see (a catalog
+ * row damaged in place); `--dry-run` counts exactly and changes nothing; a worker killed inside a refresh page
  * costs a retry of that page.
  */
 import { after, before, test } from 'node:test';
@@ -171,6 +172,23 @@ test('a refresh equals a full rebuild of the changed source, writes only what ch
     refreshed,
   ]);
   assert.equal(ev.rowCount, 1);
+
+  // What detection cannot see: a catalog row damaged in place (the source did not change). A refresh
+  // is up to date; --verify full re-reads everything, and the damage is gone.
+  const damaged = await pool.query(
+    `UPDATE job SET status = 'f' WHERE version_id = $1::bigint AND job_key = (SELECT min(job_key) FROM job WHERE version_id = $1::bigint AND superseded_by IS NULL)`,
+    [v2.base],
+  );
+  assert.equal(damaged.rowCount, 1);
+  const blind = await start(fx, refreshed, ['--refresh']);
+  assert.match(blind.text, /refresh: up to date/, 'detection reads the source, not the catalog');
+  assert.equal((await viewDifference(pool, 'active_jobs', refreshed, full)).onlyA, 1, 'the damaged row shows');
+  const verified = await start(fx, refreshed, ['--refresh', '--verify', 'full']);
+  assert.equal(verified.code, 0, verified.text);
+  assert.match(verified.text, /refresh ran as a full rebuild: --verify full re-reads every job/);
+  const healed = await viewDifference(pool, 'active_jobs', refreshed, full);
+  assert.deepEqual({ onlyA: healed.onlyA, onlyB: healed.onlyB }, { onlyA: 0, onlyB: 0 }, 'equal after --verify full');
+  assert.equal((await newestVersion(pool, refreshed)).base, null, 'a version of its own');
 
   // After a rollback, a refresh builds on the newest version only: it runs a full rebuild.
   await rollbackCatalog(pool, refreshed);

@@ -26,6 +26,8 @@ export interface PlanRebuildInput {
    * (`start --refresh`); when it cannot, the plan is a full rebuild's and says why.
    */
   refresh?: boolean;
+  /** `start --verify full`: a refresh is planned as a full rebuild (it re-reads everything). */
+  verify?: 'full';
   /** Workflow id of the rebuild (`catalog-rebuild/<catalog>`). */
   workflowId: string;
   /** Run id of the rebuild's first run (the same across continue-as-new). */

@@ -41,6 +41,12 @@ export interface RebuildCatalogInput {
    */
   refresh?: boolean;
   /**
+   * `start --verify full`: an independent check that re-reads every job (and file record) of the
+   * source. With `refresh`, the refresh is planned as a full rebuild, whose reconciliation compares
+   * both sides row by row per bucket; it catches what change detection cannot see.
+   */
+  verify?: 'full';
+  /**
    * Rebuild each job's file records too (`start --files`); default false. Carried across
    * continue-as-new with the rest of the input; the plan records it in `version.files`.
    */
@@ -360,41 +366,4 @@ export const pageActivityResumedSignal = defineSignal<[PageActivityReport]>('pag
 /** Limits shared by the CLI and the workflow's validators (defined in `policies.ts`). */
 export { LIMITS } from './policies';
 
-/** Input of `DryRunCatalog` (`start --dry-run`): the rebuild it plans, without making it. */
-export interface DryRunInput {
-  catalog: string;
-  source: string;
-  /** Jobs per page (`--page-size`); absent: sized from measured cost, as the rebuild's plan would. */
-  pageSize?: number;
-  /** Pages in flight (sizing `auto` fills them). */
-  concurrency?: number;
-  /** With file records (`--files`). */
-  files?: boolean;
-  /** A refresh (`--refresh`): what changed since the active version. */
-  refresh?: boolean;
-}
-
-/**
- * What a rebuild would do now (`start --dry-run --json`; field names are an external interface):
- * `jobs.*` are exact counts; without a refresh `jobs.new` is every job.
- */
-export interface DryRunResult {
-  dryRun: true;
-  catalog: string;
-  source: string;
-  /** A refresh, or a full rebuild (also when a refresh was asked for and cannot build on the active version). */
-  refresh: boolean;
-  /** A refresh asked for that would be a full rebuild: why. */
-  fullRebuildBecause?: string;
-  pages: number;
-  /** Jobs the pages would read from the source. */
-  rows: number;
-  watermark: Watermark;
-  jobs: { new: number; changed: number; gone: number };
-  /** File records the pages would copy and those of the active version they would replace (with `--files`). */
-  fileRecords: { copy: number; drop: number };
-  /** Seconds the rebuild would take at the active version's copy rate (or 50,000 rows/s when none is known). */
-  estimateSeconds: number;
-  /** The active version now (null: none). */
-  activeVersionId: string | null;
-}
+export type { DryRunInput, DryRunResult } from './dry-run-types';

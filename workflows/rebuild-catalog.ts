@@ -99,6 +99,7 @@ async function plan(
     // Only when set, so the plan's input of a rebuild without files is the same as before.
     ...(input.files ? { files: true } : {}),
     ...(input.refresh ? { refresh: true } : {}),
+    ...(input.verify === 'full' ? { verify: 'full' as const } : {}),
     workflowId: info.workflowId,
     firstRunId: info.firstExecutionRunId,
   });

@@ -33,6 +33,8 @@ export interface StartOptions {
   refresh?: boolean;
   /** Print what the rebuild would do and change nothing (`--dry-run`). */
   dryRun?: boolean;
+  /** `--verify full`: re-read everything (a refresh becomes a full rebuild). */
+  verify?: 'full';
   /** Retired versions kept with their rows after the publish. */
   retention: number;
   maxPagesPerRun?: number;
@@ -263,6 +265,7 @@ export async function startCommand(
           concurrency: o.concurrency,
           ...(o.files ? { files: true } : {}),
           ...(o.refresh ? { refresh: true } : {}),
+          ...(o.verify === 'full' ? { verify: 'full' as const } : {}),
         });
         for (const line of o.json ? [JSON.stringify(plan)] : formatDryRun(plan)) ctx.out(line);
         return 0;
@@ -278,6 +281,7 @@ export async function startCommand(
         allowShrink: o.allowShrink,
         ...(o.files ? { files: true } : {}),
         ...(o.refresh ? { refresh: true } : {}),
+        ...(o.verify === 'full' ? { verify: 'full' as const } : {}),
         retention: o.retention,
         maxPagesPerRun: o.maxPagesPerRun,
         heartbeatTimeoutMs: o.heartbeatTimeoutMs,

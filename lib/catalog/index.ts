@@ -28,6 +28,7 @@ export * from './refresh-plan';
 export * from './rejects';
 export * from './rollback';
 export * from './segments';
+export * from './version-ranges';
 export * from './status';
 export * from './versions';
 export * from './worker-sources';

@@ -16,7 +16,7 @@ import { withLongSession } from '../db';
 import type { SourceTextMode } from './bareos-columns';
 import { BAREOS_FROM_JOB, bareosRowHash, bareosRejectCondition, LONG_CLIENT_IDS_SQL } from './bareos-columns';
 import { FILE_WEIGHT } from './bareos-files';
-import type { RefreshCandidates, SourceJobHash } from './types';
+import type { KeyCell, RefreshCandidates, SourceJobHash } from './types';
 
 /**
  * SQL: the candidates at or below `$3`: key and row hash (NULL for a job the page would quarantine),
@@ -45,6 +45,16 @@ export const HORIZON_DISTANCE_SQL = `SELECT (pg_snapshot_xmax(pg_current_snapsho
  */
 export const RANGE_KEY_COUNTS_SQL = `SELECT width_bucket(jobid, $1::bigint[]) AS r, count(*)::text AS n
    FROM job WHERE jobid <= $2::bigint GROUP BY 1`;
+
+/**
+ * SQL: per cell of `$4` key values (`b`: the key divided by `$4`, truncated) of each inclusive range
+ * (`$1` first, `$2` last keys), the jobs at or below `$3` (`n`) and the sum of their keys (`s`, decimal
+ * text); only cells that hold a job. `r` is the range's index in the arrays from 1. An
+ * index-only scan of the primary key: nothing but the figures leaves the source.
+ */
+export const KEY_CELLS_SQL = `SELECT r.i::int AS r, (j.jobid / $4::bigint)::text AS b, count(*)::int AS n, sum(j.jobid)::text AS s
+   FROM unnest($1::bigint[], $2::bigint[]) WITH ORDINALITY AS r(lo, hi, i)
+   JOIN job j ON j.jobid BETWEEN r.lo AND r.hi WHERE j.jobid <= $3::bigint GROUP BY 1, 2`;
 
 /** SQL: the job keys at or below `$3` in the inclusive ranges (`$1` first, `$2` last keys), ascending. */
 export const KEYS_IN_RANGES_SQL = `SELECT j.jobid::text AS key FROM unnest($1::bigint[], $2::bigint[]) AS r(lo, hi)
@@ -85,6 +95,28 @@ export async function rangeKeyCounts(pool: Pool, maxKey: string, firstKeys: stri
     c.query<{ r: number; n: string }>(RANGE_KEY_COUNTS_SQL, [firstKeys, maxKey]),
   );
   return new Map(rows.map((r) => [r.r, Number(r.n)]));
+}
+
+/**
+ * Jobs and the sum of their keys per cell of `width` key values of `ranges` (see
+ * {@link KEY_CELLS_SQL}), as `<range index>:<cell>` → figures.
+ */
+export async function keyCells(
+  pool: Pool,
+  maxKey: string,
+  ranges: { firstKey: string; lastKey: string }[],
+  width: number,
+): Promise<Map<string, KeyCell>> {
+  if (!ranges.length) return new Map();
+  const { rows } = await withLongSession(pool, (c) =>
+    c.query<{ r: number; b: string; n: number; s: string }>(KEY_CELLS_SQL, [
+      ranges.map((r) => r.firstKey),
+      ranges.map((r) => r.lastKey),
+      maxKey,
+      width,
+    ]),
+  );
+  return new Map(rows.map((r) => [`${r.r}:${r.b}`, { jobs: r.n, keySum: BigInt(r.s) }]));
 }
 
 /** The job keys at or below `maxKey` in the inclusive `ranges`, ascending (index-only). */

@@ -217,3 +217,16 @@ export async function checkNaiveTimes(
     throw new SourceDataInvalidError(zoneRefusalMessage(source, check, await zonesThatFit(pool, sample), configured));
   return check;
 }
+
+/**
+ * SELECT list counting naive timestamps `col` that do not exist in zone `tz` (the round trip
+ * through the zone changes them) and that are ambiguous (another instant 30 or 60 minutes away has
+ * the same wall-clock time): `nonexistent`, `ambiguous` (int).
+ */
+export const DST_COUNTS = (col: string, tz: string): string => {
+  const at = `(${col} AT TIME ZONE ${tz})`;
+  const same = (shift: string) => `(${at} ${shift}) AT TIME ZONE ${tz} = ${col}`;
+  return `count(*) FILTER (WHERE ${at} AT TIME ZONE ${tz} <> ${col})::int AS nonexistent,
+          count(*) FILTER (WHERE ${at} AT TIME ZONE ${tz} = ${col} AND (${same("- interval '1 hour'")} OR ${same("+ interval '1 hour'")}
+                           OR ${same("- interval '30 minutes'")} OR ${same("+ interval '30 minutes'")}))::int AS ambiguous`;
+};

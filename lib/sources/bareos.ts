@@ -6,36 +6,30 @@ import { DST_RULE, ROW_WIDTH_SAMPLE, toBucketStat } from './types';
 import type { BucketStat, StatRow } from './types';
 import type { DatabaseSourceConfig } from '../config';
 import { BAREOS_JOB_SELECT as SELECT_JOB, bareosJobSelect } from './bareos-columns';
-import { expectedFileRecords, keysInRanges, rangeKeyCounts, refreshCandidates, sourceHorizon } from './bareos-refresh';
+import {
+  expectedFileRecords,
+  keyCells,
+  keysInRanges,
+  rangeKeyCounts,
+  refreshCandidates,
+  sourceHorizon,
+} from './bareos-refresh';
 import type { SourceTextMode } from './bareos-columns';
 import { openBareosPageRead } from './bareos-page';
 import type { FileJobStat, FileRead, FileSchema, FileSource, PageRead, PageReadOptions } from './types';
-import type { PageKeys, RefreshCandidates, RefreshSource } from './types';
+import type { KeyCell, PageKeys, RefreshCandidates, RefreshSource } from './types';
 import type { SourceFileReconciliation } from './types';
 import { fileJobStats, fileReconciliation, openBareosFileRead, planFilePages, readFileSchema } from './bareos-files';
 import { bareosFingerprintRow, bucketDigestSql, HASH_PROBE_SQL } from '../fingerprint';
 import type { RowHashKind } from '../fingerprint';
 import type { ZoneCheck } from './bareos-zone';
-import { checkNaiveTimes } from './bareos-zone';
+import { checkNaiveTimes, DST_COUNTS } from './bareos-zone';
 
 /** Keys one statement of the page walk reads at most (an index-only scan of about 0.1–1 s). */
 export const WALK_ROWS_PER_STATEMENT = 1_000_000;
 
 /** The lowest bigint (decimal text): where the page walk starts. */
 const MIN_BIGINT = '-9223372036854775808';
-
-/**
- * SELECT list counting naive timestamps `col` that do not exist in zone `tz` (the round trip
- * through the zone changes them) and that are ambiguous (another instant 30 or 60 minutes away has
- * the same wall-clock time): `nonexistent`, `ambiguous` (int).
- */
-export const DST_COUNTS = (col: string, tz: string): string => {
-  const at = `(${col} AT TIME ZONE ${tz})`;
-  const same = (shift: string) => `(${at} ${shift}) AT TIME ZONE ${tz} = ${col}`;
-  return `count(*) FILTER (WHERE ${at} AT TIME ZONE ${tz} <> ${col})::int AS nonexistent,
-          count(*) FILTER (WHERE ${at} AT TIME ZONE ${tz} = ${col} AND (${same("- interval '1 hour'")} OR ${same("+ interval '1 hour'")}
-                           OR ${same("- interval '30 minutes'")} OR ${same("+ interval '30 minutes'")}))::int AS ambiguous`;
-};
 
 /**
  * A Bareos or Bacula director catalog in PostgreSQL, read through a read-only pool.
@@ -321,6 +315,14 @@ export class BareosSource implements JobSource, FileSource, RefreshSource {
 
   keysInRanges(maxKey: string, ranges: { firstKey: string; lastKey: string }[]): Promise<string[]> {
     return keysInRanges(this.pool, maxKey, ranges);
+  }
+
+  keyCells(
+    maxKey: string,
+    ranges: { firstKey: string; lastKey: string }[],
+    width: number,
+  ): Promise<Map<string, KeyCell>> {
+    return keyCells(this.pool, maxKey, ranges, width);
   }
 
   fileRecordsOf(keys: string[]): Promise<number> {

@@ -7,6 +7,12 @@ export interface SourceJobHash {
 }
 
 /** The refresh's candidates: jobs a transaction wrote since the active version's plan. */
+/** Jobs of a cell of key values, and the sum of their keys (which tells a cell whose jobs were swapped). */
+export interface KeyCell {
+  jobs: number;
+  keySum: bigint;
+}
+
 export interface RefreshCandidates {
   /** The candidates at or below the watermark, by key. */
   jobs: SourceJobHash[];
@@ -34,6 +40,15 @@ export interface RefreshSource {
   rangeKeyCounts(maxKey: string, firstKeys: string[]): Promise<Map<number, number>>;
   /** The job keys at or below `maxKey` in the inclusive `ranges`, ascending. */
   keysInRanges(maxKey: string, ranges: { firstKey: string; lastKey: string }[]): Promise<string[]>;
+  /**
+   * Jobs at or below `maxKey` and the sum of their keys per cell of `width` key values of each
+   * range, keyed `<range index from 1>:<cell from the range's first key>`; cells without jobs absent.
+   */
+  keyCells(
+    maxKey: string,
+    ranges: { firstKey: string; lastKey: string }[],
+    width: number,
+  ): Promise<Map<string, KeyCell>>;
   /** The file records the jobs `keys` are expected to have (their JobFiles), summed: for `--dry-run`. */
   fileRecordsOf(keys: string[]): Promise<number>;
   /** The file records every job at or below `maxKey` is expected to have, summed: for `--dry-run`. */

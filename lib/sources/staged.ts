@@ -12,7 +12,7 @@ import { from as copyFrom } from 'pg-copy-streams';
 import type { FileSourceConfig } from '../config';
 import { NotPublishableError, SourceDataInvalidError } from '../errors';
 import { copyValue } from '../text-form';
-import { DST_COUNTS } from './bareos';
+import { DST_COUNTS } from './bareos-zone';
 import { bucketDigestSql, STAGED_FINGERPRINT_ROW as STAGED_FINGERPRINT } from '../fingerprint';
 import type { RowHashKind } from '../fingerprint';
 import { withLongSession } from '../db';

@@ -1,0 +1,186 @@
+/**
+ * The key ranges of a version (`version_range`, migration 014) and the reads a refresh's change
+ * detection makes per range: jobs, keys, cells of key values and row hashes, over every segment of
+ * the version (lib/catalog/segments.ts), superseded rows left out. Identifiers are escaped with
+ * pg-format's %I.
+ */
+import format from 'pg-format';
+import type { Queryable } from '../db';
+import { partitionName } from './partitions';
+import { versionSegments } from './segments';
+
+/** A key range of a version with its jobs and their row-hash digest (`version_range`). */
+export interface VersionRange {
+  rangeNo: number;
+  /** First and last job key of the range, decimal text. */
+  firstKey: string;
+  lastKey: string;
+  jobs: number;
+  /** Sum modulo 2^64 of the jobs' row hashes, decimal text; `''` when not known. */
+  digest: string;
+}
+
+/**
+ * A full rebuild's ranges: its committed pages (ledger rows: key range, rows written, the rows'
+ * digest taken as they were copied), stored as the version's `version_range`. Idempotent.
+ */
+export async function storeRangesFromLedger(db: Queryable, versionId: string): Promise<number> {
+  const r = await db.query(
+    `INSERT INTO version_range (version_id, range_no, first_key, last_key, jobs, digest)
+     SELECT version_id, page_no, first_key, last_key, rows, checksum FROM page
+     WHERE version_id = $1 AND committed_at IS NOT NULL
+     ON CONFLICT (version_id, range_no) DO NOTHING`,
+    [versionId],
+  );
+  return r.rowCount ?? 0;
+}
+
+/** Stores a refresh's ranges (replacing any stored before). */
+export async function storeRanges(db: Queryable, versionId: string, ranges: VersionRange[]): Promise<void> {
+  await db.query(`DELETE FROM version_range WHERE version_id = $1`, [versionId]);
+  if (!ranges.length) return;
+  await db.query(
+    `INSERT INTO version_range (version_id, range_no, first_key, last_key, jobs, digest)
+     SELECT $1, r, f, l, j, d FROM unnest($2::int[], $3::bigint[], $4::bigint[], $5::bigint[], $6::text[]) AS u(r, f, l, j, d)`,
+    [
+      versionId,
+      ranges.map((r) => r.rangeNo),
+      ranges.map((r) => r.firstKey),
+      ranges.map((r) => r.lastKey),
+      ranges.map((r) => r.jobs),
+      ranges.map((r) => r.digest),
+    ],
+  );
+}
+
+/** A version's stored ranges, in key order. */
+export async function readRanges(db: Queryable, versionId: string): Promise<VersionRange[]> {
+  const { rows } = await db.query<{ r: number; f: string; l: string; j: string; d: string }>(
+    `SELECT range_no AS r, first_key::text AS f, last_key::text AS l, jobs::text AS j, digest AS d
+     FROM version_range WHERE version_id = $1 ORDER BY first_key`,
+    [versionId],
+  );
+  return rows.map((x) => ({ rangeNo: x.r, firstKey: x.f, lastKey: x.l, jobs: Number(x.j), digest: x.d }));
+}
+
+/**
+ * Stored row hashes of the jobs `keys` (decimal text) in version `versionId` (all its segments,
+ * superseded rows left out): key → hash (decimal text, null when none was stored). Uses the
+ * segments' `job_key` indexes: O(keys).
+ */
+export async function versionRowHashes(
+  db: Queryable,
+  versionId: string,
+  keys: string[],
+): Promise<Map<string, string | null>> {
+  const out = new Map<string, string | null>();
+  if (!keys.length) return out;
+  for (const s of await versionSegments(db, versionId)) {
+    const { rows } = await db.query<{ k: string; h: string | null }>(
+      format(
+        `SELECT job_key::text AS k, row_hash::text AS h FROM %I
+         WHERE job_key = ANY ($1::bigint[]) AND (superseded_by IS NULL OR superseded_by > $2)`,
+        partitionName(s),
+      ),
+      [keys, versionId],
+    );
+    for (const r of rows) out.set(r.k, r.h);
+  }
+  return out;
+}
+
+/**
+ * The job keys of version `versionId` (all its segments, superseded rows left out) in the
+ * inclusive `ranges`, ascending. Uses the segments' `job_key` indexes: O(the ranges' rows).
+ */
+export async function versionKeysInRanges(
+  db: Queryable,
+  versionId: string,
+  ranges: { firstKey: string; lastKey: string }[],
+): Promise<string[]> {
+  if (!ranges.length) return [];
+  const out: bigint[] = [];
+  for (const s of await versionSegments(db, versionId)) {
+    const { rows } = await db.query<{ k: string }>(
+      format(
+        `SELECT t.job_key::text AS k FROM unnest($1::bigint[], $2::bigint[]) AS r(lo, hi)
+         JOIN %I t ON t.job_key BETWEEN r.lo AND r.hi
+         WHERE t.superseded_by IS NULL OR t.superseded_by > $3`,
+        partitionName(s),
+      ),
+      [ranges.map((r) => r.firstKey), ranges.map((r) => r.lastKey), versionId],
+    );
+    for (const r of rows) out.push(BigInt(r.k));
+  }
+  return out.sort((a, b) => (a < b ? -1 : a > b ? 1 : 0)).map(String);
+}
+
+/**
+ * The version's jobs and the sum of their keys per cell of `width` key values of each inclusive
+ * range (as the source's `keyCells`), summed over the version's segments: `<range index from
+ * 1>:<cell>` → figures; cells without jobs absent.
+ */
+export async function versionKeyCells(
+  db: Queryable,
+  versionId: string,
+  ranges: { firstKey: string; lastKey: string }[],
+  width: number,
+): Promise<Map<string, { jobs: number; keySum: bigint }>> {
+  const out = new Map<string, { jobs: number; keySum: bigint }>();
+  if (!ranges.length) return out;
+  for (const s of await versionSegments(db, versionId)) {
+    const { rows } = await db.query<{ r: number; b: string; n: number; s: string }>(
+      format(
+        `SELECT r.i::int AS r, (t.job_key / $3::bigint)::text AS b, count(*)::int AS n, sum(t.job_key)::text AS s
+         FROM unnest($1::bigint[], $2::bigint[]) WITH ORDINALITY AS r(lo, hi, i)
+         JOIN %I t ON t.job_key BETWEEN r.lo AND r.hi
+         WHERE t.superseded_by IS NULL OR t.superseded_by > $4 GROUP BY 1, 2`,
+        partitionName(s),
+      ),
+      [ranges.map((r) => r.firstKey), ranges.map((r) => r.lastKey), width, versionId],
+    );
+    for (const r of rows) {
+      const k = `${r.r}:${r.b}`;
+      const had = out.get(k) ?? { jobs: 0, keySum: 0n };
+      out.set(k, { jobs: had.jobs + r.n, keySum: had.keySum + BigInt(r.s) });
+    }
+  }
+  return out;
+}
+
+/**
+ * Jobs of version `versionId` per inclusive range (all its segments, superseded rows left out):
+ * range → jobs, for the given ranges only. Uses the segments' `job_key` indexes.
+ */
+export async function versionRangeCounts(
+  db: Queryable,
+  versionId: string,
+  ranges: VersionRange[],
+): Promise<Map<number, number>> {
+  const out = new Map<number, number>(ranges.map((r) => [r.rangeNo, 0]));
+  if (!ranges.length) return out;
+  for (const s of await versionSegments(db, versionId)) {
+    const { rows } = await db.query<{ r: number; n: string }>(
+      format(
+        `SELECT r.no AS r, count(t.job_key)::text AS n FROM unnest($1::int[], $2::bigint[], $3::bigint[]) AS r(no, lo, hi)
+         JOIN %I t ON t.job_key BETWEEN r.lo AND r.hi
+         WHERE t.superseded_by IS NULL OR t.superseded_by > $4 GROUP BY r.no`,
+        partitionName(s),
+      ),
+      [ranges.map((r) => r.rangeNo), ranges.map((r) => r.firstKey), ranges.map((r) => r.lastKey), versionId],
+    );
+    for (const r of rows) out.set(r.r, (out.get(r.r) ?? 0) + Number(r.n));
+  }
+  return out;
+}
+
+/** The ranges of `ranges` (a refresh's) that hold at least one key of the refresh's pages. */
+export async function touchedRanges(db: Queryable, versionId: string, ranges: VersionRange[]): Promise<VersionRange[]> {
+  if (!ranges.length) return [];
+  const { rows } = await db.query<{ r: number }>(
+    `SELECT DISTINCT width_bucket(job_key, $2::bigint[]) AS r FROM plan_page_key WHERE version_id = $1`,
+    [versionId, ranges.map((r) => r.firstKey)],
+  );
+  const hit = new Set(rows.map((r) => r.r));
+  return ranges.filter((_, i) => hit.has(i + 1));
+}
