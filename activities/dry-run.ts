@@ -72,6 +72,7 @@ async function dryRun(ctx: ActivityContext, input: DryRunInput): Promise<DryRunR
             }
           : { copy: 0, drop: 0 },
         estimateSeconds: Math.ceil(rows / rate),
+        detectionMs: found.detectionMs,
       };
     }
     fullRebuildBecause = found.fullRebuild;

@@ -59,6 +59,20 @@ export interface RefreshDetection {
   unchanged: number;
   /** Ranges whose keys were compared (their counts disagreed). */
   rangesCompared: number;
+  /** Wall time (ms) of each step: `candidates`, `hashes`, `rangeCounts`, `cells`, `keys`. */
+  detectionMs: Record<string, number>;
+}
+
+/** Records the wall time (ms) of each awaited step into `into`. */
+function stopwatch(into: Record<string, number>) {
+  return async <T>(step: string, p: () => Promise<T>): Promise<T> => {
+    const t0 = performance.now();
+    try {
+      return await p();
+    } finally {
+      into[step] = Math.round(performance.now() - t0);
+    }
+  };
 }
 
 /** A refresh that is a full rebuild instead, and why (one sentence). */
@@ -125,26 +139,32 @@ export async function detectRefresh(
   const ranges = await readRanges(pool, base.versionId);
   if (!ranges.length && base.watermarkKey !== null)
     return { fullRebuild: `the active version ${base.versionId} stored no key ranges` };
-  const found = await source.candidates(maxKey, base.horizon!);
+  const detectionMs: Record<string, number> = {};
+  const timed = stopwatch(detectionMs);
+  const found = await timed('candidates', () => source.candidates(maxKey, base.horizon!));
   if (!found)
     return {
       fullRebuild:
         'the source cannot tell what changed since the active version (its transaction horizon is out of reach)',
     };
-  const stored = await versionRowHashes(
-    pool,
-    base.versionId,
-    found.jobs.map((j) => j.key),
+  const stored = await timed('hashes', () =>
+    versionRowHashes(
+      pool,
+      base.versionId,
+      found.jobs.map((j) => j.key),
+    ),
   );
   const { newKeys, changedKeys, unchanged } = classifyCandidates(found.jobs, stored);
   // Deletions: ranges whose job counts disagree, once the new jobs are counted in.
   const firstKeys = ranges.map((r) => BigInt(r.firstKey));
   const counts = ranges.length
-    ? await source.rangeKeyCounts(
-        maxKey,
-        ranges.map((r) => r.firstKey),
+    ? await timed('rangeCounts', () =>
+        source.rangeKeyCounts(
+          maxKey,
+          ranges.map((r) => r.firstKey),
+        ),
       )
-    : new Map();
+    : new Map<number, number>();
   const added = countByRange(newKeys, firstKeys);
   const suspect: number[] = [];
   for (const [i, n] of counts) {
@@ -157,13 +177,17 @@ export async function detectRefresh(
   const suspectBounds = suspect.map((i) => rangeBounds(ranges, i, top));
   // Narrowed inside both databases to the cells of 64 key values whose jobs differ: what is read
   // grows with the changed jobs, not with the ranges they fall in.
-  const [sourceCells, catalogCells] = await Promise.all([
-    source.keyCells(maxKey, suspectBounds, Number(KEY_CELL_WIDTH)),
-    versionKeyCells(pool, base.versionId, suspectBounds, Number(KEY_CELL_WIDTH)),
-  ]);
+  const [sourceCells, catalogCells] = await timed('cells', () =>
+    Promise.all([
+      source.keyCells(maxKey, suspectBounds, Number(KEY_CELL_WIDTH)),
+      versionKeyCells(pool, base.versionId, suspectBounds, Number(KEY_CELL_WIDTH)),
+    ]),
+  );
   const bounds = differingCells(suspectBounds, sourceCells, catalogCells, newKeys, KEY_CELL_WIDTH);
   const [sourceKeys, catalogKeys] = bounds.length
-    ? await Promise.all([source.keysInRanges(maxKey, bounds), versionKeysInRanges(pool, base.versionId, bounds)])
+    ? await timed('keys', () =>
+        Promise.all([source.keysInRanges(maxKey, bounds), versionKeysInRanges(pool, base.versionId, bounds)]),
+      )
     : [[], []];
   const inSource = new Set(sourceKeys);
   const inCatalog = new Set(catalogKeys);
@@ -178,6 +202,7 @@ export async function detectRefresh(
     changes: { newKeys: sortKeys([...newKeys, ...missing]), changedKeys: sortKeys(changedKeys), deletedKeys },
     unchanged,
     rangesCompared: suspect.length,
+    detectionMs,
   };
 }
 
@@ -268,6 +293,7 @@ export async function storeRefreshPlan(
       changedJobs: d.changes.changedKeys.length,
       deletedJobs: d.changes.deletedKeys.length,
       unchangedCandidates: d.unchanged,
+      detectionMs: d.detectionMs,
       rangesCompared: d.rangesCompared,
       watermarkKey: r.watermark.maxKey,
       watermarkTime: r.watermark.time,

@@ -105,12 +105,16 @@ export async function runRefresh(ctx: BenchContext, temporalAddress: string, ful
     await ctx.checkpoint();
     const dry = await cli([...base, '--dry-run', '--json'], env);
     if (dry.code !== 0) throw new Error(`refresh dry run exited ${dry.code}: ${dry.output}`);
-    const plan = JSON.parse(dry.output.trim().split('\n').pop()!) as { jobs: Record<string, number>; refresh: boolean };
+    const plan = JSON.parse(dry.output.trim().split('\n').pop()!) as {
+      jobs: Record<string, number>;
+      refresh: boolean;
+      detectionMs?: Record<string, number>;
+    };
     const perMillion = (dry.ms / ctx.o.jobs) * 1_000_000;
     ctx.figures.add(
       'refresh detection',
-      `${fmtS(dry.ms)} for ${fmtInt(ctx.o.jobs)} jobs (start --refresh --dry-run: the change detection alone) = ${fmtS(perMillion)} per 10^6 jobs; found ${fmtInt(plan.jobs.new)} new, ${fmtInt(plan.jobs.changed)} changed, ${fmtInt(plan.jobs.gone)} gone`,
-      { ms: dry.ms, msPerMillionJobs: Math.round(perMillion), ...plan.jobs },
+      `${fmtS(dry.ms)} for ${fmtInt(ctx.o.jobs)} jobs (start --refresh --dry-run: the change detection alone) = ${fmtS(perMillion)} per 10^6 jobs; found ${fmtInt(plan.jobs.new)} new, ${fmtInt(plan.jobs.changed)} changed, ${fmtInt(plan.jobs.gone)} gone; in the worker (ms): ${JSON.stringify(plan.detectionMs ?? {})}`,
+      { ms: dry.ms, msPerMillionJobs: Math.round(perMillion), ...plan.jobs, detectionMs: plan.detectionMs ?? {} },
     );
     await ctx.checkpoint();
     const run = await cli([...base, '--wait'], env);

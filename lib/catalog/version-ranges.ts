@@ -9,6 +9,18 @@ import type { Queryable } from '../db';
 import { partitionName } from './partitions';
 import { versionSegments } from './segments';
 
+/**
+ * SQL: the job keys of segment `segment` in range `r` (`r.lo`, `r.hi`) that are in the version
+ * `version` (SQL: a parameter), as one range scan of its `job_key` index per range: `OFFSET 0` keeps
+ * the subquery apart, so PostgreSQL cannot join the ranges by filtering every row against every
+ * range.
+ */
+const inRange = (segment: string, version: string) =>
+  format(
+    `SELECT job_key FROM %I WHERE job_key BETWEEN r.lo AND r.hi AND (superseded_by IS NULL OR superseded_by > ${version}) OFFSET 0`,
+    partitionName(segment),
+  );
+
 /** A key range of a version with its jobs and their row-hash digest (`version_range`). */
 export interface VersionRange {
   rangeNo: number;
@@ -104,9 +116,8 @@ export async function versionKeysInRanges(
     const { rows } = await db.query<{ k: string }>(
       format(
         `SELECT t.job_key::text AS k FROM unnest($1::bigint[], $2::bigint[]) AS r(lo, hi)
-         JOIN %I t ON t.job_key BETWEEN r.lo AND r.hi
-         WHERE t.superseded_by IS NULL OR t.superseded_by > $3`,
-        partitionName(s),
+         CROSS JOIN LATERAL (%s) t`,
+        inRange(s, '$3'),
       ),
       [ranges.map((r) => r.firstKey), ranges.map((r) => r.lastKey), versionId],
     );
@@ -133,9 +144,8 @@ export async function versionKeyCells(
       format(
         `SELECT r.i::int AS r, (t.job_key / $3::bigint)::text AS b, count(*)::int AS n, sum(t.job_key)::text AS s
          FROM unnest($1::bigint[], $2::bigint[]) WITH ORDINALITY AS r(lo, hi, i)
-         JOIN %I t ON t.job_key BETWEEN r.lo AND r.hi
-         WHERE t.superseded_by IS NULL OR t.superseded_by > $4 GROUP BY 1, 2`,
-        partitionName(s),
+         CROSS JOIN LATERAL (%s) t GROUP BY 1, 2`,
+        inRange(s, '$4'),
       ),
       [ranges.map((r) => r.firstKey), ranges.map((r) => r.lastKey), width, versionId],
     );
@@ -163,9 +173,8 @@ export async function versionRangeCounts(
     const { rows } = await db.query<{ r: number; n: string }>(
       format(
         `SELECT r.no AS r, count(t.job_key)::text AS n FROM unnest($1::int[], $2::bigint[], $3::bigint[]) AS r(no, lo, hi)
-         JOIN %I t ON t.job_key BETWEEN r.lo AND r.hi
-         WHERE t.superseded_by IS NULL OR t.superseded_by > $4 GROUP BY r.no`,
-        partitionName(s),
+         CROSS JOIN LATERAL (%s) t GROUP BY r.no`,
+        inRange(s, '$4'),
       ),
       [ranges.map((r) => r.rangeNo), ranges.map((r) => r.firstKey), ranges.map((r) => r.lastKey), versionId],
     );

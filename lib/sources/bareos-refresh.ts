@@ -11,7 +11,7 @@
  * - the keys of such a range (index-only), to name the deleted jobs.
  * Rows the page would quarantine are never hashed (their text may not convert).
  */
-import type { Pool } from 'pg';
+import type { Pool, PoolClient } from 'pg';
 import { withLongSession } from '../db';
 import type { SourceTextMode } from './bareos-columns';
 import { BAREOS_FROM_JOB, bareosRowHash, bareosRejectCondition, LONG_CLIENT_IDS_SQL } from './bareos-columns';
@@ -47,6 +47,14 @@ export const RANGE_KEY_COUNTS_SQL = `SELECT width_bucket(jobid, $1::bigint[]) AS
    FROM job WHERE jobid <= $2::bigint GROUP BY 1`;
 
 /**
+ * SQL: the job ids of range `r` (`r.lo`, `r.hi`) at or below `maxKey`, as one range scan of the
+ * primary key per range: `OFFSET 0` keeps the subquery apart, so PostgreSQL cannot join the ranges
+ * by filtering every key against every range (a nested loop of 10^6 × ranges comparisons).
+ */
+const rangeScan = (maxKey: string) =>
+  `SELECT jobid FROM job WHERE jobid BETWEEN r.lo AND r.hi AND jobid <= ${maxKey}::bigint OFFSET 0`;
+
+/**
  * SQL: per cell of `$4` key values (`b`: the key divided by `$4`, truncated) of each inclusive range
  * (`$1` first, `$2` last keys), the jobs at or below `$3` (`n`) and the sum of their keys (`s`, decimal
  * text); only cells that hold a job. `r` is the range's index in the arrays from 1. An
@@ -54,11 +62,21 @@ export const RANGE_KEY_COUNTS_SQL = `SELECT width_bucket(jobid, $1::bigint[]) AS
  */
 export const KEY_CELLS_SQL = `SELECT r.i::int AS r, (j.jobid / $4::bigint)::text AS b, count(*)::int AS n, sum(j.jobid)::text AS s
    FROM unnest($1::bigint[], $2::bigint[]) WITH ORDINALITY AS r(lo, hi, i)
-   JOIN job j ON j.jobid BETWEEN r.lo AND r.hi WHERE j.jobid <= $3::bigint GROUP BY 1, 2`;
+   CROSS JOIN LATERAL (${rangeScan('$3')}) j GROUP BY 1, 2`;
 
 /** SQL: the job keys at or below `$3` in the inclusive ranges (`$1` first, `$2` last keys), ascending. */
 export const KEYS_IN_RANGES_SQL = `SELECT j.jobid::text AS key FROM unnest($1::bigint[], $2::bigint[]) AS r(lo, hi)
-   JOIN job j ON j.jobid BETWEEN r.lo AND r.hi WHERE j.jobid <= $3::bigint ORDER BY j.jobid`;
+   CROSS JOIN LATERAL (${rangeScan('$3')}) j ORDER BY j.jobid`;
+
+/**
+ * Turns JIT compilation off for the session (discarded afterwards): the range scans of the deletion
+ * check are short, but their estimates over many ranges pass `jit_above_cost`, and compiling costs
+ * more than they run.
+ */
+async function noJit(c: PoolClient): Promise<PoolClient> {
+  await c.query('SET jit = off');
+  return c;
+}
 
 /** The source's transaction horizon now: the oldest transaction still running (xid8 text). */
 export async function sourceHorizon(pool: Pool): Promise<string> {
@@ -108,8 +126,8 @@ export async function keyCells(
   width: number,
 ): Promise<Map<string, KeyCell>> {
   if (!ranges.length) return new Map();
-  const { rows } = await withLongSession(pool, (c) =>
-    c.query<{ r: number; b: string; n: number; s: string }>(KEY_CELLS_SQL, [
+  const { rows } = await withLongSession(pool, async (c) =>
+    (await noJit(c)).query<{ r: number; b: string; n: number; s: string }>(KEY_CELLS_SQL, [
       ranges.map((r) => r.firstKey),
       ranges.map((r) => r.lastKey),
       maxKey,
@@ -126,8 +144,12 @@ export async function keysInRanges(
   ranges: { firstKey: string; lastKey: string }[],
 ): Promise<string[]> {
   if (!ranges.length) return [];
-  const { rows } = await withLongSession(pool, (c) =>
-    c.query<{ key: string }>(KEYS_IN_RANGES_SQL, [ranges.map((r) => r.firstKey), ranges.map((r) => r.lastKey), maxKey]),
+  const { rows } = await withLongSession(pool, async (c) =>
+    (await noJit(c)).query<{ key: string }>(KEYS_IN_RANGES_SQL, [
+      ranges.map((r) => r.firstKey),
+      ranges.map((r) => r.lastKey),
+      maxKey,
+    ]),
   );
   return rows.map((r) => r.key);
 }
