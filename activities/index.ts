@@ -40,6 +40,13 @@ import { recordEvent } from './record-event';
 import { repairBucket } from './repair-bucket';
 import { retireVersions } from './retire-versions';
 import { endVersion, indexVersion, sealVersion } from './version-lifecycle';
+import { awaitRebuild, launchRefresh } from './scheduled-refresh';
+import type {
+  AwaitRebuildInput,
+  AwaitRebuildResult,
+  LaunchRefreshInput,
+  LaunchRefreshResult,
+} from '../workflows/schedule-definitions';
 
 export type { ActivityContext, PageAttempt, PageHooks } from './context';
 
@@ -49,7 +56,10 @@ export interface ActivityDeps {
   pool: Pool;
   /** Named sources from the worker's configuration. */
   sources: SourceRegistry;
-  /** Temporal client, to read a retried page's previous failure; optional. */
+  /**
+   * Temporal client: to read a retried page's previous failure, and to start and await the
+   * rebuilds of scheduled refreshes (without it those activities fail with CONFIG_INVALID).
+   */
   client?: Client;
   /** Worker identity recorded in the ledger and events. */
   identity: string;
@@ -98,6 +108,10 @@ export function createActivities(deps: ActivityDeps) {
     recordEvent: (input: RecordEventInput): Promise<void> => recordEvent(ctx, input),
     /** What a rebuild would do now, without making it (dry-run.ts). */
     dryRunPlan: (input: DryRunInput): Promise<DryRunResult> => dryRunPlan(ctx, input),
+    /** Starts or attaches to the catalog's refresh for the ScheduledRefresh launcher (scheduled-refresh.ts). */
+    launchRefresh: (input: LaunchRefreshInput): Promise<LaunchRefreshResult> => launchRefresh(ctx, input),
+    /** Waits, heartbeating, for a rebuild's outcome for at most a bounded time (scheduled-refresh.ts). */
+    awaitRebuild: (input: AwaitRebuildInput): Promise<AwaitRebuildResult> => awaitRebuild(ctx, input),
   };
 }
 

@@ -30,6 +30,7 @@ import { eventsCommand } from './commands/events';
 import { rejectsCommand } from './commands/rejects';
 import { rollbackCommand } from './commands/rollback';
 import { migrateCommand } from './commands/migrate';
+import { addSchedule } from './schedule-cli';
 import {
   FIND_DEFAULT_LIMIT,
   filesCommand,
@@ -333,6 +334,7 @@ export function buildCli(
     .configureOutput({ writeOut: (s) => out(s.trimEnd()), writeErr: (s) => err(s.trimEnd()) })
     .showHelpAfterError();
   addStart(program, ctx, err);
+  addSchedule(program, ctx);
   addStatus(program, ctx);
   addCheck(program, ctx);
   addControlCommands(program, ctx);

@@ -111,13 +111,16 @@ export interface StartResult {
  * Starts `RebuildCatalog` for a catalog with workflow id `catalog-rebuild/<catalog>`, or attaches to
  * the running one (conflict policy use-existing); a finished rebuild does not block a new one.
  * Sets the static summary and the CatalogName / RebuildPhase search attributes.
+ * `opts.startToken` (default a random UUID) is recorded in the memo: a second call with the same
+ * token (a retried activity of the `ScheduledRefresh` launcher) finds the rebuild it started itself
+ * (`attached: false`). `opts.startedBy` is appended to the static summary (e.g. `schedule catalog-rebuild/C`).
  */
 export async function startRebuild(
   client: Client,
   input: RebuildCatalogInput,
-  opts: { taskQueue?: string } = {},
+  opts: { taskQueue?: string; startToken?: string; startedBy?: string } = {},
 ): Promise<StartResult> {
-  const token = randomUUID();
+  const token = opts.startToken ?? randomUUID();
   const flags = rebuildFlags(input);
   const pageSizeText = input.pageSize === undefined ? 'jobs sized by the plan' : `${input.pageSize} jobs`;
   const handle = await client.workflow.start('RebuildCatalog', {
@@ -127,7 +130,7 @@ export async function startRebuild(
     workflowIdConflictPolicy: 'USE_EXISTING',
     workflowIdReusePolicy: 'ALLOW_DUPLICATE',
     memo: { startToken: token, flags },
-    staticSummary: `Rebuild catalog ${input.catalog} from source ${input.source}${flags.files ? ' with files' : ''}, ${pageSizeText} per page`,
+    staticSummary: `Rebuild catalog ${input.catalog} from source ${input.source}${flags.files ? ' with files' : ''}, ${pageSizeText} per page${opts.startedBy ? `, started by ${opts.startedBy}` : ''}`,
     staticDetails: `catalog: ${input.catalog}\nsource: ${input.source}\nfiles: ${flags.files}\npage size: ${pageSizeText}\nconcurrency: ${flags.concurrency}\nallow shrink: ${flags.allowShrink}`,
     typedSearchAttributes: [
       { key: CatalogNameKey, value: input.catalog },

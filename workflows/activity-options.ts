@@ -5,6 +5,7 @@ import type { ActivityOptions } from '@temporalio/workflow';
 import { proxyActivities } from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import {
+  AWAIT_REBUILD_MAX_WAIT_MS,
   LONG_RETRY,
   LONG_STEP_HEARTBEAT_TIMEOUT,
   LONG_STEP_START_TO_CLOSE,
@@ -47,6 +48,21 @@ const LONG_STEPS: ReadonlySet<PropertyKey> = new Set<keyof Activities>([
 export const short: Activities = new Proxy(shortCalls, {
   get: (target, name) => (LONG_STEPS.has(name) ? long : target)[name as keyof Activities],
 });
+
+/**
+ * The `ScheduledRefresh` launcher's calls: `launchRefresh` (start or attach through the worker's
+ * Temporal client; short, bounded retries) and `awaitRebuild` (a wait of at most
+ * {@link AWAIT_REBUILD_MAX_WAIT_MS} that heartbeats every few seconds, so a dead worker's wait moves
+ * to another worker after 30 s; no maximum attempts, like pages).
+ */
+export const launcher = {
+  launch: proxyActivities<Activities>({ startToCloseTimeout: '1 minute', retry: SHORT_RETRY }),
+  wait: proxyActivities<Activities>({
+    startToCloseTimeout: AWAIT_REBUILD_MAX_WAIT_MS + 300_000,
+    heartbeatTimeout: '30 seconds',
+    retry: PAGE_RETRY,
+  }),
+};
 
 /**
  * Page copy proxy. Pages have no maximum attempts; heartbeat timeout independent of page time;

@@ -26,6 +26,8 @@ export const FailureType = {
   PAGE_CANCELLED: 'PAGE_CANCELLED',
   /** A page's ledger row is held by an attempt that did not commit; retried. */
   PAGE_CONFLICT: 'PAGE_CONFLICT',
+  /** A scheduled refresh (`ScheduledRefresh`) whose rebuild failed, was terminated or timed out. */
+  REFRESH_FAILED: 'REFRESH_FAILED',
   /** `rollback` found no retired version with its rows to return to (CLI only). */
   NOTHING_TO_ROLL_BACK: 'NOTHING_TO_ROLL_BACK',
 } as const;

@@ -11,8 +11,13 @@
  *      mismatched bucket, for a bounded number of rounds;
  *   4. publish: the PublishCatalog child applies the shrink guard, flips the active pointer in one
  *      transaction and retires old versions.
+ *
+ * ScheduledRefresh (`catalog-rebuild/<catalog>/scheduled-<time>`, the action of the catalog's Temporal
+ * Schedule) starts or attaches to the catalog's refresh under `catalog-rebuild/<catalog>` and waits
+ * for its outcome.
  */
 export { RebuildCatalog } from './rebuild-catalog';
 export { RepairBucket } from './repair-bucket';
 export { PublishCatalog } from './publish-catalog';
 export { DryRunCatalog } from './dry-run';
+export { ScheduledRefresh } from './scheduled-refresh';

@@ -29,5 +29,28 @@ export function dryRunWorkflowId(catalog: string, id: string): string {
   return `${rebuildWorkflowId(catalog)}/dry-run-${id}`;
 }
 
+/**
+ * Id of a catalog's Temporal Schedule (`catalog-rebuild schedule`): `catalog-rebuild/<catalog>`, the
+ * rebuild's own id (schedules and workflows have separate id spaces).
+ */
+export function scheduleId(catalog: string): string {
+  return rebuildWorkflowId(catalog);
+}
+
+/**
+ * Workflow id the schedule gives its `ScheduledRefresh` launcher: `catalog-rebuild/<catalog>/scheduled`;
+ * Temporal appends the scheduled time to it (`…/scheduled-2026-12-03T02:00:00Z`). The launcher starts
+ * or attaches to the rebuild under `catalog-rebuild/<catalog>`.
+ */
+export function scheduledRefreshWorkflowId(catalog: string): string {
+  return `${rebuildWorkflowId(catalog)}/scheduled`;
+}
+
+/** The catalog of a schedule id `catalog-rebuild/<catalog>`; null for any other id. */
+export function catalogOfScheduleId(id: string): string | null {
+  const m = /^catalog-rebuild\/([^/]+)$/.exec(id);
+  return m ? m[1] : null;
+}
+
 /** Catalog names: letters, digits, `_ . -`, at most 63 characters. */
 export const CATALOG_NAME_PATTERN = /^[A-Za-z0-9_.-]{1,63}$/;

@@ -83,3 +83,6 @@ export const DEFAULT_RETENTION = 1;
 
 /** Reconcile → repair rounds before a rebuild fails when the input does not say (`maxRepairRounds`). */
 export const DEFAULT_MAX_REPAIR_ROUNDS = 2;
+
+/** Longest single wait of the `ScheduledRefresh` launcher's `awaitRebuild` activity (ms): it then asks again. */
+export const AWAIT_REBUILD_MAX_WAIT_MS = 3_600_000;

@@ -9,6 +9,7 @@ import type { TemporalSession } from '../index';
 import { gatherRebuildFacts } from '../rebuild-check';
 import { evaluateRebuildHealth, rebuildUnknownLine } from '../rebuild-health';
 import { rebuildThresholds } from '../rebuild-thresholds';
+import { withScheduleHealth } from '../schedule-check';
 import type { CommandContext } from './context';
 
 /** Options of `check` (durations already in seconds). */
@@ -113,7 +114,12 @@ async function rebuildCheckCommand(ctx: CommandContext, o: CheckCommandOptions):
       poolError,
       noPollerSeconds: thresholds.noPollerSeconds,
     });
-    const r = evaluateRebuildHealth(facts, Date.now(), thresholds);
+    // The catalog's schedule, when it has one (client/schedule-health.ts).
+    const r = await withScheduleHealth(
+      evaluateRebuildHealth(facts, Date.now(), thresholds),
+      held.session!.client,
+      o.catalog,
+    );
     return { code: r.code, line: r.line };
   };
   let timer: NodeJS.Timeout | undefined;
