@@ -11,6 +11,7 @@
  * a full rebuild.
  */
 import type { Pool, PoolClient } from 'pg';
+import { withRangeScanSession } from '../lib/db';
 import {
   createFilePartition,
   createVersionPartition,
@@ -180,13 +181,16 @@ export async function detectRefresh(
   const [sourceCells, catalogCells] = await timed('cells', () =>
     Promise.all([
       source.keyCells(maxKey, suspectBounds, Number(KEY_CELL_WIDTH)),
-      versionKeyCells(pool, base.versionId, suspectBounds, Number(KEY_CELL_WIDTH)),
+      withRangeScanSession(pool, (c) => versionKeyCells(c, base.versionId, suspectBounds, Number(KEY_CELL_WIDTH))),
     ]),
   );
   const bounds = differingCells(suspectBounds, sourceCells, catalogCells, newKeys, KEY_CELL_WIDTH);
   const [sourceKeys, catalogKeys] = bounds.length
     ? await timed('keys', () =>
-        Promise.all([source.keysInRanges(maxKey, bounds), versionKeysInRanges(pool, base.versionId, bounds)]),
+        Promise.all([
+          source.keysInRanges(maxKey, bounds),
+          withRangeScanSession(pool, (c) => versionKeysInRanges(c, base.versionId, bounds)),
+        ]),
       )
     : [[], []];
   const inSource = new Set(sourceKeys);

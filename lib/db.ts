@@ -127,6 +127,19 @@ export async function withLongSession<T>(pool: Pool, fn: (client: PoolClient) =>
 }
 
 /**
+ * As {@link withLongSession}, with JIT compilation off: for many short index range scans whose
+ * summed estimates pass `jit_above_cost` (a refresh's deletion check), where compiling costs more
+ * than running.
+ * @throws whatever `fn` or the database throws.
+ */
+export function withRangeScanSession<T>(pool: Pool, fn: (client: PoolClient) => Promise<T>): Promise<T> {
+  return withLongSession(pool, async (c) => {
+    await c.query('SET jit = off');
+    return fn(c);
+  });
+}
+
+/**
  * True for a PostgreSQL error about one value (SQLSTATE class 22, data exception, or 54000,
  * program limit exceeded, e.g. an index entry too large): retrying cannot help, quarantining the
  * value can.

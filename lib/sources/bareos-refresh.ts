@@ -11,8 +11,8 @@
  * - the keys of such a range (index-only), to name the deleted jobs.
  * Rows the page would quarantine are never hashed (their text may not convert).
  */
-import type { Pool, PoolClient } from 'pg';
-import { withLongSession } from '../db';
+import type { Pool } from 'pg';
+import { withLongSession, withRangeScanSession } from '../db';
 import type { SourceTextMode } from './bareos-columns';
 import { BAREOS_FROM_JOB, bareosRowHash, bareosRejectCondition, LONG_CLIENT_IDS_SQL } from './bareos-columns';
 import { FILE_WEIGHT } from './bareos-files';
@@ -68,16 +68,6 @@ export const KEY_CELLS_SQL = `SELECT r.i::int AS r, (j.jobid / $4::bigint)::text
 export const KEYS_IN_RANGES_SQL = `SELECT j.jobid::text AS key FROM unnest($1::bigint[], $2::bigint[]) AS r(lo, hi)
    CROSS JOIN LATERAL (${rangeScan('$3')}) j ORDER BY j.jobid`;
 
-/**
- * Turns JIT compilation off for the session (discarded afterwards): the range scans of the deletion
- * check are short, but their estimates over many ranges pass `jit_above_cost`, and compiling costs
- * more than they run.
- */
-async function noJit(c: PoolClient): Promise<PoolClient> {
-  await c.query('SET jit = off');
-  return c;
-}
-
 /** The source's transaction horizon now: the oldest transaction still running (xid8 text). */
 export async function sourceHorizon(pool: Pool): Promise<string> {
   const { rows } = await pool.query<{ h: string }>(`SELECT pg_snapshot_xmin(pg_current_snapshot())::text AS h`);
@@ -126,8 +116,8 @@ export async function keyCells(
   width: number,
 ): Promise<Map<string, KeyCell>> {
   if (!ranges.length) return new Map();
-  const { rows } = await withLongSession(pool, async (c) =>
-    (await noJit(c)).query<{ r: number; b: string; n: number; s: string }>(KEY_CELLS_SQL, [
+  const { rows } = await withRangeScanSession(pool, (c) =>
+    c.query<{ r: number; b: string; n: number; s: string }>(KEY_CELLS_SQL, [
       ranges.map((r) => r.firstKey),
       ranges.map((r) => r.lastKey),
       maxKey,
@@ -144,12 +134,8 @@ export async function keysInRanges(
   ranges: { firstKey: string; lastKey: string }[],
 ): Promise<string[]> {
   if (!ranges.length) return [];
-  const { rows } = await withLongSession(pool, async (c) =>
-    (await noJit(c)).query<{ key: string }>(KEYS_IN_RANGES_SQL, [
-      ranges.map((r) => r.firstKey),
-      ranges.map((r) => r.lastKey),
-      maxKey,
-    ]),
+  const { rows } = await withRangeScanSession(pool, (c) =>
+    c.query<{ key: string }>(KEYS_IN_RANGES_SQL, [ranges.map((r) => r.firstKey), ranges.map((r) => r.lastKey), maxKey]),
   );
   return rows.map((r) => r.key);
 }
