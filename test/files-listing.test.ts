@@ -301,4 +301,39 @@ describe('file records of restic and borg listings rebuilt on a real Temporal se
     // start sees the rebuild close while it waits for the plan: the failure, not "not planned within 30 s".
     assert.doesNotMatch(r.stdout, /not planned within/);
   });
+
+  test('start --refresh (and --dry-run) on a listing source: a full rebuild, saying why; the dry run changes nothing', async () => {
+    const versions = async () =>
+      (await dbs.catalogPool.query(`SELECT 1 FROM version WHERE catalog_name = 'lr'`)).rowCount;
+    const dry = runCliProcess(
+      ['start', '--catalog', 'lr', '--source', 'borg-12', '--files', '--refresh', '--dry-run', '--json'],
+      env,
+    );
+    assert.equal(dry.code, 0, dry.stderr);
+    const plan = JSON.parse(dry.stdout) as {
+      dryRun: boolean;
+      refresh: boolean;
+      fullRebuildBecause: string;
+      jobs: { new: number };
+    };
+    assert.equal(plan.dryRun, true);
+    assert.equal(plan.refresh, false);
+    assert.match(plan.fullRebuildBecause, /source borg-12 is a listing: its job keys are positions in the listing/);
+    assert.ok(plan.jobs.new > 0, 'every job is new');
+    assert.equal(await versions(), 0, 'the dry run made no version');
+    for (let i = 0; i < 2; i++) {
+      const r = runCliProcess(
+        ['start', '--catalog', 'lr', '--source', 'borg-12', '--files', '--refresh', '--wait'],
+        env,
+      );
+      assert.equal(r.code, 0, `${r.stdout}\n${r.stderr}`);
+      assert.match(
+        r.stdout,
+        i === 0
+          ? /refresh ran as a full rebuild: the catalog has no active version/
+          : /refresh ran as a full rebuild: source borg-12 is a listing/,
+      );
+    }
+    assert.equal(await versions(), 2);
+  });
 });
