@@ -113,6 +113,9 @@ test('trigger → one refresh under catalog-rebuild/<catalog>; second trigger sk
   const { client, catalog } = fx;
   const id = `catalog-rebuild/${catalog}`;
 
+  const unknown = await cli(fx, ['schedule', '--catalog', catalog, '--source', 'nosuch', '--every', '1h']);
+  assert.equal(unknown.code, 2, unknown.text);
+  assert.match(unknown.text, /unknown source "nosuch"; the workers of task queue \S+ serve: director, ghost/);
   const created = await cli(fx, ['schedule', '--catalog', catalog, '--source', 'director', '--every', '1h']);
   assert.equal(created.code, 0, created.text);
   t.diagnostic(created.stdout.trim());
