@@ -9,7 +9,9 @@
  *   (`temporal schedule toggle --pause`), CRITICAL after a failed scheduled refresh, even once a
  *   manual rebuild published;
  * - `schedule --delete` leaves no schedule and no running launcher behind;
- * - a scheduled run meeting a manual rebuild with other flags is skipped with an event, not failed.
+ * - a scheduled run meeting a manual rebuild with other flags is skipped with an event, not failed;
+ * - with no worker at the scheduled time the launcher starts and waits, a later run is skipped, and
+ *   the worker that comes refreshes once.
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -267,5 +269,33 @@ test('a scheduled run that meets a manual rebuild with other flags is skipped wi
   const described = await cli(fx, ['schedule', '--catalog', catalog, '--describe']);
   t.diagnostic(described.stdout.trim());
   assert.match(described.stdout, /skipped: scheduled refresh skipped/);
+  assert.equal((await cli(fx, ['schedule', '--catalog', catalog, '--delete'])).code, 0);
+});
+
+test('no worker at the scheduled time: the launcher starts on time and waits, later runs are skipped, a worker then refreshes once', async (t) => {
+  const fx = await rebuildFixture(t, { address: temporal.address, tag: 'schednow', jobs: 300, seed: 29 });
+  const { client, catalog } = fx;
+  const id = `catalog-rebuild/${catalog}`;
+  const created = await cli(fx, ['schedule', '--catalog', catalog, '--source', 'director', '--every', '1h']);
+  assert.equal(created.code, 0, created.text);
+  temporalCli(['schedule', 'trigger', '--schedule-id', id]);
+  const waiting = await waitFor('the launcher running without a worker', async () => {
+    const d = await describeSchedule(client, catalog);
+    return d.info.runningActions.length === 1 && d;
+  });
+  temporalCli(['schedule', 'trigger', '--schedule-id', id]);
+  await waitFor(
+    'the second run skipped',
+    async () => (await describeSchedule(client, catalog)).info.numActionsSkippedOverlap === 1,
+  );
+  assert.equal((await describeSchedule(client, catalog)).info.recentActions.length, 1);
+  const launcherId = waiting.info.runningActions[0].workflow.workflowId;
+  const launcher = await client.workflow.getHandle(launcherId).describe();
+  assert.equal(launcher.status.name, 'RUNNING', 'the launcher waits in the task queue');
+  await fx.spawn();
+  const run = await newestLauncher(client, catalog, 1);
+  assert.equal(run.status, 'COMPLETED', String(run.error));
+  assert.equal(run.result?.outcome, 'published');
+  assert.equal(run.workflowId, launcherId);
   assert.equal((await cli(fx, ['schedule', '--catalog', catalog, '--delete'])).code, 0);
 });
