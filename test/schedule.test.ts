@@ -5,7 +5,8 @@
  *   that publishes; a second trigger while it runs starts nothing (overlap skip: no second launcher,
  *   the same rebuild run); a manual `start --refresh` attaches to the scheduled refresh, one with
  *   other flags is refused;
- * - `check --rebuild` is OK with `last_refresh_age_seconds`, WARNING while the schedule is paused
+ * - `check --rebuild` is OK with `last_refresh_age_seconds` (the worker's gauge
+ *   `catalog_rebuild_last_refresh_age_seconds` agrees), WARNING while the schedule is paused
  *   (`temporal schedule toggle --pause`), CRITICAL after a failed scheduled refresh, even once a
  *   manual rebuild published;
  * - `schedule --delete` leaves no schedule and no running launcher behind;
@@ -112,6 +113,8 @@ async function newestLauncher(client: Client, catalog: string, runs: number) {
 
 test('trigger → one refresh under catalog-rebuild/<catalog>; second trigger skipped; paused WARNING; failed CRITICAL; delete leaves nothing', async (t) => {
   const { fx, heldFile, metricsPort, release } = await heldFixture(t, 'sched');
+  /** `temporal …` with its command and output in the test's diagnostics. */
+  const shown = (args: string[]) => t.diagnostic(`$ temporal ${args.join(' ')}\n${temporalCli(args).trim()}`);
   const { client, catalog } = fx;
   const id = `catalog-rebuild/${catalog}`;
 
@@ -132,7 +135,7 @@ test('trigger → one refresh under catalog-rebuild/<catalog>; second trigger sk
   t.diagnostic(listed.stdout.trim());
 
   // The first trigger: the launcher starts the refresh under the catalog's one id; page 1 is held.
-  temporalCli(['schedule', 'trigger', '--schedule-id', id]);
+  shown(['schedule', 'trigger', '--schedule-id', id]);
   await waitFor('the scheduled refresh holding page 1', () => fs.existsSync(heldFile), { timeoutMs: 60_000 });
   const rebuild = await client.workflow.getHandle(id).describe();
   assert.equal(rebuild.status.name, 'RUNNING');
@@ -140,7 +143,7 @@ test('trigger → one refresh under catalog-rebuild/<catalog>; second trigger sk
   assert.deepEqual((rebuild.memo as { flags: { refresh: boolean } }).flags.refresh, true);
 
   // A second trigger while it runs starts nothing new.
-  temporalCli(['schedule', 'trigger', '--schedule-id', id]);
+  shown(['schedule', 'trigger', '--schedule-id', id]);
   const skipped = await waitFor('the second trigger skipped for overlap', async () => {
     const d = await describeSchedule(client, catalog);
     return d.info.numActionsSkippedOverlap >= 1 && d;
@@ -193,12 +196,12 @@ test('trigger → one refresh under catalog-rebuild/<catalog>; second trigger sk
   assert.ok(Math.abs(gauge - checkAge) <= 3, `gauge ${gauge} s, check ${checkAge} s`);
 
   // Paused for director maintenance: WARNING, naming the reason.
-  temporalCli(['schedule', 'toggle', '--schedule-id', id, '--pause', '--reason', 'director maintenance']);
+  shown(['schedule', 'toggle', '--schedule-id', id, '--pause', '--reason', 'director maintenance']);
   const paused = await check(fx);
   t.diagnostic(paused.line);
   assert.equal(paused.code, 1, paused.line);
   assert.match(paused.line, /^REBUILD WARNING - .*schedule is paused \(director maintenance\)/);
-  temporalCli(['schedule', 'toggle', '--schedule-id', id, '--unpause', '--reason', 'maintenance done']);
+  shown(['schedule', 'toggle', '--schedule-id', id, '--unpause', '--reason', 'maintenance done']);
 
   // A scheduled refresh that fails: CRITICAL, and still so once a manual rebuild published.
   const updated = await cli(fx, ['schedule', '--catalog', catalog, '--source', 'ghost', '--every', '1h']);
@@ -207,7 +210,7 @@ test('trigger → one refresh under catalog-rebuild/<catalog>; second trigger sk
     updated.stdout,
     new RegExp(`^updated schedule ${id}: refresh of catalog ${catalog} from source ghost every 1h`),
   );
-  temporalCli(['schedule', 'trigger', '--schedule-id', id]);
+  shown(['schedule', 'trigger', '--schedule-id', id]);
   const failed = await newestLauncher(client, catalog, 2);
   assert.equal(failed.status, 'FAILED');
   assert.match(
