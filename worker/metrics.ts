@@ -23,13 +23,17 @@
  *   `catalog_rebuild_seconds_since_commit` (since the newest page commit; since the plan before the
  *   first). When the version leaves `building`, its gauges are set a last time, with rows per
  *   second and seconds since commit 0.
+ * - `catalog_rebuild_last_refresh_age_seconds`, tagged with `catalog`: seconds since the last
+ *   successful scheduled refresh (the newest `scheduled_refresh_done` event) of each published
+ *   catalog that has one, the `last_refresh_age_seconds` of `check --rebuild`; same refresh period.
  */
 import { activityInfo } from '@temporalio/activity';
 import type { MetricMeter } from '@temporalio/common';
 import { Runtime } from '@temporalio/worker';
 import type { CopyPageResult } from '../workflows/definitions';
 import type { Queryable } from '../lib/db';
-import { countPageRetries, listBuildingVersions, readLedgerProgress } from '../lib/catalog';
+import { countPageRetries, listBuildingVersions, newestEventAges, readLedgerProgress } from '../lib/catalog';
+import { SCHEDULE_EVENTS } from '../workflows/schedule-definitions';
 import { ConfigError } from '../lib/errors';
 
 /** Environment variable naming the Prometheus bind address. */
@@ -244,16 +248,47 @@ export function startRebuildGauges(meter: MetricMeter, db: Queryable, everyMs = 
   return () => clearInterval(timer);
 }
 
+/** Name of the scheduled refresh age gauge (also the Prometheus metric name). */
+export const REFRESH_AGE_GAUGE = 'catalog_rebuild_last_refresh_age_seconds';
+
 /**
- * Starts the rebuild gauges on the process's SDK runtime meter (call after `installMetricsRuntime`
- * returned an address), refreshed every `CATALOG_REBUILD_METRICS_REFRESH_MS` (default 15,000 ms).
+ * Starts refreshing {@link REFRESH_AGE_GAUGE} every `everyMs` from the catalog's event log. A failed
+ * refresh is skipped (the next one tries again); refreshes never overlap.
+ * @returns a function that stops the refreshes.
+ */
+export function startRefreshAgeGauge(
+  meter: MetricMeter,
+  db: Queryable,
+  everyMs = DEFAULT_GAUGE_REFRESH_MS,
+): () => void {
+  const gauge = meter.createGauge(REFRESH_AGE_GAUGE, 'int', 's', 'Seconds since the last successful scheduled refresh');
+  let busy = false;
+  const refresh = async () => {
+    if (busy) return;
+    busy = true;
+    try {
+      for (const a of await newestEventAges(db, SCHEDULE_EVENTS.done)) gauge.set(a.ageSeconds, { catalog: a.catalog });
+    } catch {
+      /* metrics are best effort: the next refresh tries again */
+    } finally {
+      busy = false;
+    }
+  };
+  void refresh();
+  const timer = setInterval(() => void refresh(), everyMs);
+  timer.unref();
+  return () => clearInterval(timer);
+}
+
+/**
+ * Starts the rebuild gauges and the scheduled refresh age gauge on the process's SDK runtime meter
+ * (call after `installMetricsRuntime` returned an address), refreshed every `CATALOG_REBUILD_METRICS_REFRESH_MS` (default 15,000 ms).
  * @returns a function that stops them.
  */
 export function runtimeRebuildGauges(db: Queryable, env: NodeJS.ProcessEnv = process.env): () => void {
-  const everyMs = Number(env[GAUGE_REFRESH_ENV]);
-  return startRebuildGauges(
-    Runtime.instance().metricMeter,
-    db,
-    Number.isFinite(everyMs) && everyMs >= 100 ? everyMs : DEFAULT_GAUGE_REFRESH_MS,
-  );
+  const raw = Number(env[GAUGE_REFRESH_ENV]);
+  const everyMs = Number.isFinite(raw) && raw >= 100 ? raw : DEFAULT_GAUGE_REFRESH_MS;
+  const meter = Runtime.instance().metricMeter;
+  const stops = [startRebuildGauges(meter, db, everyMs), startRefreshAgeGauge(meter, db, everyMs)];
+  return () => stops.forEach((stop) => stop());
 }

@@ -68,3 +68,13 @@ export type AwaitRebuildResult =
   | { outcome: 'running' }
   | { outcome: 'published' | 'up-to-date' | 'not-published'; versionId: string | null; message: string }
   | { outcome: 'failed'; message: string };
+
+/**
+ * Event kinds the launcher records in the catalog's event log: a successful scheduled refresh
+ * (published or up to date; its newest is the worker's `catalog_rebuild_last_refresh_age_seconds`)
+ * and a skipped run.
+ */
+export const SCHEDULE_EVENTS = {
+  done: 'scheduled_refresh_done',
+  skipped: 'scheduled_refresh_skipped',
+} as const;

@@ -5,21 +5,23 @@
  * `catalog-rebuild/<catalog>`, or attaches to the running rebuild with the same identifying flags
  * (start's conflict rule), and waits for its outcome, so the schedule's overlap policy (skip) and its
  * recent actions are about the refresh. A running rebuild with other flags: the run is skipped, with
- * an event (`scheduled_refresh_skipped`) and the result saying so. The rebuild is started by an
- * activity through the worker's Temporal client, not as a child (docs/architecture.md, "Scheduled
- * refreshes").
+ * an event (`scheduled_refresh_skipped`) and the result saying so. A refresh that published or was up
+ * to date is recorded as `scheduled_refresh_done` (the worker's refresh age gauge reads it). The
+ * rebuild is started by an activity through the worker's Temporal client, not as a child
+ * (docs/architecture.md, "Scheduled refreshes").
  */
 import { ApplicationFailure, setWorkflowOptions, workflowInfo } from '@temporalio/workflow';
 import { launcher, short } from './activity-options';
 import { FailureType } from './failures';
 import { AWAIT_REBUILD_MAX_WAIT_MS } from './policies';
 import type { ScheduledRefreshInput, ScheduledRefreshResult } from './schedule-definitions';
+import { SCHEDULE_EVENTS } from './schedule-definitions';
 
 /**
  * Runs one scheduled refresh of `input.catalog` to its end.
  * @returns the outcome: `published`, `up-to-date`, `not-published` (cancelled) or `skipped`.
- * @throws ApplicationFailure REFRESH_FAILED (non-retryable) when the refresh failed, was terminated
- *   or timed out, naming the rebuild's reason.
+ * @throws ApplicationFailure REFRESH_FAILED (non-retryable) `rebuild catalog-rebuild/<catalog> failed:
+ *   <reason>` when the refresh failed, was terminated or timed out.
  */
 export async function ScheduledRefresh(input: ScheduledRefreshInput): Promise<ScheduledRefreshResult> {
   const info = workflowInfo();
@@ -34,7 +36,7 @@ export async function ScheduledRefresh(input: ScheduledRefreshInput): Promise<Sc
     await short.recordEvent({
       catalog: input.catalog,
       versionId: null,
-      kind: 'scheduled_refresh_skipped',
+      kind: SCHEDULE_EVENTS.skipped,
       message,
       details: { launcher: info.workflowId, rebuild: started.workflowId, conflicts: started.conflicts },
     });
@@ -49,9 +51,18 @@ export async function ScheduledRefresh(input: ScheduledRefreshInput): Promise<Sc
     if (r.outcome === 'running') continue;
     if (r.outcome === 'failed') {
       throw ApplicationFailure.nonRetryable(
-        `scheduled refresh of ${input.catalog} failed: ${r.message}`,
+        `rebuild ${started.workflowId} failed: ${r.message}`,
         FailureType.REFRESH_FAILED,
       );
+    }
+    if (r.outcome !== 'not-published') {
+      await short.recordEvent({
+        catalog: input.catalog,
+        versionId: r.versionId,
+        kind: SCHEDULE_EVENTS.done,
+        message: `scheduled refresh ${r.outcome}: ${r.message}`,
+        details: { launcher: info.workflowId, rebuild: started.workflowId, outcome: r.outcome },
+      });
     }
     return {
       ...base,

@@ -14,8 +14,10 @@ import {
   ScheduleRequest,
   upsertSchedule,
 } from '../schedule';
+import { recentWorkerSourceNames } from '../../lib/catalog';
 import type { CommandContext } from './context';
 import { ExitCode, withTemporal } from './context';
+import { startCheckSettings } from './start';
 
 /** Options of `schedule`, as commander parsed them. */
 export interface ScheduleCommandOptions {
@@ -88,10 +90,42 @@ function requestOf(o: ScheduleCommandOptions): ScheduleRequest {
 }
 
 /**
+ * The source names the workers of `taskQueue` recorded recently (as `start` reads them); null when
+ * the catalog database cannot tell (not configured, unreachable, schema before migration 3).
+ */
+async function servedSources(ctx: CommandContext, taskQueue: string): Promise<string[] | null> {
+  let pool;
+  try {
+    pool = ctx.catalogPool({ purpose: 'cli', max: 1 });
+    const names = await recentWorkerSourceNames(pool, taskQueue, startCheckSettings().recordMaxAgeMs / 1000);
+    return [...new Set(names)].sort();
+  } catch {
+    return null;
+  } finally {
+    await pool?.end().catch(() => undefined);
+  }
+}
+
+/**
+ * Refuses a source that no worker of the task queue serves while some worker records others (as
+ * `start` does: a schedule of a misspelt source would fail every run).
+ * @throws ExitCode 2 naming the sources served.
+ */
+async function checkSource(ctx: CommandContext, source: string, taskQueue: string): Promise<void> {
+  const names = await servedSources(ctx, taskQueue);
+  if (names?.length && !names.includes(source))
+    throw new ExitCode(
+      2,
+      `unknown source "${source}"; the workers of task queue ${taskQueue} serve: ${names.join(', ')}`,
+    );
+}
+
+/**
  * Runs `schedule` in its mode and prints the result.
  * @returns 0.
  * @throws ExitCode 2 for a usage error (modes combined, no catalog, no source, not exactly one of
- *   --every and --cron, a bad duration); ExitCode 1 when the catalog has no schedule (describe,
+ *   --every and --cron, a bad duration) or a source no worker of the task queue serves while the
+ *   workers record others (a source is not checked when no worker recorded any); ExitCode 1 when the catalog has no schedule (describe,
  *   delete) or Temporal refuses the spec.
  */
 export async function scheduleCommand(ctx: CommandContext, o: ScheduleCommandOptions): Promise<number> {
@@ -118,6 +152,7 @@ export async function scheduleCommand(ctx: CommandContext, o: ScheduleCommandOpt
         ctx.out(`cancelled ${id}; the refresh it waited for keeps running as catalog-rebuild/${catalog}`);
       return 0;
     }
+    await checkSource(ctx, request!.source, s.taskQueue);
     let created: boolean;
     try {
       created = await upsertSchedule(s.client, request!, s.taskQueue);

@@ -153,3 +153,28 @@ export function prunedFilesSentence(p: { jobs: number; records: number } | null,
   if (!p?.jobs) return null;
   return `files of ${p.jobs.toLocaleString('en-US')} job${p.jobs === 1 ? '' : 's'} pruned by the director since version ${previous}: ${p.records.toLocaleString('en-US')} record${p.records === 1 ? '' : 's'}`;
 }
+
+/** The newest event of one kind of a catalog, as {@link newestEventAges} returns it. */
+export interface EventAge {
+  catalog: string;
+  /** Seconds since the event was recorded, by the database's clock. */
+  ageSeconds: number;
+}
+
+/**
+ * For each catalog with a published version and an event of `kind`, the age of its newest one (e.g.
+ * `scheduled_refresh_done`: the last successful scheduled refresh). Per catalog, the event index is
+ * read newest first until the first event of that kind.
+ * @param db pool or client on the catalog database.
+ */
+export async function newestEventAges(db: Queryable, kind: string): Promise<EventAge[]> {
+  const { rows } = await db.query<{ catalog: string; age: number }>(
+    `SELECT a.catalog_name AS catalog, extract(epoch FROM clock_timestamp() - e.created_at)::float8 AS age
+       FROM active a
+       CROSS JOIN LATERAL (SELECT created_at FROM event
+                            WHERE catalog_name = a.catalog_name AND kind = $1
+                            ORDER BY event_id DESC LIMIT 1) e`,
+    [kind],
+  );
+  return rows.map((r) => ({ catalog: r.catalog, ageSeconds: Math.max(0, Math.round(r.age)) }));
+}
