@@ -182,6 +182,30 @@ interface RebuildFigures {
 }
 
 /**
+ * Runs `task` now and every `everyMs` (ms), never two at once; a failed run is skipped (metrics are
+ * best effort: the next run tries again). The timer does not keep the process alive.
+ * @returns a function that stops the runs.
+ */
+function everyInterval(everyMs: number, task: () => Promise<void>): () => void {
+  let busy = false;
+  const run = async () => {
+    if (busy) return;
+    busy = true;
+    try {
+      await task();
+    } catch {
+      /* best effort: the next run tries again */
+    } finally {
+      busy = false;
+    }
+  };
+  void run();
+  const timer = setInterval(() => void run(), everyMs);
+  timer.unref();
+  return () => clearInterval(timer);
+}
+
+/**
  * Starts refreshing the rebuild gauges every `everyMs` from the catalog database: the figures of each
  * version being built, and a last time those of a version that left `building` since the previous
  * refresh. A failed refresh is skipped (the next one tries again); refreshes never overlap.
@@ -207,45 +231,32 @@ export function startRebuildGauges(meter: MetricMeter, db: Queryable, everyMs = 
   };
   /** Versions reported by the previous refresh, by catalog. */
   let reported = new Map<string, { versionId: string; pagesTotal: number }>();
-  let busy = false;
-  const refresh = async () => {
-    if (busy) return;
-    busy = true;
-    try {
-      const now = new Map<string, { versionId: string; pagesTotal: number }>();
-      for (const v of await listBuildingVersions(db)) {
-        const l = await readLedgerProgress(db, v.versionId, RATE_WINDOW_SECONDS);
-        set(v.catalog, {
-          pagesDone: l.pagesCommitted,
-          pagesTotal: v.pagesTotal,
-          rowsPerSecond: l.rowsInWindow / RATE_WINDOW_SECONDS,
-          retries: await countPageRetries(db, v.versionId),
-          secondsSinceCommit: l.secondsSinceLastCommit ?? v.secondsSinceCreated,
-        });
-        now.set(v.catalog, { versionId: v.versionId, pagesTotal: v.pagesTotal });
-      }
-      for (const [catalog, v] of reported) {
-        if (now.has(catalog)) continue;
-        const l = await readLedgerProgress(db, v.versionId, RATE_WINDOW_SECONDS);
-        set(catalog, {
-          pagesDone: l.pagesCommitted,
-          pagesTotal: v.pagesTotal,
-          rowsPerSecond: 0,
-          retries: await countPageRetries(db, v.versionId),
-          secondsSinceCommit: 0,
-        });
-      }
-      reported = now;
-    } catch {
-      /* metrics are best effort: the next refresh tries again */
-    } finally {
-      busy = false;
+  return everyInterval(everyMs, async () => {
+    const now = new Map<string, { versionId: string; pagesTotal: number }>();
+    for (const v of await listBuildingVersions(db)) {
+      const l = await readLedgerProgress(db, v.versionId, RATE_WINDOW_SECONDS);
+      set(v.catalog, {
+        pagesDone: l.pagesCommitted,
+        pagesTotal: v.pagesTotal,
+        rowsPerSecond: l.rowsInWindow / RATE_WINDOW_SECONDS,
+        retries: await countPageRetries(db, v.versionId),
+        secondsSinceCommit: l.secondsSinceLastCommit ?? v.secondsSinceCreated,
+      });
+      now.set(v.catalog, { versionId: v.versionId, pagesTotal: v.pagesTotal });
     }
-  };
-  void refresh();
-  const timer = setInterval(() => void refresh(), everyMs);
-  timer.unref();
-  return () => clearInterval(timer);
+    for (const [catalog, v] of reported) {
+      if (now.has(catalog)) continue;
+      const l = await readLedgerProgress(db, v.versionId, RATE_WINDOW_SECONDS);
+      set(catalog, {
+        pagesDone: l.pagesCommitted,
+        pagesTotal: v.pagesTotal,
+        rowsPerSecond: 0,
+        retries: await countPageRetries(db, v.versionId),
+        secondsSinceCommit: 0,
+      });
+    }
+    reported = now;
+  });
 }
 
 /** Name of the scheduled refresh age gauge (also the Prometheus metric name). */
@@ -262,22 +273,9 @@ export function startRefreshAgeGauge(
   everyMs = DEFAULT_GAUGE_REFRESH_MS,
 ): () => void {
   const gauge = meter.createGauge(REFRESH_AGE_GAUGE, 'int', 's', 'Seconds since the last successful scheduled refresh');
-  let busy = false;
-  const refresh = async () => {
-    if (busy) return;
-    busy = true;
-    try {
-      for (const a of await newestEventAges(db, SCHEDULE_EVENTS.done)) gauge.set(a.ageSeconds, { catalog: a.catalog });
-    } catch {
-      /* metrics are best effort: the next refresh tries again */
-    } finally {
-      busy = false;
-    }
-  };
-  void refresh();
-  const timer = setInterval(() => void refresh(), everyMs);
-  timer.unref();
-  return () => clearInterval(timer);
+  return everyInterval(everyMs, async () => {
+    for (const a of await newestEventAges(db, SCHEDULE_EVENTS.done)) gauge.set(a.ageSeconds, { catalog: a.catalog });
+  });
 }
 
 /**
