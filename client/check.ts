@@ -166,7 +166,10 @@ export async function checkCatalog(pool: Pool, o: CheckOptions): Promise<CheckRe
   } catch (err) {
     return {
       code: NagiosState.UNKNOWN,
-      line: unknownLine(`cannot connect to the catalog database: ${(err as Error).message}`),
+      // A pool that names its database (the CLI's) already says `catalog database host:port/db (setting): …`.
+      line: unknownLine(
+        `cannot connect to the ${(err as Error).message.replace(/^(?!catalog database )/, 'catalog database: ')}`,
+      ),
       clients: [],
       versionId: null,
     };

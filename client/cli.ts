@@ -266,8 +266,15 @@ function addCatalogCommands(program: Command, ctx: CommandContext): void {
 
   program
     .command('rollback')
-    .description('re-activate the previous retained version (one transaction, under the publish lock)')
+    .description(
+      'one step back: re-activate the newest retained version older than the active one (one transaction, under the publish lock); each rollback goes one further back',
+    )
     .requiredOption('--catalog <name>', 'catalog', catalogName)
+    .option(
+      '--to-version <n>',
+      're-activate this retained version instead (older or newer: the way back after a rollback)',
+      intOption('--to-version', 1, Number.MAX_SAFE_INTEGER),
+    )
     .action(run((o) => rollbackCommand(ctx, o)));
 
   program

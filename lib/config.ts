@@ -1,6 +1,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { z } from 'zod';
+import { databaseLabel } from './db';
 import { ConfigError, UnknownSourceError } from './errors';
 import { isListingKind, LISTING_KINDS } from './sources/listing-formats';
 
@@ -285,6 +286,23 @@ export function getSource(config: Config, name: string): SourceConfig {
 /** Task queue of the workers: `CATALOG_REBUILD_TASK_QUEUE`, default `catalog-rebuild`. */
 export function taskQueue(env: NodeJS.ProcessEnv = process.env): string {
   return env.CATALOG_REBUILD_TASK_QUEUE || 'catalog-rebuild';
+}
+
+/**
+ * The catalog database as errors name it (pure): `catalog database host:port/db (<setting>)`,
+ * where the setting is `CATALOG_DATABASE_URL` when that variable is set, else `catalogDatabaseUrl in
+ * <CATALOG_REBUILD_CONFIG file>`; no credentials.
+ */
+export function catalogDatabaseDescription(url: string, env: NodeJS.ProcessEnv = process.env): string {
+  const setting = env.CATALOG_DATABASE_URL
+    ? 'CATALOG_DATABASE_URL'
+    : `catalogDatabaseUrl in ${env.CATALOG_REBUILD_CONFIG ?? 'the configuration file'}`;
+  return `catalog database ${databaseLabel(url)} (${setting})`;
+}
+
+/** A database source as errors name it (pure): `source "<name>" database host:port/db (sources.<name>.databaseUrl)`. */
+export function sourceDatabaseDescription(name: string, url: string): string {
+  return `source "${name}" database ${databaseLabel(url)} (sources.${name}.databaseUrl)`;
 }
 
 /**

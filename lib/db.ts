@@ -21,12 +21,81 @@ export interface PoolOptions {
   max?: number;
   /** Sessions are read-only (source connections). */
   readOnly?: boolean;
+  /**
+   * Which database this is and which setting names it, without credentials (see
+   * {@link databaseLabel}): every error of the pool and of its clients' queries then starts with
+   * it, e.g. `catalog database 127.0.0.1:5439/catalog (catalogDatabaseUrl in /etc/c.json): …`.
+   */
+  describe?: string;
+}
+
+/**
+ * `host:port/database` of a PostgreSQL URL (pure): no user, password or parameters, so it may
+ * appear in any message; `(unparseable URL)` when it is not one.
+ */
+export function databaseLabel(url: string): string {
+  try {
+    const u = new URL(url);
+    const db = decodeURIComponent(u.pathname.replace(/^\//, '')) || '(default database)';
+    return `${u.hostname || 'localhost'}:${u.port || '5432'}/${db}`;
+  } catch {
+    return '(unparseable URL)';
+  }
+}
+
+/** Marks errors already prefixed, so an error passing two wrappers is named once. */
+const LABELLED = Symbol('labelled');
+
+/** `err` with `label: ` before its message (once); its `code` and other fields kept. */
+function labelled(err: unknown, label: string): unknown {
+  if (err instanceof Error && !(err as { [LABELLED]?: boolean })[LABELLED]) {
+    err.message = `${label}: ${err.message}`;
+    Object.defineProperty(err, LABELLED, { value: true });
+  }
+  return err;
+}
+
+/** Wraps a `query` function so a rejected promise's error is {@link labelled}; streams and callbacks pass as they are. */
+function labelQuery<F extends (...args: never[]) => unknown>(query: F, label: string): F {
+  return ((...args: never[]) => {
+    const r = query(...args) as { then?: unknown; catch?: (f: (e: unknown) => never) => unknown };
+    return typeof r?.then === 'function'
+      ? r.catch!((e: unknown) => {
+          throw labelled(e, label);
+        })
+      : r;
+  }) as F;
+}
+
+/** Makes every promise-returning `query` and `connect` of `pool` (and of its clients) label its errors. */
+function labelPoolErrors(pool: Pool, label: string): void {
+  pool.query = labelQuery(pool.query.bind(pool) as (...args: never[]) => unknown, label) as Pool['query'];
+  const connect = pool.connect.bind(pool) as (...args: unknown[]) => unknown;
+  pool.connect = ((...args: unknown[]) => {
+    if (args.length) return connect(...args);
+    return (connect() as Promise<PoolClient>).then(
+      (client) => {
+        if (!(client as { [LABELLED]?: boolean })[LABELLED]) {
+          client.query = labelQuery(
+            client.query.bind(client) as (...a: never[]) => unknown,
+            label,
+          ) as PoolClient['query'];
+          Object.defineProperty(client, LABELLED, { value: true });
+        }
+        return client;
+      },
+      (e: unknown) => {
+        throw labelled(e, label);
+      },
+    );
+  }) as Pool['connect'];
 }
 
 /**
  * Creates a `pg` pool whose sessions carry `application_name`, `statement_timeout` and
  * `idle_in_transaction_session_timeout`, with an `error` handler so an idle client's
- * connection loss (server restart) never crashes the process.
+ * connection loss (server restart) never crashes the process; with `describe`, its errors name the
+ * database.
  */
 export function createPool(connectionString: string, opts: PoolOptions): Pool {
   const options = [
@@ -43,6 +112,7 @@ export function createPool(connectionString: string, opts: PoolOptions): Pool {
     connectionTimeoutMillis: 10_000,
   };
   const pool = new Pool(config);
+  if (opts.describe) labelPoolErrors(pool, opts.describe);
   pool.on('error', () => {
     /* an idle client lost its connection; the next checkout reconnects */
   });

@@ -360,6 +360,7 @@ test('files and find print one line per hit or one JSON array, and name a catalo
   let active: ActiveFileVersion | null = { versionId: '7', files: true };
   const reads: FileReads = {
     activeFileVersion: async () => active,
+    matchJobIds: async (_db, _catalog, job) => [job],
     listJobFiles: async (_db, ...args) => (
       calls.push(['list', ...args]),
       [hit('12', 'hosts'), hit('12', ''), ...(args[3] ? [hit('12', 'old', true)] : [])]

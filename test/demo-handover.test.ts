@@ -6,7 +6,11 @@
  *   absolute and quoted, no colour codes), plus `TEMPORAL_ADDRESS` only off the default address;
  * - pasted into a shell, those lines alone let `start`, `status`, `check` and `events` run from
  *   another directory against a private Temporal dev server, and `check` is OK on freshly
- *   generated recent data (the full demo, on 127.0.0.1:7233, is not run here).
+ *   generated recent data (the full demo, on 127.0.0.1:7233, is not run here; demo-clones runs it
+ *   on a private server);
+ * - at 80 columns nothing the demo prints is cut: the progress bar keeps line wrapping on (no
+ *   `ESC[?7l`) and fits the width, announcements and summary lines are wrapped at spaces;
+ * - the summary names the pages each worker committed and any other worker polling the queue.
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -20,6 +24,11 @@ import { handoverEnv, handoverLines, shadowingVariables } from '../dev/demo/hand
 import type { TestDatabases, WorkerProcess } from '../dev/harness/harness';
 import { privateTemporal, spawnWorker, testDatabases, uniqueQueue } from '../dev/harness/harness';
 import { projectRoot } from '../lib/paths';
+import { PassThrough } from 'node:stream';
+import type { RebuildProgress } from '../client';
+import { wrapLine } from '../dev/demo/lines';
+import { ProgressView } from '../dev/demo/progress-view';
+import { workerLines } from '../dev/demo/summary';
 
 let dbs: TestDatabases;
 
@@ -206,4 +215,112 @@ test('with the printed lines alone, start, status, check and events work from an
   const events = inShell(lines, `${cli} events --catalog demo`);
   assert.equal(events.code, 0, events.out);
   assert.match(events.out, /published/);
+});
+
+/** A fake 80-column terminal: everything written to it. */
+function terminal80(): { stream: PassThrough & { isTTY: boolean; columns: number }; text(): string } {
+  const stream = Object.assign(new PassThrough(), { isTTY: true, columns: 80 });
+  let text = '';
+  stream.on('data', (d: Buffer) => (text += d.toString()));
+  return { stream, text: () => text };
+}
+
+/** What a terminal shows of `raw`: its lines (split at CR and LF) without escape sequences. */
+const visibleLines = (raw: string): string[] =>
+  raw
+    .replace(/\x1b\[[0-9;?]*[A-Za-z]/g, '')
+    .split(/\r|\n/)
+    .filter((l) => l.length > 0);
+
+const PROGRESS: RebuildProgress = {
+  phase: 'reconciling',
+  paused: true,
+  draining: false,
+  pagesTotal: 100000,
+  pagesDone: 34567,
+  checkpoint: 34560,
+  rowsUpserted: 69134000,
+  rejects: 0,
+  retries: 12345,
+  rowsPerSecond: 1234567,
+  etaSeconds: 60,
+  versionId: '7',
+  watermark: null,
+  lastEvent: null,
+  inFlight: 4,
+} as unknown as RebuildProgress;
+
+test('at 80 columns the progress bar keeps line wrapping on and no line the demo prints is cut', async () => {
+  const term = terminal80();
+  const view = new ProgressView(term.stream);
+  const kill =
+    "SIGKILL to worker 1's process group (pid 123456) at 34567/100000 pages, 4 in flight: the point of the product — " +
+    'its pages are detected by heartbeat timeout and retried on a live worker, committed pages are not redone';
+  view.update(PROGRESS, 'no worker answered the progress query (yet)');
+  view.announce(kill);
+  view.update({ ...PROGRESS, pagesDone: 34600 }, '');
+  view.stop();
+  await new Promise((r) => setImmediate(r));
+  const raw = term.text();
+  assert.ok(!raw.includes('\x1b[?7l'), 'line wrapping is never turned off');
+  const lines = visibleLines(raw);
+  assert.ok(
+    lines.some((l) => l.includes('34600/100000 pages')),
+    raw,
+  );
+  for (const l of lines) assert.ok(l.length <= 80, `${l.length} columns: ${JSON.stringify(l)}`);
+  assert.equal(
+    lines
+      .filter((l) => !l.includes('░') && !l.includes('█'))
+      .map((l) => l.trim())
+      .join(' ')
+      .replace(/^==> /, ''),
+    kill,
+    'the announcement is complete, wrapped at spaces',
+  );
+
+  for (const line of [`==> ${kill}`, `  catalog = source yes: ${'x'.repeat(32)} vs ${'y'.repeat(32)} ${kill}`]) {
+    const wrapped = wrapLine(line, 80);
+    assert.ok(wrapped.length > 1);
+    for (const w of wrapped) assert.ok(w.length <= 80, w);
+    assert.equal(wrapped.map((w) => w.trim()).join(' '), line.trim());
+  }
+});
+
+test('the summary counts the pages each worker committed and names workers the demo did not start', () => {
+  const identityOf = (pid: number) => `${pid}@vm`;
+  const lines = workerLines({
+    killedAtPage: 34,
+    pagesTotal: 100,
+    pagesByWorker: [
+      { workerIdentity: '999@vm', pages: 60 },
+      { workerIdentity: '101@vm', pages: 34 },
+      { workerIdentity: '102@vm', pages: 6 },
+    ],
+    started: [
+      { n: 1, pid: 101 },
+      { n: 2, pid: 102 },
+    ],
+    identityOf,
+    pollers: ['102@vm', '999@vm', '101@vm'],
+    taskQueue: 'catalog-rebuild-demo-0123abcd',
+  });
+  assert.deepEqual(lines, [
+    '  worker kill     worker 1 SIGKILLed at page 34/100',
+    '  pages by worker 999@vm (not started by this demo) 60, worker 1 (pid 101) 34, worker 2 (pid 102) 6',
+    '  other workers   polling task queue catalog-rebuild-demo-0123abcd, not started by this demo: 999@vm',
+  ]);
+  const alone = workerLines({
+    killedAtPage: null,
+    pagesTotal: 3,
+    pagesByWorker: [{ workerIdentity: '101@vm', pages: 3 }],
+    started: [{ n: 1, pid: 101 }],
+    identityOf,
+    pollers: ['101@vm'],
+    taskQueue: 'q',
+  });
+  assert.deepEqual(alone, [
+    '  worker kill     did not happen (the rebuild ended first)',
+    '  pages by worker worker 1 (pid 101) 3',
+  ]);
 });

@@ -475,6 +475,21 @@ describe('listing sources rebuilt on a real Temporal server and PostgreSQL', () 
             `process.stdout.write(require('fs').readFileSync(${JSON.stringify(RESTIC_MANUAL)}))`,
           ],
         },
+        // The same listing, plus one snapshot from its second run on: a snapshot taken during the
+        // rebuild, after the plan read the listing.
+        'restic-growing': {
+          kind: 'restic-json',
+          command: [
+            process.execPath,
+            '-e',
+            `const fs = require('fs');
+             const mark = ${JSON.stringify(path.join(dir, 'growing.ran'))};
+             const list = JSON.parse(fs.readFileSync(${JSON.stringify(RESTIC_MANUAL)}, 'utf8'));
+             if (fs.existsSync(mark)) list.push({ ...list[0], id: 'ab'.repeat(32), short_id: 'abababab', time: '2017-03-12T08:00:00Z' });
+             else fs.writeFileSync(mark, '');
+             process.stdout.write(JSON.stringify(list));`,
+          ],
+        },
         // A relative path is resolved against the configuration file's folder, not the worker's working directory.
         'restic-new': {
           kind: 'restic-json',
@@ -607,6 +622,17 @@ describe('listing sources rebuilt on a real Temporal server and PostgreSQL', () 
       `SELECT count(*)::int AS n FROM staged_record s JOIN version v USING (version_id) WHERE v.status = 'active'`,
     );
     assert.equal(staged.rows[0].n, 0, 'staged listings are dropped once published');
+  });
+
+  test('a command listing is run again at reconciliation: a snapshot added during the rebuild is the reported delta', async () => {
+    const r = rebuild('restic-growing', 'restic-growing');
+    assert.equal(r.code, 0, `${r.stdout}\n${r.stderr}`);
+    assert.match(r.stdout, /reconciliation: ok: \d+ buckets, source 2 = catalog 2; delta after watermark 1;/);
+    assert.equal((await activeRows('restic-growing')).length, 2, 'the new snapshot is for the next rebuild');
+    assert.equal((await lastReport('restic-growing')).delta, 1);
+    const again = rebuild('restic-growing', 'restic-growing');
+    assert.equal(again.code, 0, `${again.stdout}\n${again.stderr}`);
+    assert.match(again.stdout, /source 3 = catalog 3; delta after watermark 0;/, 'the next rebuild includes it');
   });
 
   test('restic: sizes beyond 2^53 exact, summary times, missing uid 0, copies flagged, a repeated id counted; grouped listing gives the same catalog', async () => {

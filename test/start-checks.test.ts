@@ -4,7 +4,10 @@
  * them; `start` refuses a source no live worker serves (exit 2 within 10 s, no workflow), waits for
  * a worker when none has recorded (exit 1 naming the task queue and `npm run worker`, or goes on
  * when one appears), and prints a receipt (text and `--json`) once the rebuild is planned. The
- * start check's decisions and defaults are unit-tested through the pure function.
+ * start check's decisions and defaults are unit-tested through the pure function. Right after the
+ * task queue's only worker died (its source records still fresh), `start` says within its wait that
+ * no worker polls the queue and how to start one; Ctrl-C during `start --wait` prints that the
+ * rebuild goes on and the commands to follow it, and leaves it running.
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -26,7 +29,7 @@ import {
 } from '../dev/harness/harness';
 import { waitFor, within } from '../dev/harness/wait';
 import { rebuildWorkflowId } from '../client';
-import { decideStart, startCheckSettings } from '../client/commands/start';
+import { decideStart, interruptedLines, noPollerLine, startCheckSettings } from '../client/commands/start';
 import { buildReceipt, formatReceipt } from '../client/receipt';
 
 const JOBS = 1_200;
@@ -122,13 +125,25 @@ async function versionRow(catalog: string) {
 
 test('the start decision: recent names accept or refuse (sorted); no worker waits 60 s by default, then exit 1', () => {
   const settings = startCheckSettings({});
-  assert.deepEqual(settings, { workerWaitMs: 60_000, recordMaxAgeMs: 300_000, planWaitMs: 30_000, pollMs: 1_000 });
+  assert.deepEqual(settings, {
+    workerWaitMs: 60_000,
+    recordMaxAgeMs: 300_000,
+    planWaitMs: 30_000,
+    noPollerMs: 5_000,
+    pollMs: 1_000,
+  });
   const overridden = startCheckSettings({
     CATALOG_REBUILD_START_WORKER_WAIT_MS: '3000',
     CATALOG_REBUILD_START_SOURCE_MAX_AGE_MS: '2000',
     CATALOG_REBUILD_START_PLAN_WAIT_MS: 'x',
   });
-  assert.deepEqual(overridden, { workerWaitMs: 3_000, recordMaxAgeMs: 2_000, planWaitMs: 30_000, pollMs: 1_000 });
+  assert.deepEqual(overridden, {
+    workerWaitMs: 3_000,
+    recordMaxAgeMs: 2_000,
+    planWaitMs: 30_000,
+    noPollerMs: 5_000,
+    pollMs: 1_000,
+  });
 
   const base = { source: 'r18', taskQueue: 'Q', waitedMs: 0, settings };
   const served = {
@@ -328,4 +343,66 @@ test('start with no worker on the task queue waits for one, then exits 1 naming 
   );
   assert.match(ok.stdout, /pages: 2 \(600 jobs per page, fixed by --page-size\)/);
   assert.match(ok.stdout, /version \d+ published; 2 pages/);
+});
+
+test('the no-poller line: only for a task no worker took for noPollerMs; the Ctrl-C lines name the follow-up commands', () => {
+  const task = { scheduled: true, scheduledAt: '1.0' };
+  const at = (waitedMs: number, t: typeof task | null = task) =>
+    noPollerLine({ task: t, waitedMs, taskQueue: 'Q', noPollerMs: 5_000 });
+  assert.equal(at(4_999), null);
+  assert.equal(at(60_000, { ...task, scheduled: false }), null, 'a worker took it');
+  assert.equal(at(60_000, null), null, 'no task waits');
+  assert.match(
+    at(5_000)!,
+    /^no worker polls task queue Q: .* start one with `npm run worker` \(CATALOG_REBUILD_TASK_QUEUE=Q\)/,
+  );
+  assert.equal(startCheckSettings({}).noPollerMs, 5_000);
+  assert.deepEqual(interruptedLines('c', 'catalog-rebuild/c'), [
+    'interrupted: rebuild catalog-rebuild/c goes on; Ctrl-C stopped only this command',
+    '  follow it:        catalog-rebuild status --catalog c --follow',
+    '  wait for its end: catalog-rebuild wait --catalog c',
+    '  stop it:          catalog-rebuild cancel --catalog c',
+  ]);
+});
+
+test('start right after the only worker died says no worker polls the queue within its wait; Ctrl-C says the rebuild goes on', async () => {
+  const deadQueue = uniqueQueue('dead');
+  const de = testEnv({ address: temporal.address, configFile, taskQueue: deadQueue });
+  const w = await spawnWorker({ ...de, CATALOG_REBUILD_SOURCE_RECORD_INTERVAL_MS: '500' });
+  await waitFor('the worker to record its sources', async () => {
+    const { rows } = await dbs.catalogPool.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM worker_source WHERE task_queue = $1`,
+      [deadQueue],
+    );
+    return rows[0].n > 0;
+  });
+  w.kill('SIGKILL');
+  await w.exited;
+
+  const catalog = 'dead-worker';
+  catalogs.push(catalog);
+  const t0 = Date.now();
+  const pending = startCli(['start', '--catalog', catalog, '--source', 'r18', '--wait'], {
+    ...de,
+    CATALOG_REBUILD_START_PLAN_WAIT_MS: '20000',
+  });
+  const noPoller = new RegExp(
+    `no worker polls task queue ${deadQueue}: the rebuild's workflow task has waited \\d+(\\.\\d)? s and no worker took it .*start one with \`npm run worker\` \\(CATALOG_REBUILD_TASK_QUEUE=${deadQueue}\\)`,
+  );
+  await waitFor('start to name the missing worker', () => noPoller.test(pending.stderr()), { timeoutMs: 20_000 });
+  const namedAfter = Date.now() - t0;
+  assert.ok(namedAfter < 20_000, `named within the plan wait (after ${namedAfter} ms)`);
+  assert.doesNotMatch(pending.stdout(), /not planned within/, 'before the plan wait ended');
+  assert.match(
+    pending.stdout(),
+    new RegExp(`^started rebuild catalog-rebuild/${catalog} \\(task queue ${deadQueue}\\)`),
+  );
+
+  pending.signal('SIGINT');
+  const r = await pending.done;
+  assert.equal(r.code, null, `ended by SIGINT: ${r.stdout}\n${r.stderr}`);
+  const tail = r.stderr.trimEnd().split('\n').slice(-4);
+  assert.deepEqual(tail, interruptedLines(catalog, `catalog-rebuild/${catalog}`));
+  const d = await tc.client.workflow.getHandle(rebuildWorkflowId(catalog)).describe();
+  assert.equal(d.status.name, 'RUNNING', 'the rebuild goes on');
 });

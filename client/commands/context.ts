@@ -6,7 +6,7 @@
 import type { Pool } from 'pg';
 import type { TemporalSession } from '../index';
 import { connectTemporal } from '../index';
-import { loadConfig } from '../../lib/config';
+import { catalogDatabaseDescription, loadConfig } from '../../lib/config';
 import { createPool } from '../../lib/db';
 
 /**
@@ -44,7 +44,9 @@ export interface CommandContext {
    */
   connectTemporal(): Promise<TemporalSession>;
   /**
-   * Opens a pool on the catalog database named by the configuration; the caller ends it.
+   * Opens a pool on the catalog database named by the configuration; the caller ends it. Its
+   * errors name the database and its setting (`catalog database host:port/db (catalogDatabaseUrl in
+   * <file>)`), without credentials.
    * @throws the configuration error (missing file, invalid key) before any connection.
    */
   catalogPool(request: CatalogPoolRequest): Pool;
@@ -74,6 +76,7 @@ export function processContext(out: (line: string) => void): CommandContext {
     catalogPool(request) {
       const config = loadConfig();
       return createPool(config.catalogDatabaseUrl, {
+        describe: catalogDatabaseDescription(config.catalogDatabaseUrl),
         applicationName: `catalog-rebuild:${request.purpose}:${process.pid}`,
         max: request.max,
         statementTimeoutMs: request.statementTimeoutMs,

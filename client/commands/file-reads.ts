@@ -3,7 +3,7 @@
  * written against, and the one place its implementation is chosen ({@link catalogFileReads}).
  * The reads run on `active_files` (migrations/008_files.sql) in lib/catalog.
  */
-import { activeFileVersion, findFiles, findFilesByBytes, listJobFiles } from '../../lib/catalog';
+import { activeFileVersion, findFiles, findFilesByBytes, listJobFiles, matchActiveJobIds } from '../../lib/catalog';
 import type { Queryable } from '../../lib/db';
 
 /** One file record as `files` and `find` print it (a row of `active_files` with its job's start time). */
@@ -39,6 +39,11 @@ export interface ActiveFileVersion {
 export interface FileReads {
   /** The catalog's active version and whether it holds file records; null when none is active. */
   activeFileVersion(db: Queryable, catalog: string): Promise<ActiveFileVersion | null>;
+  /**
+   * The ids of the active version's jobs that `job` names (exactly, or a listing source's hex
+   * prefix of 8+ digits); at most `limit`, sorted.
+   */
+  matchJobIds(db: Queryable, catalog: string, job: string, limit: number): Promise<string[]>;
   /**
    * The files of one job of the catalog's active version, in FileId order; at most `limit` when
    * given; the saved ones only unless `includeDeleted`.
@@ -92,6 +97,7 @@ const hitOf = (r: FileHit): FileHit => ({
  */
 export const catalogFileReads: FileReads = {
   activeFileVersion,
+  matchJobIds: matchActiveJobIds,
   listJobFiles: async (db, catalog, jobId, limit, includeDeleted) =>
     (await listJobFiles(db, catalog, jobId, limit, includeDeleted)).map((r) => hitOf({ ...r, deleted: !!r.deleted })),
   findFiles: async (db, catalog, pattern, limit, includeDeleted) =>

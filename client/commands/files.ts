@@ -8,6 +8,7 @@ import type { CommandContext } from './context';
 import { ExitCode, withCatalogPool } from './context';
 import type { FileHit, FileReads } from './file-reads';
 import { catalogFileReads } from './file-reads';
+import { JOB_ID_MIN_PREFIX } from '../../lib/catalog/file-reads';
 
 /** Options of `files`. */
 export interface FilesOptions {
@@ -138,13 +139,43 @@ function printHits(ctx: CommandContext, hits: FileHit[], limit: number | undefin
   return shown;
 }
 
+/** Matches of a job prefix listed in the ambiguity error (more are counted as "…"). */
+const AMBIGUOUS_SHOWN = 10;
+
+/**
+ * The one job id of the active version that `job` names: itself, or the one id a listing source's
+ * hex prefix (8+ digits, as `restic snapshots` shows them) matches.
+ * @throws ExitCode 2 when the prefix matches several jobs (naming them); ExitCode 1 when no job of
+ *   the active version matches (naming it).
+ */
+async function resolveJob(pool: Pool, reads: FileReads, catalog: string, job: string, versionId: string) {
+  const ids = await reads.matchJobIds(pool, catalog, job, AMBIGUOUS_SHOWN + 1);
+  if (ids.length === 1) return ids[0];
+  if (ids.length > 1) {
+    const shown = ids.slice(0, AMBIGUOUS_SHOWN).join(', ');
+    throw new ExitCode(
+      2,
+      `--job ${job} is ambiguous: it starts ${ids.length > AMBIGUOUS_SHOWN ? `more than ${AMBIGUOUS_SHOWN}` : ids.length} job ids of the active version ${versionId} of catalog ${catalog}: ${shown}${ids.length > AMBIGUOUS_SHOWN ? ', …' : ''}; give more digits`,
+    );
+  }
+  throw new ExitCode(
+    1,
+    `job ${job} is not in the active version ${versionId} of catalog ${catalog}` +
+      (/^[0-9a-f]+$/.test(job) && !/^\d+$/.test(job) && job.length < JOB_ID_MIN_PREFIX
+        ? ` (a snapshot or archive id prefix needs at least ${JOB_ID_MIN_PREFIX} hex digits)`
+        : ''),
+  );
+}
+
 /**
  * Lists the file records of job `o.job` in the catalog's active version that the job saved (with
  * `--deleted`, all of them), one line per record (or one JSON array); on `note`, a line when the
- * job has no such records or more than `--limit`.
- * @returns 0, also when the job has no file records (or is not in the catalog).
- * @throws ExitCode 1 when the catalog has no active version or its active version has no file
- *   records; the configuration or database error as it is.
+ * job has no such records or more than `--limit`. `o.job` is a job id, or for a listing source
+ * (restic, borg: hex ids) a unique prefix of at least 8 hex digits, such as restic's short id.
+ * @returns 0, also when the job has no file records.
+ * @throws ExitCode 1 when the catalog has no active version, its active version has no file
+ *   records, or no job of it matches `o.job` (naming it); ExitCode 2 when a prefix matches several
+ *   jobs (naming them); the configuration or database error as it is.
  */
 export async function filesCommand(
   ctx: CommandContext,
@@ -155,10 +186,10 @@ export async function filesCommand(
   return withCatalogPool(ctx, async (pool) => {
     const versionId = await activeVersionWithFiles(pool, reads, o.catalog);
     const limit = o.limit === undefined ? undefined : o.limit + 1;
-    const hits = await reads.listJobFiles(pool, o.catalog, o.job, limit, o.deleted === true);
+    const job = await resolveJob(pool, reads, o.catalog, o.job, versionId);
+    const hits = await reads.listJobFiles(pool, o.catalog, job, limit, o.deleted === true);
     const shown = printHits(ctx, hits, o.limit, o.json);
-    if (!hits.length)
-      note(`job ${o.job} has no file records in the active version ${versionId} of catalog ${o.catalog}`);
+    if (!hits.length) note(`job ${job} has no file records in the active version ${versionId} of catalog ${o.catalog}`);
     else if (shown.length < hits.length) note(`first ${shown.length} file records shown; more with a higher --limit`);
     return 0;
   });

@@ -17,6 +17,8 @@ import type { CommandContext } from './context';
 import { ExitCode, withTemporal } from './context';
 import { formatDryRun, runDryRun } from './dry-run';
 import { waitAndReport } from './outcome';
+import { interruptedLines, onInterrupt, watchForPoller } from './start-watch';
+export { interruptedLines, noPollerLine } from './start-watch';
 
 /** Options of `start` (parsed and range-checked by the CLI). */
 export interface StartOptions {
@@ -54,6 +56,7 @@ export const START_ENV = {
   workerWaitMs: 'CATALOG_REBUILD_START_WORKER_WAIT_MS',
   recordMaxAgeMs: 'CATALOG_REBUILD_START_SOURCE_MAX_AGE_MS',
   planWaitMs: 'CATALOG_REBUILD_START_PLAN_WAIT_MS',
+  noPollerMs: 'CATALOG_REBUILD_START_NO_POLLER_MS',
 } as const;
 
 /** How long `start` waits and what it accepts (all ms). */
@@ -64,6 +67,11 @@ export interface StartCheckSettings {
   recordMaxAgeMs: number;
   /** Wait for the plan before the receipt; default 30,000. */
   planWaitMs: number;
+  /**
+   * A workflow task of the rebuild that no worker took for this long means no worker polls the task
+   * queue (a live one takes it at once); `start` then says so within its wait; default 5,000.
+   */
+  noPollerMs: number;
   /** Pause between two reads of the records while waiting; 1,000. */
   pollMs: number;
 }
@@ -79,6 +87,7 @@ export function startCheckSettings(env: NodeJS.ProcessEnv = process.env): StartC
     workerWaitMs: ms(START_ENV.workerWaitMs, 60_000),
     recordMaxAgeMs: ms(START_ENV.recordMaxAgeMs, 300_000),
     planWaitMs: ms(START_ENV.planWaitMs, 30_000),
+    noPollerMs: ms(START_ENV.noPollerMs, 5_000),
     pollMs: 1_000,
   };
 }
@@ -238,6 +247,9 @@ async function receiptOf(
  * JSON object); with `wait`, then waits and prints the result (`json`: on `note`).
  * @param note diagnostics (stderr for the CLI): the wait message and the unknown source line.
  * @param env where the waits may be overridden ({@link START_ENV}).
+ * Once the rebuild started: when its workflow task waits {@link StartCheckSettings.noPollerMs} for a
+ * worker, prints {@link noPollerLine} on `note` within the plan wait; Ctrl-C prints
+ * {@link interruptedLines} on `note` (the rebuild goes on) and ends the process as SIGINT does.
  * @returns 0 (also when the plan was not seen in time: the rebuild runs); with `wait`, 0 when
  *   published, 1 otherwise.
  * @throws ExitCode 2 for a source no live worker serves; ExitCode 1 when no worker of the task queue
@@ -251,6 +263,7 @@ export async function startCommand(
   env: NodeJS.ProcessEnv = process.env,
 ): Promise<number> {
   const settings = startCheckSettings(env);
+  let stopInterrupt = (): void => undefined;
   return withTemporal(ctx, async (s) => {
     let pool: Pool | undefined;
     const catalogPool = () => (pool ??= ctx.catalogPool({ purpose: 'cli', max: 2 }));
@@ -297,13 +310,22 @@ export async function startCommand(
           `${r.attached ? 'attached to running' : 'started'} rebuild ${r.handle.workflowId} (task queue ${s.taskQueue})`,
         );
       }
+      stopInterrupt = onInterrupt(interruptedLines(o.catalog, r.handle.workflowId), note);
       const t1 = Date.now();
-      const receipt = await receiptOf(
-        s,
-        r.handle,
-        { ...o, attached: r.attached, planWaitMs: settings.planWaitMs },
-        catalogPool,
-      );
+      const watching = new AbortController();
+      const watch = watchForPoller(r.handle, { taskQueue: s.taskQueue, settings, note, signal: watching.signal });
+      let receipt: Receipt;
+      try {
+        receipt = await receiptOf(
+          s,
+          r.handle,
+          { ...o, attached: r.attached, planWaitMs: settings.planWaitMs },
+          catalogPool,
+        );
+      } finally {
+        watching.abort();
+        await watch;
+      }
       // A rebuild that closed before its plan was seen (it failed planning): its result, at once.
       if (!receipt.planned && !(await isRunning(r.handle))) return waitAndReport(s, o.catalog, o.json ? note : ctx.out);
       const lines = formatReceipt(receipt, Date.now() - t1);
@@ -315,6 +337,10 @@ export async function startCommand(
     } finally {
       await (pool as Pool | undefined)?.end().catch(() => undefined);
     }
-    return o.wait ? waitAndReport(s, o.catalog, o.json ? note : ctx.out) : 0;
-  });
+    try {
+      return o.wait ? await waitAndReport(s, o.catalog, o.json ? note : ctx.out) : 0;
+    } finally {
+      stopInterrupt();
+    }
+  }).finally(() => stopInterrupt());
 }

@@ -16,6 +16,10 @@ export interface HandoverOptions {
   configFile: string;
   /** Task queue of the demo's workers. */
   taskQueue: string;
+  /** Worker Deployment of the demo's workers (exported as `CATALOG_REBUILD_DEPLOYMENT` when given). */
+  deploymentName?: string;
+  /** The demo's databases, named in the hand-over when given. */
+  databases?: { catalog: string; source: string };
   /** `host:port` of the Temporal frontend the demo used. */
   temporalAddress: string;
   /** Absolute path of the project (the folder holding `bin/catalog-rebuild.js`). */
@@ -46,8 +50,9 @@ function quoted(s: string): string {
 
 /**
  * The variables a shell needs for the CLI to reach the demo: `CATALOG_REBUILD_CONFIG` (absolute),
- * `CATALOG_REBUILD_TASK_QUEUE`, and `TEMPORAL_ADDRESS` only when the server is not on the default
- * address (localhost:7233 or 127.0.0.1:7233).
+ * `CATALOG_REBUILD_TASK_QUEUE`, `CATALOG_REBUILD_DEPLOYMENT` when the options name a deployment (a
+ * worker started in that shell then joins the demo's deployment), and `TEMPORAL_ADDRESS` only when
+ * the server is not on the default address (localhost:7233 or 127.0.0.1:7233).
  * @throws Error when `configFile` is not absolute (it would only work from the project folder).
  */
 export function handoverEnv(o: HandoverOptions): Record<string, string> {
@@ -56,6 +61,7 @@ export function handoverEnv(o: HandoverOptions): Record<string, string> {
     CATALOG_REBUILD_CONFIG: o.configFile,
     CATALOG_REBUILD_TASK_QUEUE: o.taskQueue,
   };
+  if (o.deploymentName) env.CATALOG_REBUILD_DEPLOYMENT = o.deploymentName;
   if (!DEFAULT_TEMPORAL_ADDRESSES.includes(o.temporalAddress)) env.TEMPORAL_ADDRESS = o.temporalAddress;
   return env;
 }
@@ -97,7 +103,15 @@ export function cliCommand(projectRoot: string): string {
  */
 export function handoverLines(o: HandoverOptions): string[] {
   const env = handoverEnv(o);
-  const lines = ['', 'Next: paste these lines into any shell; the CLI then reaches the demo from any directory'];
+  const lines = [
+    '',
+    "This checkout's demo (its names carry a hash of the checkout's path)",
+    `    catalog         ${o.catalog}`,
+    `    task queue      ${o.taskQueue}`,
+  ];
+  if (o.databases)
+    lines.push(`    catalog db      ${o.databases.catalog}`, `    source db       ${o.databases.source}`);
+  lines.push('', 'Next: paste these lines into any shell to reach the demo from any directory');
   for (const [k, v] of Object.entries(env)) {
     lines.push(`    export ${k}=${k === 'CATALOG_REBUILD_CONFIG' ? quoted(v) : shellWord(v)}`);
   }

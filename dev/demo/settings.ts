@@ -1,17 +1,14 @@
-/** Fixed names and settings of `npm run demo`, and its command-line options. */
+/** Fixed settings of `npm run demo`, and its command-line options. */
 import { Command, InvalidArgumentError } from 'commander';
 import { LIMITS } from '../../workflows/definitions';
 
-/** Fixed names and settings of the demo. */
+/**
+ * Fixed settings of the demo. Its names on shared servers (databases, catalog, task queue, Worker
+ * Deployment) belong to the checkout: see identity.ts.
+ */
 export const DEMO = {
   grpcPort: 7233,
   uiPort: 8233,
-  catalog: 'demo',
-  source: 'director',
-  sourceDatabase: 'catalog_rebuild_demo_source',
-  catalogDatabase: 'catalog_rebuild_demo',
-  /** A queue of its own, so only the demo's workers run the demo's rebuild. */
-  taskQueue: 'catalog-rebuild-demo',
   /** Zone of the generated director's wall clock, written into the demo's configuration as the source's `timezone`. */
   timezone: 'UTC',
   seed: 1,
@@ -39,6 +36,8 @@ export interface DemoOptions {
   files: boolean;
   /** File records of the generated source, with `files`. */
   fileRows: number;
+  /** gRPC port of the Temporal dev server on 127.0.0.1 the demo uses, or starts when nothing listens (default 7233). */
+  temporalPort: number;
 }
 
 /** The demo's options from the command line (prints the error and help, and exits 1, on a usage error). */
@@ -53,6 +52,12 @@ export function parseOptions(): DemoOptions {
       'file records of the generated source, with --files',
       intAtLeast(0, 2_000_000_000),
       1_000_000,
+    )
+    .option(
+      '--temporal-port <n>',
+      'gRPC port on 127.0.0.1 of the Temporal dev server to use (started there when nothing listens)',
+      intAtLeast(1, 65_535),
+      DEMO.grpcPort,
     )
     .showHelpAfterError();
   program.parse(process.argv);

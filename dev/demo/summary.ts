@@ -4,10 +4,13 @@
  */
 import type { Pool } from 'pg';
 import type { RebuildCatalogResult } from '../../client';
+import type { PagesOfWorker } from '../../lib/catalog';
+import { committedPagesByWorker } from '../../lib/catalog';
 import { compareCatalogToSource } from '../verify';
-import { DEMO } from './settings';
+import type { DemoIdentity } from './identity';
+import { say } from './lines';
 
-const step = (s: string): void => console.log(`==> ${s}`);
+const step = (s: string): void => say(`==> ${s}`);
 const seconds = (ms: number): string => `${(ms / 1000).toFixed(1)} s`;
 
 /** The file records of both sides: counts and an order-independent digest of their fields. */
@@ -35,12 +38,16 @@ const FILE_LINE = (
  * `File` rows joined with `Path`: counts and the sum of a 64-bit hash of each record's fields
  * (order-independent, computed in SQL on both sides).
  */
-export async function compareFilesToSource(catalogPool: Pool, sourcePool: Pool): Promise<FileComparison> {
+export async function compareFilesToSource(
+  catalogPool: Pool,
+  sourcePool: Pool,
+  catalog: string,
+): Promise<FileComparison> {
   const digest = (line: string) => `coalesce(sum(hashtextextended(${line}, 0)::numeric), 0)::text`;
   const cat = await catalogPool.query<{ n: string; d: string }>(
     `SELECT count(*)::text AS n, ${digest(FILE_LINE('file_id', 'job_id', 'path || name', 'file_index', 'delta_seq', 'lstat', 'md5'))} AS d
        FROM active_files WHERE catalog_name = $1`,
-    [DEMO.catalog],
+    [catalog],
   );
   const src = await sourcePool.query<{ n: string; d: string }>(
     `SELECT count(*)::text AS n, ${digest(FILE_LINE('f.fileid', 'f.jobid', 'p.path || f.name', 'f.fileindex', 'f.deltaseq', 'f.lstat', 'f.md5'))} AS d
@@ -57,6 +64,43 @@ export async function compareFilesToSource(catalogPool: Pool, sourcePool: Pool):
   };
 }
 
+/** A worker the demo started: its number (1, 2) and pid. */
+export interface StartedWorker {
+  n: number;
+  pid: number;
+}
+
+/**
+ * The summary's lines on who did the work (pure): the kill, the committed pages of each worker by
+ * the ledger (the demo's workers by number, any other by its identity, marked as not started by the
+ * demo), and other workers seen polling the demo's task queue.
+ * @param identityOf the Temporal identity of a demo worker's pid (`<pid>@<host>`).
+ */
+export function workerLines(o: {
+  killedAtPage: number | null;
+  pagesTotal: number;
+  pagesByWorker: PagesOfWorker[];
+  started: StartedWorker[];
+  identityOf: (pid: number) => string;
+  /** Identities polling the task queue lately (the demo's own workers included or not). */
+  pollers: string[];
+  taskQueue: string;
+}): string[] {
+  const byIdentity = new Map(o.started.map((w) => [o.identityOf(w.pid), w]));
+  const lines = [
+    `  worker kill     ${o.killedAtPage === null ? 'did not happen (the rebuild ended first)' : `worker 1 SIGKILLed at page ${o.killedAtPage}/${o.pagesTotal}`}`,
+  ];
+  const parts = o.pagesByWorker.map((x) => {
+    const w = byIdentity.get(x.workerIdentity);
+    return w ? `worker ${w.n} (pid ${w.pid}) ${x.pages}` : `${x.workerIdentity} (not started by this demo) ${x.pages}`;
+  });
+  lines.push(`  pages by worker ${parts.length ? parts.join(', ') : 'none committed'}`);
+  const others = [...new Set(o.pollers)].filter((id) => !byIdentity.has(id)).sort();
+  if (others.length)
+    lines.push(`  other workers   polling task queue ${o.taskQueue}, not started by this demo: ${others.join(', ')}`);
+  return lines;
+}
+
 /**
  * Checks catalog = source (md5 of every field of every job, in SQL) and prints the summary of a
  * finished rebuild; returns whether it was published, is the active version and equals the source.
@@ -66,16 +110,22 @@ export async function checkAndSummarize(
   sourcePool: Pool,
   r: RebuildCatalogResult,
   o: {
+    identity: DemoIdentity;
     pageSize: number;
     /** The rebuild included file records: compare them too. */
     files?: boolean;
     killedAtPage: number | null;
+    /** The workers the demo started and the identity of a pid on this host. */
+    started: StartedWorker[];
+    identityOf: (pid: number) => string;
+    /** Identities seen polling the demo's task queue. */
+    pollers: string[];
     rebuildMs: number;
     webUi: string;
     devServerLine: string;
   },
 ): Promise<boolean> {
-  const { killedAtPage, rebuildMs, webUi, devServerLine } = o;
+  const { killedAtPage, rebuildMs, webUi, devServerLine, identity: id } = o;
   step('checking catalog = source (md5 of every field of every job, in SQL)');
   const v = await catalogPool.query<{
     version_id: string;
@@ -84,64 +134,73 @@ export async function checkAndSummarize(
     source_rows: string;
   }>(
     `SELECT version_id::text, status, source_timezone, source_rows::text FROM version WHERE catalog_name = $1 ORDER BY version_id`,
-    [DEMO.catalog],
+    [id.catalog],
   );
   const mine = v.rows.find((x) => x.version_id === r.versionId);
   const active = await catalogPool.query<{ version_id: string }>(
     `SELECT version_id::text FROM active WHERE catalog_name = $1`,
-    [DEMO.catalog],
+    [id.catalog],
   );
-  const cmp = await compareCatalogToSource(catalogPool, sourcePool, DEMO.catalog, mine?.source_timezone ?? 'UTC');
+  const cmp = await compareCatalogToSource(catalogPool, sourcePool, id.catalog, mine?.source_timezone ?? 'UTC');
   const retries = await catalogPool.query<{ created_at: Date; message: string }>(
     `SELECT created_at, message FROM event WHERE catalog_name = $1 AND version_id = $2 AND kind = 'page_retry' ORDER BY event_id`,
-    [DEMO.catalog, r.versionId],
+    [id.catalog, r.versionId],
   );
   const isActive = active.rows[0]?.version_id === r.versionId;
   let files: FileComparison | Error | null = null;
   if (o.files) {
     step('checking the file records: catalog = source (count and a hash of every field, in SQL)');
-    files = await compareFilesToSource(catalogPool, sourcePool).catch((e: Error) => e);
+    files = await compareFilesToSource(catalogPool, sourcePool, id.catalog).catch((e: Error) => e);
   }
   const filesEqual = files === null || (!(files instanceof Error) && files.equal);
   const equal = r.published && isActive && cmp.equal && filesEqual;
 
-  console.log('');
-  console.log('Summary');
-  console.log(
-    `  catalog         ${DEMO.catalog} (database ${DEMO.catalogDatabase}), source ${DEMO.source} (database ${DEMO.sourceDatabase})`,
+  const pagesByWorker = await committedPagesByWorker(catalogPool, r.versionId);
+  const lines: string[] = ['', 'Summary'];
+  const out = (line: string): void => void lines.push(line);
+  out(
+    `  catalog         ${id.catalog} (database ${id.catalogDatabase}), source ${id.source} (database ${id.sourceDatabase})`,
   );
-  console.log(`  pages           ${r.pagesTotal} of ${o.pageSize} jobs`);
-  console.log(`  rows            ${r.rowsUpserted} upserted, ${r.rejects} rejects`);
-  console.log(
-    `  worker kill     ${killedAtPage === null ? 'did not happen (the rebuild ended first)' : `worker 1 SIGKILLed at page ${killedAtPage}/${r.pagesTotal}; worker 2 finished the rebuild`}`,
-  );
-  console.log(`  retries         ${r.retries}`);
-  console.log(
+  out(`  pages           ${r.pagesTotal} of ${o.pageSize} jobs`);
+  out(`  rows            ${r.rowsUpserted} upserted, ${r.rejects} rejects`);
+  for (const line of workerLines({
+    killedAtPage,
+    pagesTotal: r.pagesTotal,
+    pagesByWorker,
+    started: o.started,
+    identityOf: o.identityOf,
+    pollers: o.pollers,
+    taskQueue: id.taskQueue,
+  }))
+    out(line);
+  out(`  retries         ${r.retries}`);
+  out(
     `  duration        rebuild ${seconds(r.durationMs)} (workflow time), ${seconds(rebuildMs)} seen by the demo; ${r.runs} run(s)`,
   );
-  console.log(
+  out(
     `  versions        ${v.rows.map((x) => `version ${x.version_id} ${x.status}${x.version_id === r.versionId ? ' (this run)' : ''}`).join(', ')}` +
       (r.previousVersionId ? `; version ${r.versionId} replaced version ${r.previousVersionId}` : ''),
   );
   if (r.reconciliation) {
     const x = r.reconciliation;
-    console.log(
+    out(
       `  reconciliation  ${x.ok ? 'ok' : 'MISMATCH'}: ${x.buckets} buckets, source ${x.sourceRows} = catalog ${x.catalogRows}${x.rejects ? ` + ${x.rejects} quarantined` : ''}, ${x.sampled} records sampled, ${x.sampleMismatches} differ`,
     );
   }
-  console.log(
+  out(
     `  catalog = source ${equal ? 'yes' : 'NO'}: ${cmp.catalogRows} rows md5 ${cmp.catalog} vs source ${cmp.sourceRows} rows md5 ${cmp.source}${isActive ? '' : ` (active version is ${active.rows[0]?.version_id ?? 'none'}, not ${r.versionId})`}`,
   );
-  if (files instanceof Error) console.log(`  files           NOT compared: ${files.message}`);
+  if (files instanceof Error) out(`  files           NOT compared: ${files.message}`);
   else if (files) {
-    console.log(
+    out(
       `  files = source  ${files.equal ? 'yes' : 'NO'}: ${files.catalogRows} file records (digest ${files.catalog}) vs source ${files.sourceRows} (digest ${files.source})`,
     );
   }
-  console.log(`  page retries    ${retries.rowCount} event(s) of type page_retry:`);
-  for (const e of retries.rows) console.log(`    ${e.created_at.toISOString()}  ${e.message}`);
-  console.log(`  Web UI          ${webUi}`);
-  console.log(`                  (all rebuilds of the catalog: search CatalogName='${DEMO.catalog}')`);
-  console.log(`  dev server      ${devServerLine}`);
+  out(`  page retries    ${retries.rowCount} event(s) of type page_retry:`);
+  for (const e of retries.rows) out(`    ${e.created_at.toISOString()}  ${e.message}`);
+  out(`  Web UI          ${webUi}`);
+  out(`                  (all rebuilds of the catalog: search CatalogName='${id.catalog}')`);
+  out(`  dev server      ${devServerLine}`);
+  for (const line of lines) say(line);
   return equal;
 }

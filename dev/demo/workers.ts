@@ -1,11 +1,12 @@
 /**
  * The demo's worker processes: the product's worker entrypoint (`dist/worker/main.js`), each in its
- * own process group with its output in `.data/demo-worker-<n>.log` and its pid in
- * `.data/demo-worker-<n>.pid`, so an interrupted demo's workers can be found and killed next time.
+ * own process group with its output in `.data/demo-worker-<n>.log`; the demo records their pids in
+ * its state file (state.ts), so an interrupted demo's workers, and only those, are stopped next time.
  */
 import type { ChildProcess } from 'node:child_process';
 import { spawn } from 'node:child_process';
 import * as fs from 'node:fs';
+import * as os from 'node:os';
 import * as path from 'node:path';
 import { dataDir, projectRoot } from '../../lib/paths';
 import type { WorkerBuild } from '../../worker/build-id';
@@ -48,11 +49,16 @@ export interface DemoWorker {
 
 /** Every worker the demo started, in order (worker 1 first). */
 export const workers: DemoWorker[] = [];
-/** `.data/demo-worker-<n>.pid`. */
-export const workerPidFile = (n: number): string => path.join(dataDir(), `demo-worker-${n}.pid`);
 
-/** Spawns `node dist/worker/main.js` detached (own process group); resolves once it polls. */
-export async function spawnDemoWorker(n: number, env: NodeJS.ProcessEnv): Promise<DemoWorker> {
+/**
+ * Spawns `node dist/worker/main.js` detached (own process group); calls `spawned` with it at once
+ * (to record its pid) and resolves once it polls.
+ */
+export async function spawnDemoWorker(
+  n: number,
+  env: NodeJS.ProcessEnv,
+  spawned: (w: DemoWorker) => void = () => undefined,
+): Promise<DemoWorker> {
   const logFile = path.join(dataDir(), `demo-worker-${n}.log`);
   const fd = fs.openSync(logFile, 'w');
   const child = spawn(process.execPath, [path.join(projectRoot(), 'dist/worker/main.js')], {
@@ -70,7 +76,7 @@ export async function spawnDemoWorker(n: number, env: NodeJS.ProcessEnv): Promis
     build: { deploymentName: '', buildId: '' },
   };
   workers.push(w);
-  fs.writeFileSync(workerPidFile(n), `${w.pid}\n`);
+  spawned(w);
   let exitCode: number | null | undefined;
   void w.exited.then((c) => (exitCode = c));
   await waitFor(
@@ -105,23 +111,22 @@ export async function stopWorker(w: DemoWorker, graceMs = 25_000): Promise<void>
     await w.exited;
     clearTimeout(t);
   }
-  fs.rmSync(workerPidFile(w.n), { force: true });
 }
 
-/** Kills workers a previous, interrupted demo run left behind (pid files in .data/), announcing each on `log`. */
-export function killStaleWorkers(log: (line: string) => void): void {
-  for (const f of fs.readdirSync(dataDir())) {
-    const m = /^demo-worker-(\d+)\.pid$/.exec(f);
-    if (!m) continue;
-    const pid = readPid(path.join(dataDir(), f));
-    if (pid && processMatches(pid, 'dist/worker/main.js')) {
-      log(`killing worker ${pid} left behind by an earlier demo run`);
-      try {
-        process.kill(-pid, 'SIGKILL');
-      } catch {
-        /* gone */
-      }
+/** The Temporal identity of a demo worker on this host (the worker's `<pid>@<host>`). */
+export const workerIdentity = (pid: number): string => `${pid}@${os.hostname()}`;
+
+/**
+ * Kills the process groups of `pids` (workers an earlier, interrupted demo of this checkout
+ * started; see state.ts `leftovers`), announcing each on `log`.
+ */
+export function killLeftoverWorkers(pids: { n: number; pid: number }[], log: (line: string) => void): void {
+  for (const w of pids) {
+    log(`stopping worker ${w.n} (pid ${w.pid}) that an earlier, interrupted demo of this checkout started`);
+    try {
+      process.kill(-w.pid, 'SIGKILL');
+    } catch {
+      /* gone */
     }
-    fs.rmSync(path.join(dataDir(), f), { force: true });
   }
 }

@@ -241,6 +241,8 @@ export interface CliProcess {
   stderr(): string;
   /** Exit code (null when killed) and the whole output, once it exited. */
   done: Promise<{ code: number | null; stdout: string; stderr: string }>;
+  /** Sends `signal` to the CLI process (e.g. SIGINT, as Ctrl-C does). */
+  signal(signal: NodeJS.Signals): void;
 }
 
 /**
@@ -267,7 +269,7 @@ export function startCli(
   const done = new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) =>
     child.on('exit', (code) => resolve({ code, stdout, stderr })),
   );
-  return { stdout: () => stdout, stderr: () => stderr, done };
+  return { stdout: () => stdout, stderr: () => stderr, done, signal: (sig) => void child.kill(sig) };
 }
 
 /**

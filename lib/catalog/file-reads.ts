@@ -116,6 +116,35 @@ export async function listJobFiles(
   return rows;
 }
 
+/** Shortest prefix of a listing source's job id (restic snapshot, borg archive: hex) that `files --job` accepts. */
+export const JOB_ID_MIN_PREFIX = 8;
+
+/**
+ * The job ids of the published version of `catalog` that `job` names: the job whose id is exactly
+ * `job`; else, when `job` is at least {@link JOB_ID_MIN_PREFIX} lowercase hex digits, the jobs
+ * whose id starts with it, among ids that are not decimal numbers (listing sources' hex ids: a
+ * director's job id `12` is never a prefix of `120`). At most `limit` ids, sorted.
+ * A prefix reads the version's job ids (one pass over its jobs, as many as the source's snapshots).
+ * @returns the matching ids; empty when none matches or the catalog has no published version.
+ */
+export async function matchActiveJobIds(db: Queryable, catalog: string, job: string, limit: number): Promise<string[]> {
+  const active = await activeSegments(db, catalog);
+  if (!active) return [];
+  const exact = await db.query<{ job_id: string }>(
+    `SELECT j.job_id FROM job j WHERE $1::text IS NOT NULL AND ${inActive('j', active)} AND j.job_id = $2 LIMIT 1`,
+    [catalog, job],
+  );
+  if (exact.rows.length || !new RegExp(`^[0-9a-f]{${JOB_ID_MIN_PREFIX},}$`).test(job))
+    return exact.rows.map((r) => r.job_id);
+  const prefixed = await db.query<{ job_id: string }>(
+    `SELECT j.job_id FROM job j
+      WHERE $1::text IS NOT NULL AND ${inActive('j', active)} AND j.job_id !~ '^[0-9]+$' AND left(j.job_id, length($2)) = $2
+      ORDER BY j.job_id LIMIT $3`,
+    [catalog, job, limit],
+  );
+  return prefixed.rows.map((r) => r.job_id);
+}
+
 /** One job holding a path, as {@link findFiles} returns it. */
 export interface FileHit {
   jobId: string;

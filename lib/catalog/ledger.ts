@@ -306,3 +306,22 @@ export async function missingLedgerPages(db: Queryable, versionId: string, limit
   );
   return rows.map((r) => r.page_no);
 }
+
+/** How many of a version's committed pages one worker committed. */
+export interface PagesOfWorker {
+  /** The worker's Temporal identity (`<pid>@<host>`). */
+  workerIdentity: string;
+  /** Committed pages of the version whose ledger row that worker wrote. */
+  pages: number;
+}
+
+/** Committed pages of `versionId` per worker identity, most pages first (ties by identity). */
+export async function committedPagesByWorker(db: Queryable, versionId: string): Promise<PagesOfWorker[]> {
+  const r = await db.query<{ worker_identity: string; pages: number }>(
+    `SELECT worker_identity, count(*)::int AS pages FROM page
+      WHERE version_id = $1 AND committed_at IS NOT NULL
+      GROUP BY worker_identity ORDER BY pages DESC, worker_identity`,
+    [versionId],
+  );
+  return r.rows.map((x) => ({ workerIdentity: x.worker_identity, pages: x.pages }));
+}

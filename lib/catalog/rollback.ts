@@ -12,8 +12,9 @@ import { activeVersionId, retireVersion } from './publish';
 import { lockCatalogForPublish } from './versions';
 
 /**
- * Thrown when a catalog has nothing to roll back to: it has no active version, or no retired
- * version still holds its rows (retention dropped them). Code `NOTHING_TO_ROLL_BACK`.
+ * Thrown when a rollback cannot be done: the catalog has no active version, no retained version
+ * older than the active one, or the version asked for is not retained (dropped, failed, unknown,
+ * or already active). Code `NOTHING_TO_ROLL_BACK`.
  */
 export class NothingToRollBackError extends CatalogRebuildError {
   constructor(message: string) {
@@ -31,33 +32,63 @@ export interface RollbackResult {
 }
 
 /**
- * Re-activates the most recently retired version of `catalog` that still has its rows, in ONE
- * transaction under the catalog's publish lock (the lock publish and plan take, so it never
- * interleaves with a publish): the `active` pointer flips to it (status `active`, `published_at`
- * now, so retention counts it as the newest), the version that was active becomes `retired`
- * (rows kept), and a `rolled_back` event is recorded. Readers of `active_jobs` see either the
- * old or the new version, never a mix (one pointer update, committed atomically).
- * "Most recently retired" is the highest `published_at` among `retired` versions whose partition
- * table still exists, is attached, and holds at least one row; a second rollback therefore
- * returns to the version just replaced.
- * Versions being dropped by retirement are marked `dropped` under the same lock before their
- * table is detached, so a rollback never picks one.
+ * Re-activates a retained version of `catalog`, in ONE transaction under the catalog's publish lock
+ * (the lock publish and plan take, so it never interleaves with a publish): the `active` pointer
+ * flips to it (status `active`, `published_at` now, so retention counts it as the newest), the
+ * version that was active becomes `retired` (rows kept), and a `rolled_back` event is recorded.
+ * Readers of `active_jobs` see either the old or the new version, never a mix.
+ *
+ * Without `toVersion` it goes ONE STEP BACK: to the newest retained version OLDER than the active
+ * one (by version id, i.e. by when it was planned), so each rollback goes further back and never
+ * toggles to the version it just replaced. With `toVersion` it re-activates exactly that retained
+ * version, older or newer (the way back after a rollback).
+ * A retained version is `retired` with its partition table attached (no detach pending) and holding
+ * at least one row. Versions being dropped by retirement are marked `dropped` under the same lock
+ * before their table is detached, so a rollback never picks one.
  * @param pool pool on the catalog database.
  * @param catalog catalog name.
+ * @param opts.toVersion the version to re-activate (decimal text).
  * @returns the re-activated and the replaced version.
- * @throws NothingToRollBackError (code NOTHING_TO_ROLL_BACK) when the catalog has no active
- *   version or no retired version with rows; nothing is changed then.
+ * @throws NothingToRollBackError (code NOTHING_TO_ROLL_BACK), changing nothing, when the catalog
+ *   has no active version, no retained version older than the active one (naming the retained
+ *   newer ones and `--to-version`), or `toVersion` is not a retained version of the catalog
+ *   (naming its status and the retained versions).
  */
-export async function rollbackCatalog(pool: Pool, catalog: string): Promise<RollbackResult> {
+export async function rollbackCatalog(
+  pool: Pool,
+  catalog: string,
+  opts: { toVersion?: string } = {},
+): Promise<RollbackResult> {
   return withTransaction(pool, async (c) => {
     await lockCatalogForPublish(c, catalog);
     const current = await activeVersionId(c, catalog, { forUpdate: true });
     if (!current) throw new NothingToRollBackError(`catalog ${catalog} has no active version: nothing to roll back`);
-    const target = await latestRetiredWithRows(c, catalog);
-    if (!target) {
-      throw new NothingToRollBackError(
-        `catalog ${catalog} has no retired version that still holds its rows (active version ${current}; retention dropped the older ones): nothing to roll back to`,
-      );
+    const retained = await retainedVersions(c, catalog);
+    const list = (ids: string[]) => (ids.length ? ids.join(', ') : 'none');
+    let target: string | undefined;
+    if (opts.toVersion !== undefined) {
+      const want = opts.toVersion;
+      if (want === current)
+        throw new NothingToRollBackError(`version ${want} is already the active version of catalog ${catalog}`);
+      if (!retained.includes(want)) {
+        const status = await versionStatusOf(c, catalog, want);
+        throw new NothingToRollBackError(
+          `version ${want} of catalog ${catalog} ${status === null ? 'does not exist' : `is ${status}${status === 'dropped' ? ' (its rows are gone)' : ''}`}: ` +
+            `only a retired version that still holds its rows can be re-activated; retained versions: ${list(retained)}`,
+        );
+      }
+      target = want;
+    } else {
+      target = retained.find((v) => BigInt(v) < BigInt(current));
+      if (!target) {
+        const newer = retained.filter((v) => BigInt(v) > BigInt(current));
+        throw new NothingToRollBackError(
+          `catalog ${catalog} has no retained version older than its active version ${current} (retention dropped the older ones): nothing to roll back to` +
+            (newer.length
+              ? `; newer retained versions: ${list(newer)} (rollback --to-version N re-activates one)`
+              : ''),
+        );
+      }
     }
     await c.query(`UPDATE active SET version_id = $2, published_at = now() WHERE catalog_name = $1`, [catalog, target]);
     await c.query(`UPDATE version SET status = 'active', published_at = now() WHERE version_id = $1`, [target]);
@@ -73,25 +104,36 @@ export async function rollbackCatalog(pool: Pool, catalog: string): Promise<Roll
   });
 }
 
+/** The status of version `versionId` of `catalog`; null when the catalog has no such version. */
+async function versionStatusOf(c: PoolClient, catalog: string, versionId: string): Promise<string | null> {
+  if (!/^\d{1,19}$/.test(versionId)) return null;
+  const r = await c.query<{ status: string }>(
+    `SELECT status FROM version WHERE catalog_name = $1 AND version_id = $2`,
+    [catalog, versionId],
+  );
+  return r.rows[0]?.status ?? null;
+}
+
 /**
- * The most recently published `retired` version of `catalog` whose table is attached (no detach
- * pending) and holds at least one row, locking the candidates' version rows; null when none.
+ * The retained versions of `catalog`, newest (highest version id) first: `retired`, table attached
+ * (no detach pending) and holding at least one row; locks the candidates' version rows.
  */
-async function latestRetiredWithRows(c: PoolClient, catalog: string): Promise<string | null> {
+async function retainedVersions(c: PoolClient, catalog: string): Promise<string[]> {
   const candidates = await c.query<{ version_id: string }>(
     `SELECT v.version_id::text FROM version v
        WHERE v.catalog_name = $1 AND v.status = 'retired'
          AND EXISTS (SELECT 1 FROM pg_inherits i JOIN pg_class t ON t.oid = i.inhrelid
                      WHERE t.relname = 'job_v' || v.version_id::text AND i.inhparent = 'job'::regclass AND NOT i.inhdetachpending)
-       ORDER BY v.published_at DESC NULLS LAST, v.version_id DESC
+       ORDER BY v.version_id DESC
        FOR UPDATE OF v`,
     [catalog],
   );
+  const out: string[] = [];
   for (const cand of candidates.rows) {
     const has = await c.query<{ has: boolean }>(
       format('SELECT EXISTS (SELECT 1 FROM %I) AS has', partitionName(cand.version_id)),
     );
-    if (has.rows[0].has) return cand.version_id;
+    if (has.rows[0].has) out.push(cand.version_id);
   }
-  return null;
+  return out;
 }

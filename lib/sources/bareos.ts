@@ -5,6 +5,7 @@ import type { DstReport, JobSource, KeySpan, PageRange, PageWalkProgress, ReadRo
 import { DST_RULE, ROW_WIDTH_SAMPLE, toBucketStat } from './types';
 import type { BucketStat, StatRow } from './types';
 import type { DatabaseSourceConfig } from '../config';
+import { sourceDatabaseDescription } from '../config';
 import { BAREOS_JOB_SELECT as SELECT_JOB, bareosJobSelect } from './bareos-columns';
 import {
   expectedFileRecords,
@@ -54,6 +55,7 @@ export class BareosSource implements JobSource, FileSource, RefreshSource {
     this.legacyEncoding = config.legacyEncoding ?? 'LATIN1';
     // One connection per concurrent read: the pool bounds this worker's load on the source.
     this.pool = createPool(config.databaseUrl, {
+      describe: sourceDatabaseDescription(name, config.databaseUrl),
       applicationName: `catalog-rebuild:source:${name}:${process.pid}`,
       statementTimeoutMs: config.statementTimeoutMs ?? 60_000,
       readOnly: true,

@@ -283,10 +283,11 @@ export class StagedSource implements JobSource {
 
   /**
    * Records of the listing now that are not in the staged snapshot (by id): the follow-up delta.
-   * Re-reads a listing file (0 when its sha256 is unchanged); a command source is not re-run and reports 0.
+   * Reads the listing again, a file or the output of the source's `command` (run again, as cheap as
+   * at plan); 0 when its sha256 is unchanged.
+   * @throws SourceDataInvalidError when the file cannot be read or the command fails, as at plan.
    */
   async deltaCount(): Promise<number> {
-    if (!this.config.path) return 0;
     const { rows } = await this.pool.query<{ snapshot: string | null }>(
       `SELECT source_snapshot AS snapshot FROM version WHERE version_id = $1`,
       [this.versionId],

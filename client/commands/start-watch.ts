@@ -1,0 +1,94 @@
+/**
+ * What `start` watches once the rebuild started: a workflow task no worker takes (no worker polls
+ * the task queue, e.g. right after the only worker died) and Ctrl-C (the rebuild goes on).
+ */
+import type { WorkflowHandle } from '@temporalio/client';
+import { temporal } from '@temporalio/proto';
+
+/** A rebuild's pending workflow task as `describe` shows it: scheduled (waiting for a worker) or started. */
+export interface PendingTaskSeen {
+  /** True while no worker has taken the task. */
+  scheduled: boolean;
+  /** When it was (first) scheduled, as the server says; identifies the task across reads. */
+  scheduledAt: string;
+}
+
+/**
+ * The line `start` prints when the rebuild's workflow task has waited `waitedMs` for a worker (pure):
+ * null below `noPollerMs` or when there is no waiting task.
+ */
+export function noPollerLine(o: {
+  task: PendingTaskSeen | null;
+  waitedMs: number;
+  taskQueue: string;
+  noPollerMs: number;
+}): string | null {
+  if (!o.task?.scheduled || o.waitedMs < o.noPollerMs) return null;
+  return (
+    `no worker polls task queue ${o.taskQueue}: the rebuild's workflow task has waited ${Math.round(o.waitedMs / 100) / 10} s and no worker took it ` +
+    `(a worker that served it may have died); start one with \`npm run worker\` (CATALOG_REBUILD_TASK_QUEUE=${o.taskQueue}); the rebuild goes on as soon as one polls`
+  );
+}
+
+/** The rebuild's pending workflow task, or null when it has none. */
+async function pendingTask(handle: WorkflowHandle): Promise<PendingTaskSeen | null> {
+  const t = (await handle.describe()).raw.pendingWorkflowTask;
+  if (!t) return null;
+  const at = t.originalScheduledTime ?? t.scheduledTime;
+  return {
+    scheduled: t.state === temporal.api.enums.v1.PendingWorkflowTaskState.PENDING_WORKFLOW_TASK_STATE_SCHEDULED,
+    scheduledAt: `${at?.seconds ?? ''}.${at?.nanos ?? ''}`,
+  };
+}
+
+/**
+ * Watches the rebuild's workflow task until `signal` aborts: when one waits `noPollerMs` for a
+ * worker (timed on this machine's clock from when it was first seen), prints {@link noPollerLine}
+ * once on `note`. Describe errors are ignored (the receipt reports what it sees).
+ */
+export async function watchForPoller(
+  handle: WorkflowHandle,
+  o: {
+    taskQueue: string;
+    settings: { noPollerMs: number; pollMs: number };
+    note: (line: string) => void;
+    signal: AbortSignal;
+  },
+): Promise<void> {
+  let seen = null as { at: string; since: number } | null;
+  while (!o.signal.aborted) {
+    const task = await pendingTask(handle).catch(() => null);
+    if (task?.scheduled && seen?.at !== task.scheduledAt) seen = { at: task.scheduledAt, since: Date.now() };
+    const line = noPollerLine({
+      task,
+      waitedMs: seen && task?.scheduled ? Date.now() - seen.since : 0,
+      taskQueue: o.taskQueue,
+      noPollerMs: o.settings.noPollerMs,
+    });
+    if (line) return o.note(line);
+    await new Promise((r) => setTimeout(r, Math.min(o.settings.pollMs, 500)));
+  }
+}
+
+/** What `start` prints when Ctrl-C stops it after the rebuild started: the rebuild goes on, and how to follow it. */
+export function interruptedLines(catalog: string, workflowId: string): string[] {
+  return [
+    `interrupted: rebuild ${workflowId} goes on; Ctrl-C stopped only this command`,
+    `  follow it:        catalog-rebuild status --catalog ${catalog} --follow`,
+    `  wait for its end: catalog-rebuild wait --catalog ${catalog}`,
+    `  stop it:          catalog-rebuild cancel --catalog ${catalog}`,
+  ];
+}
+
+/**
+ * Until the returned function is called, SIGINT (Ctrl-C) prints `lines` on `note` and then ends the
+ * process as SIGINT does (the handler removes itself and raises the signal again).
+ */
+export function onInterrupt(lines: string[], note: (line: string) => void): () => void {
+  const handler = (): void => {
+    for (const l of lines) note(l);
+    process.kill(process.pid, 'SIGINT');
+  };
+  process.once('SIGINT', handler);
+  return () => process.removeListener('SIGINT', handler);
+}

@@ -1,0 +1,112 @@
+/**
+ * What a demo run started, in `.data/demo-state.json` of its checkout: the demo's own pid, the pids
+ * of the workers it spawned and the rebuild it started. The next demo of the checkout stops only
+ * what this file names, and only when the process still is what the demo started (its command line
+ * holds this checkout's entrypoint): never another clone's worker, a worker started by hand, or a
+ * rebuild the demo did not start.
+ */
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+
+/** A rebuild the demo started: its workflow id and the run id of its first execution. */
+export interface DemoRebuild {
+  workflowId: string;
+  firstRunId: string;
+}
+
+/** The contents of `.data/demo-state.json`. */
+export interface DemoState {
+  /** Pid of the demo process that wrote the file. */
+  demoPid: number;
+  /** Workers that demo spawned (each the leader of its own process group). */
+  workers: { n: number; pid: number }[];
+  /** The rebuild that demo started, once started. */
+  rebuild?: DemoRebuild;
+}
+
+/** `.data/demo-state.json` of the checkout whose data folder is `dataDir`. */
+export const demoStateFile = (dataDir: string): string => path.join(dataDir, 'demo-state.json');
+
+/** The state in `file`; null when it is missing or unreadable (then nothing is known to be the demo's). */
+export function readDemoState(file: string): DemoState | null {
+  try {
+    const s = JSON.parse(fs.readFileSync(file, 'utf8')) as DemoState;
+    return Number.isInteger(s.demoPid) && Array.isArray(s.workers) ? s : null;
+  } catch {
+    return null;
+  }
+}
+
+/** Writes `state` to `file` (replacing it atomically). */
+export function writeDemoState(file: string, state: DemoState): void {
+  const tmp = `${file}.${process.pid}.tmp`;
+  fs.writeFileSync(tmp, JSON.stringify(state, null, 2) + '\n');
+  fs.renameSync(tmp, file);
+}
+
+/** Whether `pid` is alive and its command line contains `marker` (false when it cannot be read). */
+export function processRuns(pid: number, marker: string): boolean {
+  try {
+    process.kill(pid, 0);
+    return fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').replace(/\0/g, ' ').includes(marker);
+  } catch {
+    return false;
+  }
+}
+
+/** The command-line marker of the checkout's worker entrypoint (`<root>/dist/worker/main.js`). */
+export const workerMarker = (projectRoot: string): string => path.join(projectRoot, 'dist', 'worker', 'main.js');
+/** The command-line marker of the checkout's demo entrypoint (`<root>/dist/dev/demo/main.js`). */
+export const demoMarker = (projectRoot: string): string => path.join(projectRoot, 'dist', 'dev', 'demo', 'main.js');
+
+/** What an earlier demo of the checkout left running, by the state file. */
+export interface Leftovers {
+  /** Pid of a demo of this checkout that still runs (not this process); null when none. */
+  runningDemo: number | null;
+  /** Workers of that demo that still run this checkout's worker entrypoint. */
+  workers: { n: number; pid: number }[];
+  /** The rebuild it started (running or not: the caller asks Temporal). */
+  rebuild: DemoRebuild | null;
+}
+
+/**
+ * What of `state` still runs and belongs to the checkout at `projectRoot`: a pid counts only while
+ * its command line holds the checkout's entrypoint (a reused pid or another clone's process does not).
+ * @param self this process's pid (never reported as a running demo).
+ */
+export function leftovers(state: DemoState | null, projectRoot: string, self = process.pid): Leftovers {
+  if (!state) return { runningDemo: null, workers: [], rebuild: null };
+  const runningDemo =
+    state.demoPid !== self && processRuns(state.demoPid, demoMarker(projectRoot)) ? state.demoPid : null;
+  return {
+    runningDemo,
+    workers: state.workers.filter((w) => processRuns(w.pid, workerMarker(projectRoot))),
+    rebuild: state.rebuild ?? null,
+  };
+}
+
+/** What the demo does about the catalog's rebuild that runs when it starts. */
+export type RunningRebuildAction =
+  { kind: 'none' } | { kind: 'terminate'; runId: string } | { kind: 'refuse'; message: string };
+
+/**
+ * The decision on a running rebuild of the demo's catalog (pure): terminate it only when an earlier
+ * demo of this checkout started it (its first run id is in the state file), else refuse to go on
+ * (the demo would regenerate the source under it).
+ * @param running the running rebuild (null when none runs): its workflow id, run id and first run id.
+ */
+export function decideRunningRebuild(
+  running: { workflowId: string; runId: string; firstRunId: string } | null,
+  recorded: DemoRebuild | null,
+  catalog: string,
+): RunningRebuildAction {
+  if (!running) return { kind: 'none' };
+  if (recorded && recorded.workflowId === running.workflowId && recorded.firstRunId === running.firstRunId)
+    return { kind: 'terminate', runId: running.runId };
+  return {
+    kind: 'refuse',
+    message:
+      `a rebuild of catalog ${catalog} that this demo did not start is running (workflow ${running.workflowId}, run ${running.runId}); ` +
+      `the demo leaves it alone: wait for it (catalog-rebuild wait --catalog ${catalog}) or cancel it (catalog-rebuild cancel --catalog ${catalog}), then run the demo again`,
+  };
+}

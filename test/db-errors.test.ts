@@ -1,0 +1,80 @@
+/**
+ * Every database error names the database and the setting that names it, without credentials:
+ * `find`, `events`, `files` and `status`'s neighbours on an unreachable catalog database say
+ * `catalog database host:port/db (catalogDatabaseUrl in <file>)`, or `(CATALOG_DATABASE_URL)` when
+ * that variable overrides the file; a director database that does not exist (3D000) fails with
+ * `source "<name>" database host:port/db (sources.<name>.databaseUrl)` in the message, and the
+ * activity failure keeps the SQLSTATE.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { freePort } from '../dev/env/dev-server';
+import { databaseUrl, resolveAdminUrl } from '../dev/env/postgres';
+import { runCliProcess } from '../dev/harness/harness';
+import { BareosSource } from '../lib/sources/bareos';
+import { toFailure } from '../activities/failures';
+
+test('the CLI names the unreachable catalog database and its setting, never the password', async (t) => {
+  const port = await freePort();
+  const url = `postgres://reader:s3cret-pw@127.0.0.1:${port}/nowhere`;
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'catalog-rebuild-db-errors-'));
+  t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const configFile = path.join(dir, 'config.json');
+  fs.writeFileSync(configFile, JSON.stringify({ catalogDatabaseUrl: url, sources: {} }));
+  const env = { ...process.env, CATALOG_REBUILD_CONFIG: configFile, CATALOG_DATABASE_URL: '' };
+  const commands = [
+    ['find', '--catalog', 'c', '--path', '/etc/hosts'],
+    ['events', '--catalog', 'c'],
+    ['files', '--catalog', 'c', '--job', '12'],
+    ['rejects', '--catalog', 'c'],
+    ['rollback', '--catalog', 'c'],
+  ];
+  for (const args of commands) {
+    const r = runCliProcess(args, env, 60_000);
+    assert.equal(r.code, 1, `${args[0]}: ${r.stdout}${r.stderr}`);
+    assert.match(
+      r.stderr,
+      new RegExp(
+        `^catalog-rebuild: catalog database 127\\.0\\.0\\.1:${port}/nowhere \\(catalogDatabaseUrl in ${configFile.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}\\): connect ECONNREFUSED`,
+      ),
+      args[0],
+    );
+    assert.ok(!r.stderr.includes('s3cret'), `${args[0]} prints no password: ${r.stderr}`);
+  }
+  const overridden = runCliProcess(['events', '--catalog', 'c'], { ...env, CATALOG_DATABASE_URL: url }, 60_000);
+  assert.equal(overridden.code, 1);
+  assert.match(
+    overridden.stderr,
+    new RegExp(
+      `^catalog-rebuild: catalog database 127\\.0\\.0\\.1:${port}/nowhere \\(CATALOG_DATABASE_URL\\): connect`,
+    ),
+  );
+  assert.ok(!overridden.stderr.includes('s3cret'));
+});
+
+test('a director database that does not exist (3D000) names the source, its setting and the database', async () => {
+  const admin = await resolveAdminUrl();
+  const source = new BareosSource('director', {
+    kind: 'bareos',
+    databaseUrl: databaseUrl(admin, 'crt_no_such_director'),
+  } as ConstructorParameters<typeof BareosSource>[1]);
+  try {
+    const err = (await source.textMode().then(
+      () => assert.fail('the source database does not exist'),
+      (e: unknown) => e,
+    )) as Error & { code?: string };
+    assert.equal(err.code, '3D000');
+    const host = new URL(admin);
+    const where = `source "director" database ${host.hostname}:${host.port || '5432'}/crt_no_such_director (sources.director.databaseUrl)`;
+    assert.equal(err.message, `${where}: database "crt_no_such_director" does not exist`);
+    assert.equal(
+      (toFailure(err) as Error).message,
+      `database error 3D000: ${where}: database "crt_no_such_director" does not exist`,
+    );
+  } finally {
+    await source.close();
+  }
+});
