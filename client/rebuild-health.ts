@@ -78,7 +78,7 @@ function perfdataOf(f: RebuildFacts, nowMs: number): RebuildPerfdata {
   const r = f.run?.result ?? null;
   const running = !!f.run && RUNNING.has(f.run.status);
   return {
-    pages_done: p?.pagesDone ?? d?.pagesDone ?? (r?.published ? r.pagesTotal : null),
+    pages_done: p?.pagesDone ?? d?.pagesDone ?? r?.pagesDone ?? (r?.published ? r.pagesTotal : null),
     pages_total: p?.pagesTotal ?? d?.pagesTotal ?? r?.pagesTotal ?? null,
     rows_per_second: running ? (p?.rowsPerSecond ?? d?.rowsPerSecond ?? null) : 0,
     retries: p?.retries ?? r?.retries ?? d?.retries ?? null,
@@ -134,12 +134,17 @@ function completedVerdict(f: RebuildFacts, perf: RebuildPerfdata): RebuildHealth
   const r = f.run?.result;
   const c = f.catalog;
   if (!r) return verdict('UNKNOWN', `rebuild of ${c} completed without a readable result`, perf);
-  if (r.cancelled)
+  if (r.cancelled) {
+    // Pages done, not pages planned: a cancelled rebuild copied only part of its plan. The ledger's
+    // count first (the perfdata's): a page that committed as the cancel arrived is in it.
+    const done = perf.pages_done ?? r.pagesDone;
+    const after = done == null ? '' : ` after ${done} of ${r.pagesTotal} pages`;
     return verdict(
       'WARNING',
-      `rebuild of ${c} was cancelled: version ${r.versionId || '-'} abandoned, the active version is unchanged`,
+      `rebuild of ${c} was cancelled${after}: version ${r.versionId || '-'} abandoned, the active version is unchanged`,
       perf,
     );
+  }
   return verdict(
     'OK',
     `rebuild of ${c} published version ${r.versionId}: ${r.pagesTotal} pages, ${r.rowsUpserted} rows, ${r.retries} retries`,

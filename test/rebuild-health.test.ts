@@ -134,7 +134,7 @@ test('WARNING (1) when the latest rebuild was cancelled; OK (0) when it publishe
   assert.equal(cancelled.code, 1);
   assert.equal(
     cancelled.line,
-    'REBUILD WARNING - rebuild of main was cancelled: version 7 abandoned, the active version is unchanged | ' +
+    'REBUILD WARNING - rebuild of main was cancelled after 3 of 10 pages: version 7 abandoned, the active version is unchanged | ' +
       'pages_done=3 pages_total=10 rows_per_second=0 retries=4 seconds_since_commit=0',
   );
   assert.equal(verdict(facts({ run: run({ status: 'CANCELLED' }) })).state, 'WARNING');

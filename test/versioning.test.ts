@@ -16,7 +16,7 @@ import { setThrottle, startRebuild, waitForResult } from '../client';
 import { pinnedBuildOf } from '../client/temporal-facts';
 import type { DevServer } from '../dev/env/dev-server';
 import { rebuildFixture, serverTimezone } from '../dev/harness/fixture';
-import { ledger } from '../dev/harness/faults';
+import { events, ledger } from '../dev/harness/faults';
 import { compareCatalogToSource, privateTemporal, runCliAsync } from '../dev/harness/harness';
 import { waitFor } from '../dev/harness/wait';
 import { projectRoot } from '../lib/paths';
@@ -133,12 +133,32 @@ test('a rebuild stays pinned to b1 through a rollout to b2, waits while b1 is go
         `rebuild of ${fx.catalog} is copying at page 1/15, 0 rows/s \\(build ${escaped(B1)}\\) \\| `,
     ),
   );
+  // A pause sent now waits for b1: the CLI says so, and status shows the memo's state with that caveat.
+  const paused = await runCliAsync(['pause', '--catalog', fx.catalog], checkEnv);
+  assert.equal(paused.code, 0, paused.stderr);
+  assert.match(
+    paused.stdout,
+    new RegExp(
+      `^pause requested: no worker of build ${escaped(B1)} polls task queue ${fx.taskQueue}; it takes effect, and status shows it, when one runs the rebuild$`,
+      'm',
+    ),
+  );
   const status = await runCliAsync(['status', '--catalog', fx.catalog], checkEnv);
   assert.equal(status.code, 0, status.stderr);
   assert.match(
     status.stdout,
     new RegExp(`^build: ${escaped(B1)} \\(pinned, deployment ${deployment}; 0 workers of this build poll\\)$`, 'm'),
   );
+  assert.match(
+    status.stdout,
+    new RegExp(
+      `^pause: not paused, as the rebuild last recorded it \\(memo\\); a pause, resume or cancel sent since takes effect, and shows here, when a worker of build ${escaped(B1)} runs the rebuild$`,
+      'm',
+    ),
+  );
+  assert.match(status.stdout, /^catalog database: version \d+ building · 1\/15 pages committed \(checkpoint 1\)/m);
+  assert.doesNotMatch(status.stdout, /^\{/m, 'text, not JSON');
+  assert.equal((await runCliAsync(['resume', '--catalog', fx.catalog], checkEnv)).code, 0);
   assert.equal((await pinned())?.buildId, B1, 'still pinned to b1 with only b2 polling');
   const waiting = await ledger(fx.dbs.catalogPool, versionId);
   assert.deepEqual(
@@ -150,6 +170,11 @@ test('a rebuild stays pinned to b1 through a rollout to b2, waits while b1 is go
   // b1 returns: the rebuild goes on there and finishes equal to the source.
   const b1Again = await fx.spawn(b1Env);
   await setThrottle(handle, { pauseBetweenPagesMs: 0 });
+  // The pause and resume sent while b1 was gone ran when it returned, in order.
+  await waitFor('the paused and resumed events', async () => {
+    const kinds = (await events(fx.dbs.catalogPool, versionId)).map((e) => e.kind);
+    return kinds.filter((k) => k === 'paused' || k === 'resumed').join(',') === 'paused,resumed';
+  });
   const result = await fx.result(handle, 120_000);
   assert.equal(result.published, true);
   const pages = await ledger(fx.dbs.catalogPool, versionId);

@@ -279,3 +279,31 @@ export function memoPauseLine(facts: RebuildFacts, st: OpenState): string | null
       : '';
   return `pause: ${state}, as the rebuild last recorded it (memo)${pending}`;
 }
+
+/**
+ * The catalog database's view as text (what `status` prints when no worker answers or Temporal has
+ * no workflow; `--json` prints the object): the version with its ledger figures, its latest
+ * reconciliation, the active version and the last event.
+ */
+export function databaseLines(catalog: string, d: DatabaseStatus): string[] {
+  const l = d.latest;
+  const lines: string[] = [];
+  if (l) {
+    const last =
+      l.secondsSinceProgress === null ? 'no page committed yet' : `last page ${l.secondsSinceProgress} s ago`;
+    lines.push(
+      `catalog database: version ${l.versionId} ${l.status}${l.failureReason ? ` (${l.failureReason})` : ''} · ` +
+        `${l.pagesCommitted}/${l.pagesTotal} pages committed (checkpoint ${l.checkpoint}) · ${l.rows} rows · ` +
+        `${l.rejects} rejects · ${l.retries} retries · ${last}`,
+    );
+    if (d.reconciliation) lines.push(`${formatReconciliation(d.reconciliation)} (round ${d.reconciliation.round})`);
+  } else lines.push('catalog database: no version of this rebuild yet');
+  lines.push(
+    d.activeVersionId
+      ? `active version: ${d.activeVersionId}`
+      : `no active version: catalog ${catalog} was never published`,
+  );
+  const e = d.lastEvent;
+  if (e) lines.push(`last event: ${e.length > LAST_EVENT_CHARS ? `${e.slice(0, LAST_EVENT_CHARS - 1)}…` : e}`);
+  return lines;
+}

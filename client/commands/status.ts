@@ -24,6 +24,7 @@ import {
   closedReport,
   closedReportLines,
   closedOutcomeOf,
+  databaseLines,
   memoPauseLine,
   openStateOf,
   operatorPauseLines,
@@ -169,7 +170,10 @@ function printStatus(ctx: CommandContext, o: StatusOptions, facts: RebuildFacts,
     );
   } else {
     ctx.out(`${why}:`);
-    ctx.out(fromDb ? JSON.stringify(fromDb, null, 2) : `the catalog database did not answer either: ${dbError}`);
+    for (const l of fromDb
+      ? databaseLines(o.catalog, fromDb)
+      : [`the catalog database did not answer either: ${dbError}`])
+      ctx.out(l);
     const pause = memoPauseLine(facts, st);
     for (const l of [...(pause ? [pause] : []), ...openExtraLines(facts, st)]) ctx.out(l);
   }
@@ -223,7 +227,7 @@ function fromDatabaseOnly(ctx: CommandContext, o: StatusOptions, facts: RebuildF
   if (o.json) ctx.out(JSON.stringify({ answeredBy: 'database', note, ...fromDb }));
   else {
     ctx.out(`${note}:`);
-    ctx.out(JSON.stringify(fromDb, null, 2));
+    for (const l of databaseLines(o.catalog, fromDb)) ctx.out(l);
   }
   return 0;
 }
