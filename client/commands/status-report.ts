@@ -200,12 +200,20 @@ export function closedReportLines(x: ClosedRebuildReport, outcome: Pick<RebuildO
 
 /**
  * The outcome of a closed rebuild from its facts: the result lines (formatRebuildResult) of a
- * completed run, else the failure; exit code 0 when published or up to date, 1 otherwise.
+ * completed run (an unpublished one with the ledger's pages done), else the failure; exit code 0
+ * when published or up to date, 1 otherwise.
  */
 export function closedOutcomeOf(facts: RebuildFacts): Pick<RebuildOutcome, 'code' | 'lines' | 'reason' | 'result'> {
   const run = facts.run;
   const r = run?.result ?? null;
-  if (r) return { code: r.published || r.upToDate ? 0 : 1, lines: formatRebuildResult(r), result: r };
+  if (r) {
+    // Pages done as the ledger counts them: a page that committed as a cancel arrived is in the
+    // ledger but not in the cancelled workflow's own count.
+    const ledger = facts.database;
+    const shown =
+      !r.published && ledger && ledger.versionId === r.versionId ? { ...r, pagesDone: ledger.pagesDone } : r;
+    return { code: r.published || r.upToDate ? 0 : 1, lines: formatRebuildResult(shown), result: r };
+  }
   const reason = run?.failure ?? 'no reason recorded';
   return { code: 1, lines: [`rebuild of ${facts.catalog} failed, not published: ${reason}`], reason };
 }
