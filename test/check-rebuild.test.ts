@@ -220,6 +220,24 @@ test('UNKNOWN, OK running (figures = gauges), OK paused by signal and by Tempora
       `^REBUILD WARNING - rebuild of ${fx.catalog} was cancelled after (\\d+) of 8 pages: version \\d+ abandoned, the active version is unchanged \\| pages_done=\\1 pages_total=8 `,
     ),
   );
+  // wait and status say the same pages done (the ledger's), and status says cancelled.
+  const done = perfdata(cancelled.line).pages_done;
+  const waited = await runCliAsync(['wait', '--catalog', fx.catalog], fx.env);
+  assert.equal(waited.code, 1, waited.stderr);
+  assert.match(
+    waited.stdout,
+    new RegExp(`^catalog ${fx.catalog}: version \\d+ cancelled \\(abandoned\\); ${done} of 8 pages, `),
+  );
+  const shown = await runCliAsync(['status', '--catalog', fx.catalog], fx.env);
+  assert.equal(shown.code, 0, shown.stderr);
+  assert.match(
+    shown.stdout,
+    new RegExp(`^catalog ${fx.catalog}: rebuild catalog-rebuild/${fx.catalog} was cancelled \\(the cancel signal; `),
+  );
+  assert.match(
+    shown.stdout,
+    new RegExp(`^catalog ${fx.catalog}: version \\d+ cancelled \\(abandoned\\); ${done} of 8 pages, `, 'm'),
+  );
 
   // A rebuild from a source whose database does not exist fails: CRITICAL with the reason.
   const { handle: third } = await startRebuild(

@@ -11,6 +11,8 @@ import { livePollersOf } from '../client/rebuild-facts';
 import {
   buildLines,
   closedOutcomeOf,
+  closedReport,
+  closedReportLines,
   databaseLines,
   memoPauseLine,
   openStateOf,
@@ -163,6 +165,12 @@ test("a cancelled rebuild's outcome shows the ledger's pages done, not the pages
   const o = closedOutcomeOf(f);
   assert.equal(o.code, 1);
   assert.match(o.lines[0], /^catalog main: version 7 cancelled \(abandoned\); 3 of 10 pages, 200 rows/);
+  const text = closedReportLines(closedReport(f, o), o);
+  assert.equal(
+    text[0],
+    'catalog main: rebuild catalog-rebuild/main was cancelled (the cancel signal; Temporal status COMPLETED)',
+  );
+  assert.equal(closedReport(f, o).pagesDone, 3);
 });
 
 test('status --follow samples: the query when a worker answered, else the database, with the build and its pollers', () => {

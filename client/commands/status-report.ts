@@ -169,9 +169,13 @@ const LAST_EVENT_CHARS = 160;
 
 /** The text of `status` for a closed rebuild (the last event's message cut at 160 characters). */
 export function closedReportLines(x: ClosedRebuildReport, outcome: Pick<RebuildOutcome, 'lines'>): string[] {
-  const lines = [
-    `catalog ${x.catalog}: rebuild ${x.workflowId} ${x.workflowStatus.toLowerCase().replace('_', ' ')}${x.closeTime ? ` at ${x.closeTime}` : ''}`,
-  ];
+  // A rebuild cancelled by the `cancel` signal completes (Temporal's status) after abandoning its
+  // version: say cancelled, as check --rebuild does.
+  const ended =
+    x.workflowStatus === 'COMPLETED' && x.result?.cancelled
+      ? 'was cancelled (the cancel signal; Temporal status COMPLETED)'
+      : x.workflowStatus.toLowerCase().replace('_', ' ');
+  const lines = [`catalog ${x.catalog}: rebuild ${x.workflowId} ${ended}${x.closeTime ? ` at ${x.closeTime}` : ''}`];
   if (x.result) lines.push(...outcome.lines.filter((l) => !/ jobs? renumbered: /.test(l)));
   else lines.push(`rebuild of ${x.catalog} ${ENDED[x.workflowStatus] ?? 'failed'}, not published: ${x.failure}`);
   if (x.renumbered) lines.push(x.renumbered.sentence);
