@@ -1,28 +1,52 @@
 /**
- * `catalog-rebuild status --follow`: samples a running rebuild every second (the `progress` query,
- * or the catalog database when no worker answers), draws a progress bar on a terminal or a line
- * every few seconds otherwise, and warns when no worker polls or no page commits.
+ * `catalog-rebuild status --follow`: samples a running rebuild every second (its facts,
+ * client/rebuild-facts.ts: the `progress` query, or the catalog database when no worker answers),
+ * draws a progress bar on a terminal or a line every few seconds otherwise, and warns when no worker
+ * of the rebuild's build polls or no page commits.
  */
 import type { SingleBar } from 'cli-progress';
 import { MultiBar, Presets } from 'cli-progress';
 import type { RebuildProgress } from '../workflows/definitions';
 import type { DatabaseStatus } from './status';
+import type { RebuildFacts } from './rebuild-facts';
+import { livePollersOf } from './rebuild-facts';
 
 /** One observation of a rebuild by `status --follow`. */
-export type FollowSample =
+export type FollowSample = (
   | { answeredBy: 'workflow'; progress: RebuildProgress }
-  | { answeredBy: 'database'; queryError: string; database: DatabaseStatus };
+  | { answeredBy: 'database'; queryError: string; database: DatabaseStatus }
+) & {
+  /** Workers of the rebuild's build polling within the no-poller window; null when unknown. */
+  pollers?: number | null;
+  /** The build the rebuild is pinned to; null or absent when unknown. */
+  build?: string | null;
+};
 
 /** What `status --follow` needs; the CLI wires it to Temporal and the catalog database. */
 export interface FollowDeps {
-  /** Queries `progress`; rejects when no worker answers within the query timeout. */
-  query(): Promise<RebuildProgress>;
-  /** The catalog database's view of the latest version. */
-  fromDatabase(): Promise<DatabaseStatus>;
-  /** Live workers polling the task queue; rejects when Temporal cannot tell. */
-  pollers(): Promise<number>;
+  /** The rebuild's facts as one sample ({@link followSampleOf}); `error` when neither Temporal nor the database answered. */
+  sample(): Promise<FollowSample | { error: string }>;
   /** Settles when the rebuild closes, with its exit code and result lines. */
   outcome: Promise<{ code: number; lines: string[] }>;
+}
+
+/**
+ * One sample from a rebuild's facts at `nowMs`: the query's answer, else the catalog database's
+ * view; pollers of the rebuild's build within `windowSeconds`. Pure.
+ */
+export function followSampleOf(
+  facts: RebuildFacts,
+  windowSeconds: number,
+  nowMs = Date.now(),
+): FollowSample | { error: string } {
+  const pollers = facts.pollers.error || !facts.run ? null : livePollersOf(facts, nowMs, windowSeconds).length;
+  const build = facts.run?.build?.buildId ?? null;
+  if (facts.progress) return { answeredBy: 'workflow', progress: facts.progress as RebuildProgress, pollers, build };
+  if (facts.view)
+    return { answeredBy: 'database', queryError: facts.queryError ?? '', database: facts.view.status, pollers, build };
+  return {
+    error: `no answer from the workflow (${facts.queryError ?? facts.temporalError}) nor from the catalog database (${facts.databaseError})`,
+  };
 }
 
 /** Options of {@link followStatus}. */
@@ -37,8 +61,6 @@ export interface FollowOptions {
   pollMs?: number;
   /** Line period on a non-terminal (ms); default 5,000. */
   lineEveryMs?: number;
-  /** Period of the poller check (ms); default 5,000. */
-  pollersEveryMs?: number;
   /** No committed page for this long is a stall (ms); default 600,000 (10 minutes). */
   stallAfterMs?: number;
   /** The query timeout used by `deps.query` (ms), for messages; default 5,000. */
@@ -162,22 +184,16 @@ class FollowBar {
 }
 
 /**
- * One sample: the `progress` query, or the catalog database when the query does not answer.
+ * One sample of the rebuild's facts.
  * @returns the sample, or null when neither answered (said through `say`).
  */
 async function takeSample(deps: FollowDeps, say: (s: string) => void): Promise<FollowSample | null> {
-  try {
-    return { answeredBy: 'workflow', progress: await deps.query() };
-  } catch (err) {
-    try {
-      return { answeredBy: 'database', queryError: (err as Error).message, database: await deps.fromDatabase() };
-    } catch (dbErr) {
-      say(
-        `warning: no answer from the workflow (${(err as Error).message}) nor from the catalog database (${(dbErr as Error).message})`,
-      );
-      return null;
-    }
+  const s = await deps.sample().catch((err: Error) => ({ error: `no answer: ${err.message}` }));
+  if ('error' in s) {
+    say(`warning: ${s.error}`);
+    return null;
   }
+  return s;
 }
 
 /** Tracks when the workflow's progress last changed, for the stall warning. */
@@ -209,7 +225,6 @@ class ProgressClock {
 export async function followStatus(deps: FollowDeps, o: FollowOptions): Promise<number> {
   const pollMs = o.pollMs ?? 1_000;
   const lineEveryMs = o.lineEveryMs ?? 5_000;
-  const pollersEveryMs = o.pollersEveryMs ?? 5_000;
   const stallAfterMs = o.stallAfterMs ?? 600_000;
   const queryTimeoutS = Math.round((o.queryTimeoutMs ?? 5_000) / 1000);
   let closed = false;
@@ -224,8 +239,6 @@ export async function followStatus(deps: FollowDeps, o: FollowOptions): Promise<
   const warnings = new FollowWarnings(say);
   const clock = new ProgressClock();
   let lastLineMs = 0;
-  let lastPollersMs = 0;
-  let pollers: number | null = null;
 
   try {
     while (!closed) {
@@ -237,11 +250,8 @@ export async function followStatus(deps: FollowDeps, o: FollowOptions): Promise<
         continue;
       }
       const now = Date.now();
-      if (now - lastPollersMs >= pollersEveryMs) {
-        lastPollersMs = now;
-        pollers = await deps.pollers().catch(() => null);
-      }
-      warnings.set('no-pollers', pollers === 0, `no worker polls task queue ${o.taskQueue}`);
+      const asBuild = sample.build ? ` as build ${sample.build}` : '';
+      warnings.set('no-pollers', sample.pollers === 0, `no worker polls task queue ${o.taskQueue}${asBuild}`);
       warnings.set(
         'no-answer',
         sample.answeredBy === 'database',

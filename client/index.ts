@@ -22,7 +22,8 @@ import { cancelSignal, pauseSignal, progressQuery, resumeSignal, setThrottleUpda
 import { rebuildWorkflowId } from '../workflows/names';
 import { CatalogNameKey, RebuildPhaseKey } from '../workflows/search-attributes';
 import { taskQueue as defaultTaskQueue } from '../lib/config';
-import { livePollers } from './status';
+import { liveWindowSeconds } from './status';
+import { listPollers } from './temporal-facts';
 
 export * from '../workflows/definitions';
 export { rebuildWorkflowId } from '../workflows/names';
@@ -225,7 +226,9 @@ export async function waitForResult(handle: WorkflowHandle): Promise<RebuildCata
  * a live idle one refreshes its entry about once a minute).
  */
 export async function workersPolling(session: TemporalSession): Promise<number> {
-  return (await livePollers(session)).length;
+  const seen = await listPollers(session, session.taskQueue);
+  const since = Date.now() - liveWindowSeconds() * 1000;
+  return new Set(seen.filter((p) => p.lastPollAtMs === null || p.lastPollAtMs >= since).map((p) => p.identity)).size;
 }
 
 export { WorkflowNotFoundError };

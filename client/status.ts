@@ -1,11 +1,9 @@
 /**
- * `status` support: progress formatting, the catalog database fallback (when no worker answers the
- * `progress` query), live poller counting, and `status --follow` (a live bar on a terminal, a line
- * every 5 s otherwise) with warnings for "no worker answered", "no worker polls" and "stalled".
+ * `status` support: progress formatting, the catalog database's view of a catalog (read by
+ * client/rebuild-facts.ts; shown when no worker answers the `progress` query) and the no-poller
+ * window within which a poll counts as a live worker.
  */
 import type { Pool } from 'pg';
-import { temporal } from '@temporalio/proto';
-import type { TemporalSession } from './index';
 import type { RebuildProgress, ReconcileSummary } from '../workflows/definitions';
 import { activeVersionId as readActiveVersionId } from '../lib/catalog/publish';
 import type { LatestVersionProgress, RebuildRunKey, StoredReconciliation } from '../lib/catalog/status';
@@ -124,49 +122,4 @@ export async function catalogStatusFromDatabase(
  */
 export function liveWindowSeconds(env: NodeJS.ProcessEnv = process.env): number {
   return rebuildThresholds(env).noPollerSeconds;
-}
-
-/** A worker seen polling the task queue. */
-export interface PollerSeen {
-  identity: string;
-  /** Seconds since its last poll started (by this machine's clock). */
-  lastPollSecondsAgo: number | null;
-}
-
-/**
- * Workers (distinct identities) that polled the task queue for workflow or activity tasks within
- * `windowSeconds` (default {@link liveWindowSeconds}).
- */
-export async function livePollers(
-  session: TemporalSession,
-  windowSeconds = liveWindowSeconds(),
-): Promise<PollerSeen[]> {
-  const kinds = [
-    temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
-    temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_ACTIVITY,
-  ];
-  const seen = new Map<string, number | null>();
-  const now = Date.now();
-  for (const taskQueueType of kinds) {
-    const r = await session.client.workflowService.describeTaskQueue({
-      namespace: session.namespace,
-      taskQueue: { name: session.taskQueue },
-      taskQueueType,
-    });
-    for (const p of r.pollers ?? []) {
-      if (!p.identity) continue;
-      const ago =
-        p.lastAccessTime?.seconds != null
-          ? Math.max(0, Math.round((now - Number(p.lastAccessTime.seconds) * 1000) / 1000))
-          : null;
-      const prev = seen.get(p.identity);
-      seen.set(
-        p.identity,
-        prev === undefined ? ago : prev === null || ago === null ? (prev ?? ago) : Math.min(prev, ago),
-      );
-    }
-  }
-  return [...seen]
-    .filter(([, ago]) => ago === null || ago <= windowSeconds)
-    .map(([identity, lastPollSecondsAgo]) => ({ identity, lastPollSecondsAgo }));
 }

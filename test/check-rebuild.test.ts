@@ -64,6 +64,13 @@ function perfdata(line: string): Record<string, number | null> {
   return out;
 }
 
+/** The build id a test worker polls as (from its start line), escaped for a RegExp. */
+function buildOf(worker: { output(): string }): string {
+  const m = / as build (\S+) of deployment /.exec(worker.output());
+  assert.ok(m, worker.output());
+  return m[1].replace(/[.+]/g, '\\$&');
+}
+
 /** Runs the Temporal CLI against the test server. */
 function temporalCli(args: string[]): string {
   const r = spawnSync(cli, [...args, '--address', server.address], { encoding: 'utf8', timeout: 30_000 });
@@ -101,7 +108,7 @@ test('UNKNOWN, OK running (figures = gauges), OK paused by signal and by Tempora
     databaseUrl: fx.dbs.sourceUrl.replace(/\/[^/?]+(\?|$)/, '/crt_no_such_db$1'),
   };
   fs.writeFileSync(configFile, JSON.stringify(config));
-  await fx.spawn();
+  const build = buildOf(await fx.spawn());
 
   // Temporal unreachable: UNKNOWN within the check's timeout.
   const closedPort = await freePort();
@@ -126,7 +133,7 @@ test('UNKNOWN, OK running (figures = gauges), OK paused by signal and by Tempora
   assert.equal(running.code, 0, running.line);
   assert.match(
     running.line,
-    new RegExp(`^REBUILD OK - rebuild of ${fx.catalog} is copying at page 1/8, \\d+ rows/s \\| `),
+    new RegExp(`^REBUILD OK - rebuild of ${fx.catalog} is copying at page 1/8, \\d+ rows/s \\(build ${build}\\) \\| `),
   );
   const perf = perfdata(running.line);
   assert.deepEqual(
@@ -162,9 +169,19 @@ test('UNKNOWN, OK running (figures = gauges), OK paused by signal and by Tempora
   assert.equal(paused.code, 0, paused.line);
   assert.match(
     paused.line,
-    new RegExp(`^REBUILD OK - rebuild of ${fx.catalog} is paused \\(pause signal\\), copying at page 1/8 \\| `),
+    new RegExp(
+      `^REBUILD OK - rebuild of ${fx.catalog} is paused \\(pause signal\\), copying at page 1/8 \\(build ${build}\\) \\| `,
+    ),
   );
   await resume(handle);
+  // The resume has run (no workflow task left in flight) before Temporal's pause: a workflow task
+  // that Temporal's pause fails before it started leaves a history the SDK cannot replay
+  // ("WorkflowTaskMachine in state Scheduled says the transition is invalid during event
+  // WorkflowTaskFailed"), a server/SDK matter outside this check.
+  await waitFor('the resume ran', async () => {
+    const d = await handle.describe();
+    return !d.raw.pendingWorkflowTask && !(await fx.progress(handle)).paused;
+  });
 
   // Paused by Temporal's own workflow pause: OK, said in the text.
   temporalCli(['workflow', 'pause', '--workflow-id', handle.workflowId, '--reason', 'maintenance window']);
@@ -173,7 +190,7 @@ test('UNKNOWN, OK running (figures = gauges), OK paused by signal and by Tempora
   assert.match(
     byTemporal.line,
     new RegExp(
-      `^REBUILD OK - rebuild of ${fx.catalog} is paused by Temporal's workflow pause \\(maintenance window, by [^)]+\\), copying at page 1/8 \\| `,
+      `^REBUILD OK - rebuild of ${fx.catalog} is paused by Temporal's workflow pause \\(maintenance window, by [^)]+\\), copying at page 1/8 \\(build ${build}\\) \\| `,
     ),
   );
   temporalCli(['workflow', 'unpause', '--workflow-id', handle.workflowId]);
@@ -200,8 +217,26 @@ test('UNKNOWN, OK running (figures = gauges), OK paused by signal and by Tempora
   assert.match(
     cancelled.line,
     new RegExp(
-      `^REBUILD WARNING - rebuild of ${fx.catalog} was cancelled: version \\d+ abandoned, the active version is unchanged \\| `,
+      `^REBUILD WARNING - rebuild of ${fx.catalog} was cancelled after (\\d+) of 8 pages: version \\d+ abandoned, the active version is unchanged \\| pages_done=\\1 pages_total=8 `,
     ),
+  );
+  // wait and status say the same pages done (the ledger's), and status says cancelled.
+  const done = perfdata(cancelled.line).pages_done;
+  const waited = await runCliAsync(['wait', '--catalog', fx.catalog], fx.env);
+  assert.equal(waited.code, 1, waited.stderr);
+  assert.match(
+    waited.stdout,
+    new RegExp(`^catalog ${fx.catalog}: version \\d+ cancelled \\(abandoned\\); ${done} of 8 pages, `),
+  );
+  const shown = await runCliAsync(['status', '--catalog', fx.catalog], fx.env);
+  assert.equal(shown.code, 0, shown.stderr);
+  assert.match(
+    shown.stdout,
+    new RegExp(`^catalog ${fx.catalog}: rebuild catalog-rebuild/${fx.catalog} was cancelled \\(the cancel signal; `),
+  );
+  assert.match(
+    shown.stdout,
+    new RegExp(`^catalog ${fx.catalog}: version \\d+ cancelled \\(abandoned\\); ${done} of 8 pages, `, 'm'),
   );
 
   // A rebuild from a source whose database does not exist fails: CRITICAL with the reason.
@@ -236,24 +271,28 @@ test('CRITICAL when the worker is killed during the copy and no worker polls the
     },
   });
   const worker = await fx.spawn();
+  const build = buildOf(worker);
   await fx.start({ pageSize: 50, concurrency: 1 });
   await waitFor('page 2 held', () => fs.existsSync(heldFile), { timeoutMs: 60_000 });
-  const alive = await check(fx, { CATALOG_REBUILD_CHECK_NO_POLLER_SECONDS: '3' });
+  // Alive: within the default window (an idle worker's long poll can leave its last poll seconds old).
+  const alive = await check(fx);
   assert.equal(alive.code, 0, alive.line);
   fx.fleet.kill(worker);
   await worker.exited;
+  // CRITICAL once the killed worker's build has not polled for the window, and its last rate gone:
+  // the ledger stopped moving, so no rows/s (not the last minute's average).
   const dead = await waitFor(
-    'CRITICAL from check --rebuild',
+    'CRITICAL from check --rebuild, with no rate',
     async () => {
       const r = await check(fx, { CATALOG_REBUILD_CHECK_NO_POLLER_SECONDS: '3' });
-      return r.code === 2 ? r : null;
+      return r.code === 2 && perfdata(r.line).rows_per_second === 0 ? r : null;
     },
     { timeoutMs: 30_000, intervalMs: 500 },
   );
   assert.match(
     dead.line,
     new RegExp(
-      `^REBUILD CRITICAL - no worker has polled task queue ${fx.taskQueue} for \\d+ s; rebuild of ${fx.catalog} is copying at page 1/4, \\d+ rows/s \\| pages_done=1 pages_total=4 `,
+      `^REBUILD CRITICAL - no worker of build ${build} has polled task queue ${fx.taskQueue} for \\d+ s; rebuild of ${fx.catalog} is copying at page 1/4, 0 rows/s \\(build ${build}\\) \\| pages_done=1 pages_total=4 rows_per_second=0 `,
     ),
   );
 });

@@ -8,7 +8,9 @@ import assert from 'node:assert/strict';
 import type { PendingActivityFact, RebuildFacts, RunFact } from '../client/rebuild-health';
 import { evaluateRebuildHealth, formatPerfdata } from '../client/rebuild-health';
 import { DEFAULT_REBUILD_THRESHOLDS, rebuildThresholds } from '../client/rebuild-thresholds';
-import { deepestMessage } from '../client/rebuild-check';
+import { deepestMessage } from '../client/temporal-facts';
+import { commitRate } from '../client/rebuild-facts';
+import type { RebuildCatalogResult } from '../workflows/definitions';
 
 const NOW = Date.parse('2026-11-01T20:00:00Z');
 const ago = (seconds: number): number => NOW - seconds * 1000;
@@ -34,7 +36,6 @@ function facts(o: Partial<RebuildFacts> = {}): RebuildFacts {
     temporalError: null,
     run: run(),
     progress: null,
-    signalPaused: false,
     activities: [],
     pollers: { taskQueue: 'catalog-rebuild', lastPollAtMs: ago(2), error: null },
     database: {
@@ -123,18 +124,23 @@ test('CRITICAL (2) when the latest rebuild failed, naming the reason (Temporal, 
 test('WARNING (1) when the latest rebuild was cancelled; OK (0) when it published, whatever its retries', () => {
   const result = { versionId: '7', pagesTotal: 10, rowsUpserted: 1000, retries: 4 };
   const cancelled = verdict(
-    facts({ run: run({ status: 'COMPLETED', result: { ...result, published: false, cancelled: true } }) }),
+    facts({
+      run: run({
+        status: 'COMPLETED',
+        result: { ...result, published: false, cancelled: true } as RebuildCatalogResult,
+      }),
+    }),
   );
   assert.equal(cancelled.code, 1);
   assert.equal(
     cancelled.line,
-    'REBUILD WARNING - rebuild of main was cancelled: version 7 abandoned, the active version is unchanged | ' +
+    'REBUILD WARNING - rebuild of main was cancelled after 3 of 10 pages: version 7 abandoned, the active version is unchanged | ' +
       'pages_done=3 pages_total=10 rows_per_second=0 retries=4 seconds_since_commit=0',
   );
   assert.equal(verdict(facts({ run: run({ status: 'CANCELLED' }) })).state, 'WARNING');
 
   const published = facts({
-    run: run({ status: 'COMPLETED', result: { ...result, published: true, cancelled: false } }),
+    run: run({ status: 'COMPLETED', result: { ...result, published: true, cancelled: false } as RebuildCatalogResult }),
   });
   published.database = { ...published.database!, status: 'active', pagesDone: 10, lastCommitAtMs: ago(300) };
   const ok = verdict(published);
@@ -201,7 +207,7 @@ test('CRITICAL when no worker polled the task queue for more than 75 s, with whe
   // Pollers unknown (describeTaskQueue failed): no verdict on them.
   assert.equal(verdict(facts({ pollers: { taskQueue: 'q1', lastPollAtMs: null, error: 'boom' } })).state, 'OK');
   // Paused rebuilds need workers too.
-  const paused = verdict({ ...stale, signalPaused: true });
+  const paused = verdict({ ...stale, run: run({ memo: { paused: true, pauseChangedAt: null } }) });
   assert.equal(paused.state, 'CRITICAL');
   assert.match(paused.text, /; rebuild of main is paused \(pause signal\), copying at page 3\/10$/);
 });
@@ -240,15 +246,24 @@ test('WARNING when copying, not paused, and no page committed for max(2 min, 10 
 test('OK when paused, said in the text: pause signal, Temporal workflow pause, a page paused by an operator', () => {
   const stalled = facts();
   stalled.database = { ...stalled.database!, lastCommitAtMs: ago(900) };
-  const bySignal = verdict({
-    ...stalled,
-    progress: { phase: 'copying', paused: true, pagesDone: 3, pagesTotal: 10, rowsPerSecond: 0, retries: 1 },
-  });
+  const bySignalProgress = {
+    phase: 'copying' as const,
+    paused: true,
+    pagesDone: 3,
+    pagesTotal: 10,
+    rowsPerSecond: 0,
+    retries: 1,
+  };
+  const bySignal = verdict({ ...stalled, progress: bySignalProgress });
   assert.equal(bySignal.code, 0);
   assert.equal(bySignal.text, 'rebuild of main is paused (pause signal), copying at page 3/10');
-  // Without a worker, from the run's history.
-  assert.equal(verdict({ ...stalled, signalPaused: true }).text, bySignal.text);
-  assert.equal(verdict({ ...stalled, signalPaused: null }).state, 'WARNING', 'unknown pause state: not paused');
+  // Without a worker, from the memo.
+  const memo = (paused: boolean) => run({ memo: { paused, pauseChangedAt: '2026-11-01T19:50:00.000Z' } });
+  assert.equal(verdict({ ...stalled, run: memo(true) }).text, bySignal.text);
+  assert.equal(verdict({ ...stalled, run: memo(false) }).state, 'WARNING', 'the memo says not paused');
+  assert.equal(verdict({ ...stalled, run: run({ memo: null }) }).state, 'WARNING', 'no memo: not paused');
+  // The query's answer wins over the memo (a signal the workflow has run but not yet put in the memo).
+  assert.equal(verdict({ ...stalled, run: memo(false), progress: { ...bySignalProgress } }).text, bySignal.text);
 
   const byTemporal = verdict({
     ...stalled,
@@ -398,4 +413,43 @@ test('thresholds from the environment (for tests) and the failure chain reason',
   });
   assert.equal(deepestMessage(chain), 'database error 3D000: database "x" does not exist');
   assert.equal(deepestMessage('plain'), 'plain');
+});
+
+test('CRITICAL per build: the pinned build has no polling worker, even when another build polls; the text names the build', () => {
+  const pinned = run({
+    build: { deploymentName: 'catalog-rebuild', buildId: '0.1.0+b1', behavior: 'PINNED', override: false },
+  });
+  const seen = (b1Ago: number | null) => [
+    { identity: '2@host', buildId: '0.1.0+b2', lastPollAtMs: ago(1) },
+    ...(b1Ago === null ? [] : [{ identity: '1@host', buildId: '0.1.0+b1', lastPollAtMs: ago(b1Ago) }]),
+  ];
+  const gone = verdict(
+    facts({ run: pinned, pollers: { taskQueue: 'q1', lastPollAtMs: ago(1), seen: seen(85), error: null } }),
+  );
+  assert.equal(gone.code, 2);
+  assert.equal(
+    gone.text,
+    'no worker of build 0.1.0+b1 has polled task queue q1 for 85 s; rebuild of main is copying at page 3/10, 33 rows/s (build 0.1.0+b1)',
+  );
+  const never = verdict(
+    facts({ run: pinned, pollers: { taskQueue: 'q1', lastPollAtMs: ago(1), seen: seen(null), error: null } }),
+  );
+  assert.match(
+    never.text,
+    /^no worker of build 0\.1\.0\+b1 has polled task queue q1 since this run started 600 s ago; /,
+  );
+  const live = verdict(
+    facts({ run: pinned, pollers: { taskQueue: 'q1', lastPollAtMs: ago(1), seen: seen(30), error: null } }),
+  );
+  assert.equal(live.state, 'OK');
+  assert.equal(live.text, 'rebuild of main is copying at page 3/10, 33 rows/s (build 0.1.0+b1)');
+});
+
+test('a commit rate reads 0 once the ledger stopped moving: max(5 s, 2 × p99 page time) without a commit', () => {
+  assert.equal(commitRate(600, 60, 1, 200), 10);
+  assert.equal(commitRate(600, 60, 5, 200), 10, 'at the floor');
+  assert.equal(commitRate(600, 60, 6, 200), 0, 'past the floor: a dead worker shows no rate');
+  assert.equal(commitRate(600, 60, 19, 10_000), 10, 'slow pages: 2 × p99 = 20 s');
+  assert.equal(commitRate(600, 60, 21, 10_000), 0);
+  assert.equal(commitRate(0, 60, null, null), 0, 'nothing committed yet');
 });

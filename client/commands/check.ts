@@ -6,11 +6,14 @@
 import type { Pool } from 'pg';
 import { checkCatalog, NagiosState, unknownLine } from '../check';
 import type { TemporalSession } from '../index';
-import { gatherRebuildFacts } from '../rebuild-check';
+import { readRebuildFacts } from '../rebuild-facts';
 import { evaluateRebuildHealth, rebuildUnknownLine } from '../rebuild-health';
 import { rebuildThresholds } from '../rebuild-thresholds';
 import { withScheduleHealth } from '../schedule-check';
 import type { CommandContext } from './context';
+
+/** How long `check --rebuild` waits for the `progress` query before it goes on without it (ms). */
+export const PROGRESS_QUERY_TIMEOUT_MS = 2_000;
 
 /** Options of `check` (durations already in seconds). */
 export interface CheckCommandOptions {
@@ -74,8 +77,8 @@ export async function checkCommand(ctx: CommandContext, o: CheckCommandOptions):
 }
 
 /**
- * `check --rebuild`: gathers the facts about the catalog's latest rebuild (Temporal, its pollers,
- * the catalog database; `client/rebuild-check.ts`) and prints the verdict of `evaluateRebuildHealth`.
+ * `check --rebuild`: reads the facts about the catalog's latest rebuild (Temporal, its pollers,
+ * the catalog database; `client/rebuild-facts.ts`) and prints the verdict of `evaluateRebuildHealth`.
  * @returns the Nagios code: 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN (no rebuild ever ran, Temporal
  *   unreachable, or no answer within `timeout` seconds).
  */
@@ -110,9 +113,10 @@ async function rebuildCheckCommand(ctx: CommandContext, o: CheckCommandOptions):
       poolError = (e as Error).message;
     }
     const thresholds = rebuildThresholds();
-    const facts = await gatherRebuildFacts(held.session!, held.pool, o.catalog, {
+    const facts = await readRebuildFacts(held.session!, held.pool, o.catalog, {
       poolError,
       noPollerSeconds: thresholds.noPollerSeconds,
+      queryTimeoutMs: PROGRESS_QUERY_TIMEOUT_MS,
     });
     // The catalog's schedule, when it has one (client/schedule-health.ts).
     const r = await withScheduleHealth(

@@ -10,6 +10,7 @@ import { rebuildHandle, waitForResult } from '../index';
 import type { PublishReport, RenumberedJobsReport } from '../../lib/catalog/event-reads';
 import { prunedFilesSentence, readPublishReport } from '../../lib/catalog/event-reads';
 import { goneJobsSentence } from '../../lib/catalog/gone-jobs';
+import { readLedgerProgress } from '../../lib/catalog/rebuild-health';
 import type { CommandContext } from './context';
 import { ExitCode, processContext } from './context';
 
@@ -84,6 +85,26 @@ export async function publishReportOfVersion(
   }
 }
 
+/**
+ * Pages of `versionId` committed in the ledger, read with a pool of one connection from `pools`; null
+ * when it cannot be read (no configuration, database unreachable) or the version has no ledger.
+ */
+export async function pagesDoneOfVersion(
+  pools: Pick<CommandContext, 'catalogPool'>,
+  versionId: string,
+): Promise<number | null> {
+  if (!versionId) return null;
+  let pool: Pool | undefined;
+  try {
+    pool = pools.catalogPool({ purpose: 'cli', max: 1 });
+    return (await readLedgerProgress(pool, versionId, 1)).pagesCommitted;
+  } catch {
+    return null;
+  } finally {
+    await pool?.end().catch(() => undefined);
+  }
+}
+
 /** How a rebuild ended: exit code, lines to print, and the failure message when it failed. */
 export interface RebuildOutcome {
   /** 0 when published (or a refresh found the catalog up to date), 1 otherwise (failed, cancelled, terminated, not published). */
@@ -113,7 +134,10 @@ export async function rebuildOutcome(
 ): Promise<RebuildOutcome> {
   try {
     const r = await waitForResult(rebuildHandle(session.client, catalog));
-    const lines = formatRebuildResult(r);
+    // An unpublished rebuild's pages done as the ledger counts them (a page that committed as a
+    // cancel arrived is not in the workflow's own count), as status shows them.
+    const ledgerPages = !r.published && !r.upToDate && pools ? await pagesDoneOfVersion(pools, r.versionId) : null;
+    const lines = formatRebuildResult(ledgerPages === null ? r : { ...r, pagesDone: ledgerPages });
     const report = r.published && pools ? await publishReportOfVersion(pools, catalog, r.versionId) : null;
     const renumbered = report?.renumbered ?? null;
     if (renumbered) lines.push(renumberedSentence(renumbered));

@@ -1,5 +1,8 @@
 /** `catalog-rebuild pause | resume | cancel`: signals to a catalog's rebuild. */
 import { cancel, pause, rebuildHandle, resume } from '../index';
+import { livePollersOf, readRebuildFacts } from '../rebuild-facts';
+import type { RebuildFacts } from '../rebuild-facts';
+import { liveWindowSeconds } from '../status';
 import type { CommandContext } from './context';
 import { withTemporal } from './context';
 
@@ -13,7 +16,26 @@ const SEND: Record<SignalName, (h: Parameters<typeof pause>[0]) => Promise<void>
 };
 
 /**
- * Sends `signal` to the catalog's rebuild (the latest run) and prints the workflow id.
+ * The line saying a signal waits for a worker: when the rebuild runs and no worker of the build it
+ * is pinned to polled within the no-poller window (`windowSeconds`) at `nowMs`; null otherwise.
+ * Temporal keeps the signal, but nothing shows it (memo, `status`) until a worker runs it. Pure.
+ */
+export function signalWaitsLine(
+  signal: SignalName,
+  f: RebuildFacts,
+  nowMs: number,
+  windowSeconds: number,
+): string | null {
+  const run = f.run;
+  if (!run || (run.status !== 'RUNNING' && run.status !== 'PAUSED') || f.pollers.error) return null;
+  if (livePollersOf(f, nowMs, windowSeconds).length > 0) return null;
+  const build = run.build ? ` of build ${run.build.buildId}` : '';
+  return `${signal} requested: no worker${build} polls task queue ${f.pollers.taskQueue}; it takes effect, and status shows it, when one runs the rebuild`;
+}
+
+/**
+ * Sends `signal` to the catalog's rebuild (the latest run) and prints the workflow id, then, when no
+ * worker of the rebuild's build polls, that the signal takes effect once one runs.
  * `cancel` carries the reason "cancelled from the CLI".
  * @returns 0.
  * @throws the Temporal error when the workflow does not exist or is closed.
@@ -23,6 +45,12 @@ export async function signalCommand(ctx: CommandContext, signal: SignalName, o: 
     const handle = rebuildHandle(s.client, o.catalog);
     await SEND[signal](handle);
     ctx.out(`${signal} sent to ${handle.workflowId}`);
+    const facts = await readRebuildFacts(s, null, o.catalog, {
+      queryTimeoutMs: 0,
+      noPollerSeconds: liveWindowSeconds(),
+    });
+    const waits = signalWaitsLine(signal, facts, Date.now(), liveWindowSeconds());
+    if (waits) ctx.out(waits);
     return 0;
   });
 }

@@ -1,31 +1,17 @@
 /**
- * What `status` reports beyond the `progress` query: a closed rebuild from Temporal's result or
- * failure and the catalog database (no query sent), the page activities an operator paused
- * (`temporal activity pause`) and a rebuild paused by Temporal's workflow pause
- * (`temporal workflow pause`), both read from the workflow's description.
+ * `status` as formatters of a rebuild's facts (client/rebuild-facts.ts): a closed rebuild from
+ * Temporal's result or failure and the catalog database (no query sent); a running one with its
+ * build, the workers of that build that poll, the pause state (query, else memo), the page
+ * activities an operator paused (`temporal activity pause`) and Temporal's workflow pause
+ * (`temporal workflow pause`). Pure: no I/O, the clock passed in.
  */
-import type { WorkflowExecutionDescription } from '@temporalio/client';
-import type { temporal } from '@temporalio/proto';
-import type { RebuildCatalogResult, ReconcileSummary } from '../index';
-import type { RebuildRunKey } from '../../lib/catalog/status';
+import type { RebuildCatalogResult, RebuildProgress, ReconcileSummary } from '../index';
 import type { RenumberedJobsReport } from '../../lib/catalog/event-reads';
-import { readRenumberedJobs } from '../../lib/catalog/event-reads';
 import type { DatabaseStatus } from '../status';
-import { catalogStatusFromDatabase } from '../status';
-import type { CommandContext } from './context';
-import { withCatalogPool } from './context';
+import type { PinnedBuild, RebuildFacts } from '../rebuild-facts';
+import { livePollersOf } from '../rebuild-facts';
 import type { RebuildOutcome } from './outcome';
-import { formatReconciliation, renumberedSentence } from './outcome';
-import { pendingActivityPage } from '../pending-activity';
-
-type DescribeResponse = temporal.api.workflowservice.v1.IDescribeWorkflowExecutionResponse;
-type Timestamp = { seconds?: unknown; nanos?: number | null } | null | undefined;
-
-/** A protobuf timestamp as ISO 8601 UTC; null when absent. */
-function isoTime(ts: Timestamp): string | null {
-  if (!ts || ts.seconds === null || ts.seconds === undefined) return null;
-  return new Date(Number(ts.seconds) * 1000 + Math.floor((ts.nanos ?? 0) / 1e6)).toISOString();
-}
+import { formatRebuildResult, formatReconciliation, renumberedSentence } from './outcome';
 
 /** A pending activity of the rebuild that an operator (or a pause rule) paused. */
 export interface OperatorPausedActivity {
@@ -41,21 +27,18 @@ export interface OperatorPausedActivity {
   since: string | null;
 }
 
-/** The rebuild's pending activities whose `paused` flag is set (`temporal activity pause`), from `describe()`. */
-export function operatorPausedActivities(raw: DescribeResponse): OperatorPausedActivity[] {
-  return (raw.pendingActivities ?? [])
-    .filter((a) => a.paused)
-    .map((a) => {
-      const by = a.pauseInfo?.manual ?? a.pauseInfo?.rule ?? null;
-      return {
-        activityId: a.activityId ?? '',
-        activityType: a.activityType?.name ?? '',
-        pageNo: pendingActivityPage(a),
-        identity: by?.identity || null,
-        reason: by?.reason || null,
-        since: isoTime(a.pauseInfo?.pauseTime),
-      };
-    });
+/** The rebuild's own pending activities whose `paused` flag is set (`temporal activity pause`). */
+export function pausedActivitiesOf(facts: RebuildFacts): OperatorPausedActivity[] {
+  return facts.activities
+    .filter((a) => a.paused && a.workflowId === facts.workflowId)
+    .map((a) => ({
+      activityId: a.activityId,
+      activityType: a.activityType,
+      pageNo: a.pageNo,
+      identity: a.pausedBy?.identity ?? null,
+      reason: a.pausedBy?.reason ?? null,
+      since: a.pausedBy?.atMs == null ? null : new Date(a.pausedBy.atMs).toISOString(),
+    }));
 }
 
 /**
@@ -88,12 +71,6 @@ export interface WorkflowPause {
   since: string | null;
 }
 
-/** The workflow pause from `describe()` (`workflowExtendedInfo.pauseInfo`; the status is `PAUSED`). */
-export function workflowPauseOf(raw: DescribeResponse): WorkflowPause {
-  const p = raw.workflowExtendedInfo?.pauseInfo;
-  return { identity: p?.identity || null, reason: p?.reason || null, since: isoTime(p?.pausedTime) };
-}
-
 /** `rebuild W is paused by Temporal's workflow pause (…): … until: temporal workflow unpause --workflow-id W`. */
 export function workflowPauseText(workflowId: string, p: WorkflowPause): string {
   return (
@@ -101,40 +78,6 @@ export function workflowPauseText(workflowId: string, p: WorkflowPause): string 
     `${p.since ? ` since ${p.since}` : ''}${p.reason ? `: ${p.reason}` : ''}): no workflow task runs and it answers no query until: ` +
     `temporal workflow unpause --workflow-id ${workflowId}`
   );
-}
-
-/**
- * The key of the version a rebuild planned (its workflow id and first run id, as the plan records
- * them), from its description; undefined when the description has no first run id.
- */
-export function runKeyOf(desc: WorkflowExecutionDescription): RebuildRunKey | undefined {
-  const firstRunId = desc.raw.workflowExecutionInfo?.firstRunId;
-  return firstRunId ? { workflowId: desc.workflowId, firstRunId } : undefined;
-}
-
-/** The catalog database's view of one rebuild, or why it could not be read. */
-export interface DatabaseView {
-  status: DatabaseStatus | null;
-  /** Job ids renumbered when the rebuild's version was published. */
-  renumbered: RenumberedJobsReport | null;
-  /** Set when the catalog database could not be read (configuration, connection, query). */
-  error: string | null;
-}
-
-/**
- * Reads the catalog database's view of a rebuild (`run`: its version; default the latest) with the
- * renumbered job ids of its publish; never throws (the error is returned).
- */
-export async function databaseView(ctx: CommandContext, catalog: string, run?: RebuildRunKey): Promise<DatabaseView> {
-  try {
-    return await withCatalogPool(ctx, async (pool) => {
-      const status = await catalogStatusFromDatabase(pool, catalog, run);
-      const renumbered = status.latest ? await readRenumberedJobs(pool, catalog, status.latest.versionId) : null;
-      return { status, renumbered, error: null };
-    });
-  } catch (err) {
-    return { status: null, renumbered: null, error: (err as Error).message };
-  }
 }
 
 /** `status --json` of a closed rebuild (`answeredBy: 'temporal'`); unknown numbers are null. */
@@ -169,16 +112,21 @@ export interface ClosedRebuildReport {
   databaseError: string | null;
 }
 
-/** Assembles the report of a closed rebuild from its description, outcome and the database view. */
+/** Assembles the report of a closed rebuild from its facts and outcome. */
 export function closedReport(
-  catalog: string,
-  desc: WorkflowExecutionDescription,
+  facts: RebuildFacts,
   outcome: Pick<RebuildOutcome, 'result' | 'reason'>,
-  db: DatabaseView,
 ): ClosedRebuildReport {
+  const catalog = facts.catalog;
+  const run = facts.run!;
+  const db = {
+    status: facts.view?.status ?? null,
+    renumbered: facts.view?.renumbered ?? null,
+    error: facts.databaseError,
+  };
   const r = outcome.result ?? null;
   const l = db.status?.latest ?? null;
-  const status = desc.status.name;
+  const status = run.status;
   const phase = r?.published ? 'done' : r?.cancelled || status === 'CANCELLED' ? 'cancelled' : 'failed';
   const renumbered = db.renumbered
     ? { ...db.renumbered, count: db.renumbered.jobs.length, sentence: renumberedSentence(db.renumbered) }
@@ -186,10 +134,10 @@ export function closedReport(
   return {
     answeredBy: 'temporal',
     catalog,
-    workflowId: desc.workflowId,
-    runId: desc.runId,
+    workflowId: facts.workflowId,
+    runId: run.runId,
     workflowStatus: status,
-    closeTime: desc.closeTime ? desc.closeTime.toISOString() : null,
+    closeTime: run.closedAtMs ? new Date(run.closedAtMs).toISOString() : null,
     phase,
     published: !!r?.published,
     failure: r ? null : (outcome.reason ?? null),
@@ -221,9 +169,13 @@ const LAST_EVENT_CHARS = 160;
 
 /** The text of `status` for a closed rebuild (the last event's message cut at 160 characters). */
 export function closedReportLines(x: ClosedRebuildReport, outcome: Pick<RebuildOutcome, 'lines'>): string[] {
-  const lines = [
-    `catalog ${x.catalog}: rebuild ${x.workflowId} ${x.workflowStatus.toLowerCase().replace('_', ' ')}${x.closeTime ? ` at ${x.closeTime}` : ''}`,
-  ];
+  // A rebuild cancelled by the `cancel` signal completes (Temporal's status) after abandoning its
+  // version: say cancelled, as check --rebuild does.
+  const ended =
+    x.workflowStatus === 'COMPLETED' && x.result?.cancelled
+      ? 'was cancelled (the cancel signal; Temporal status COMPLETED)'
+      : x.workflowStatus.toLowerCase().replace('_', ' ');
+  const lines = [`catalog ${x.catalog}: rebuild ${x.workflowId} ${ended}${x.closeTime ? ` at ${x.closeTime}` : ''}`];
   if (x.result) lines.push(...outcome.lines.filter((l) => !/ jobs? renumbered: /.test(l)));
   else lines.push(`rebuild of ${x.catalog} ${ENDED[x.workflowStatus] ?? 'failed'}, not published: ${x.failure}`);
   if (x.renumbered) lines.push(x.renumbered.sentence);
@@ -247,5 +199,123 @@ export function closedReportLines(x: ClosedRebuildReport, outcome: Pick<RebuildO
     const e = x.database.lastEvent;
     if (e) lines.push(`last event: ${e.length > LAST_EVENT_CHARS ? `${e.slice(0, LAST_EVENT_CHARS - 1)}…` : e}`);
   }
+  return lines;
+}
+
+/**
+ * The outcome of a closed rebuild from its facts: the result lines (formatRebuildResult) of a
+ * completed run (an unpublished one with the ledger's pages done), else the failure; exit code 0
+ * when published or up to date, 1 otherwise.
+ */
+export function closedOutcomeOf(facts: RebuildFacts): Pick<RebuildOutcome, 'code' | 'lines' | 'reason' | 'result'> {
+  const run = facts.run;
+  const r = run?.result ?? null;
+  if (r) {
+    // Pages done as the ledger counts them: a page that committed as a cancel arrived is in the
+    // ledger but not in the cancelled workflow's own count.
+    const ledger = facts.database;
+    const shown =
+      !r.published && ledger && ledger.versionId === r.versionId ? { ...r, pagesDone: ledger.pagesDone } : r;
+    return { code: r.published || r.upToDate ? 0 : 1, lines: formatRebuildResult(shown), result: r };
+  }
+  const reason = run?.failure ?? 'no reason recorded';
+  return { code: 1, lines: [`rebuild of ${facts.catalog} failed, not published: ${reason}`], reason };
+}
+
+/** A running rebuild as `status` shows it. */
+export interface OpenState {
+  /** The `progress` query's answer; null when no worker answered. */
+  progress: RebuildProgress | null;
+  /** Why the query did not answer ('' when it did or was not asked). */
+  queryError: string;
+  /** Temporal's workflow pause; null when not paused so. */
+  workflowPause: WorkflowPause | null;
+  /** Pages and activities an operator paused. */
+  paused: { operatorPausedPages: number[]; pausedActivities: OperatorPausedActivity[] };
+  /** Workers of the rebuild's build polling within the no-poller window; -1 when Temporal could not tell. */
+  workers: number;
+  /** The build the rebuild is pinned to; null before its first workflow task. */
+  build: PinnedBuild | null;
+}
+
+/** The state of a running rebuild from its facts at `nowMs`, counting pollers within `windowSeconds`. */
+export function openStateOf(facts: RebuildFacts, nowMs: number, windowSeconds: number): OpenState {
+  const run = facts.run!;
+  const progress = (facts.progress as RebuildProgress | null) ?? null;
+  const activities = pausedActivitiesOf(facts);
+  const fromQuery = progress?.operatorPausedPages ?? [];
+  const pages = [...new Set([...fromQuery, ...activities.flatMap((a) => (a.pageNo === null ? [] : [a.pageNo]))])];
+  pages.sort((a, b) => a - b);
+  const p = run.workflowPause;
+  const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
+  return {
+    progress,
+    queryError: facts.queryError && !facts.queryError.startsWith('not asked') ? facts.queryError : '',
+    workflowPause:
+      run.status === 'PAUSED'
+        ? { identity: p?.identity || null, reason: p?.reason || null, since: iso(p?.pausedAtMs ?? null) }
+        : null,
+    paused: { operatorPausedPages: pages, pausedActivities: activities },
+    workers: facts.pollers.error ? -1 : livePollersOf(facts, nowMs, windowSeconds).length,
+    build: run.build ?? null,
+  };
+}
+
+/** `build: <id> (pinned, deployment <name>; N workers of this build poll)`; none before the first workflow task. */
+export function buildLines(st: OpenState): string[] {
+  const b = st.build;
+  if (!b) return [];
+  const how = `${b.behavior.toLowerCase().replace('_', '-')}${b.override ? ' by a versioning override' : ''}, deployment ${b.deploymentName}`;
+  const n = st.workers;
+  const workers = n < 0 ? '' : `; ${n} worker${n === 1 ? '' : 's'} of this build poll${n === 1 ? 's' : ''}`;
+  return [`build: ${b.buildId} (${how}${workers})`];
+}
+
+/**
+ * The pause state when no worker answered, from the memo: `pause: paused by the pause signal since
+ * T, as the rebuild last recorded it (memo)`. A signal sent while no worker runs is not in the memo
+ * yet (nor anywhere in Temporal's description), so with a workflow task waiting and no worker of the
+ * build polling, the line adds that a pause, resume or cancel sent since takes effect, and shows,
+ * when a worker of that build runs the rebuild. Null without a memo or under Temporal's workflow pause.
+ */
+export function memoPauseLine(facts: RebuildFacts, st: OpenState): string | null {
+  const m = facts.run?.memo;
+  if (!m || st.workflowPause) return null;
+  const since = m.pauseChangedAt ? ` since ${m.pauseChangedAt}` : '';
+  const state = m.paused
+    ? `paused by the pause signal${since}`
+    : `not paused${m.pauseChangedAt ? ` (resumed${since})` : ''}`;
+  const pending =
+    facts.run?.workflowTaskPending && st.workers === 0
+      ? `; a pause, resume or cancel sent since takes effect, and shows here, when a worker${st.build ? ` of build ${st.build.buildId}` : ''} runs the rebuild`
+      : '';
+  return `pause: ${state}, as the rebuild last recorded it (memo)${pending}`;
+}
+
+/**
+ * The catalog database's view as text (what `status` prints when no worker answers or Temporal has
+ * no workflow; `--json` prints the object): the version with its ledger figures, its latest
+ * reconciliation, the active version and the last event.
+ */
+export function databaseLines(catalog: string, d: DatabaseStatus): string[] {
+  const l = d.latest;
+  const lines: string[] = [];
+  if (l) {
+    const last =
+      l.secondsSinceProgress === null ? 'no page committed yet' : `last page ${l.secondsSinceProgress} s ago`;
+    lines.push(
+      `catalog database: version ${l.versionId} ${l.status}${l.failureReason ? ` (${l.failureReason})` : ''} · ` +
+        `${l.pagesCommitted}/${l.pagesTotal} pages committed (checkpoint ${l.checkpoint}) · ${l.rows} rows · ` +
+        `${l.rejects} rejects · ${l.retries} retries · ${last}`,
+    );
+    if (d.reconciliation) lines.push(`${formatReconciliation(d.reconciliation)} (round ${d.reconciliation.round})`);
+  } else lines.push('catalog database: no version of this rebuild yet');
+  lines.push(
+    d.activeVersionId
+      ? `active version: ${d.activeVersionId}`
+      : `no active version: catalog ${catalog} was never published`,
+  );
+  const e = d.lastEvent;
+  if (e) lines.push(`last event: ${e.length > LAST_EVENT_CHARS ? `${e.slice(0, LAST_EVENT_CHARS - 1)}…` : e}`);
   return lines;
 }

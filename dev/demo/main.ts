@@ -38,7 +38,8 @@ import { Connection, WorkflowFailedError } from '@temporalio/client';
 import type { Pool } from 'pg';
 import type { RebuildCatalogResult, RebuildProgress, TemporalSession } from '../../client';
 import { connectTemporal, getProgress, rebuildHandle, startRebuild, waitForResult } from '../../client';
-import { livePollers } from '../../client/status';
+import { liveWindowSeconds } from '../../client/status';
+import { listPollers } from '../../client/temporal-facts';
 import { ensureTemporalCli } from '../env/temporal-cli';
 import { portOpen, startDevServer, waitForTemporal } from '../env/dev-server';
 import { createDatabase, resolveAdminUrl } from '../env/postgres';
@@ -460,8 +461,9 @@ async function main(): Promise<void> {
       throw new Error('the rebuild failed');
     }
     const r = outcome.result;
-    const pollers = await livePollers(session).then(
-      (ps) => ps.map((x) => x.identity),
+    const since = Date.now() - liveWindowSeconds() * 1000;
+    const pollers = await listPollers(session, session.taskQueue).then(
+      (ps) => [...new Set(ps.filter((x) => (x.lastPollAtMs ?? 0) >= since).map((x) => x.identity))],
       () => [] as string[],
     );
 

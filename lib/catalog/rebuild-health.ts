@@ -138,14 +138,17 @@ export async function readPageTimeP99(db: Queryable, versionId: string, lastPage
 }
 
 /**
- * Counts a version's page retries: attempts recorded in `page_attempt` beyond the first of each page
- * (attempts of pages still in flight included).
+ * Counts a version's page retries, the one definition every figure uses (the `progress` query, the
+ * result, `status`, `check --rebuild`, the worker's gauges): for each committed page of the ledger,
+ * the attempts before the one that committed it (`attempt - 1`). Attempts of pages still in flight
+ * count once their page commits.
  * @param db pool or client on the catalog database.
  * @param versionId version id (decimal text).
  */
 export async function countPageRetries(db: Queryable, versionId: string): Promise<number> {
   const { rows } = await db.query<{ retries: number }>(
-    `SELECT (count(*) - count(DISTINCT page_no))::int AS retries FROM page_attempt WHERE version_id = $1`,
+    `SELECT coalesce(sum(attempt - 1) FILTER (WHERE committed_at IS NOT NULL), 0)::int AS retries
+     FROM page WHERE version_id = $1`,
     [versionId],
   );
   return rows[0]?.retries ?? 0;

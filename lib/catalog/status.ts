@@ -25,7 +25,7 @@ export interface LatestVersionProgress {
   rows: number;
   /** Quarantined records of the version (rows of `reject`). */
   rejects: number;
-  /** Page attempts beyond the first of each page (from `page_attempt`). */
+  /** Retries: for each committed page, the attempts before the one that committed it (the ledger's `attempt - 1`). */
   retries: number;
   /** Why the version failed or was abandoned (`version.failure_reason`); null otherwise. */
   failureReason: string | null;
@@ -80,11 +80,10 @@ export async function readLatestVersionProgress(
              WHERE pp.version_id = l.version_id::bigint
                AND NOT EXISTS (SELECT 1 FROM page p WHERE p.version_id = pp.version_id AND p.page_no = pp.page_no
                                  AND p.committed_at IS NOT NULL))::int AS checkpoint,
-            (SELECT count(*) FROM reject r WHERE r.version_id = l.version_id::bigint)::int AS rejects,
-            (SELECT count(*) - count(DISTINCT a.page_no) FROM page_attempt a
-             WHERE a.version_id = l.version_id::bigint)::int AS retries
+            (SELECT count(*) FROM reject r WHERE r.version_id = l.version_id::bigint)::int AS rejects
      FROM (SELECT v.version_id::text, v.status, v.pages_total, v.page_size, v.page_sizing, v.failure_reason,
                   count(p.committed_at)::int AS committed, coalesce(sum(p.rows), 0)::text AS rows,
+                  coalesce(sum(p.attempt - 1) FILTER (WHERE p.committed_at IS NOT NULL), 0)::int AS retries,
                   max(p.committed_at) AS last, extract(epoch FROM now() - max(p.committed_at))::float8 AS age,
                   extract(epoch FROM now() - v.created_at)::float8 AS created_age
            FROM version v LEFT JOIN page p ON p.version_id = v.version_id
