@@ -1,5 +1,6 @@
 /** Catalog = source check: the same text form of every job on both sides, compared by md5. */
 import type { Pool } from 'pg';
+import { withLongSession } from '../lib/db';
 import { BAREOS_JOB_SELECT } from '../lib/sources/bareos-columns';
 import { utcText } from '../lib/text-form';
 import { JOB_COLUMNS } from '../lib/sources/types';
@@ -34,15 +35,20 @@ export async function compareCatalogToSource(
   timezone: string,
 ): Promise<CatalogSourceComparison> {
   const catalogCols = FIELDS.map((f) => (TIMESTAMPS.has(f) ? utcText(f) : `${f}::text`));
-  const cat = await catalogPool.query<{ md5: string | null; n: number }>(
-    `SELECT md5(string_agg(${line(catalogCols)}, E'\\n' ORDER BY job_id::bigint)) AS md5, count(*)::int AS n
+  // One pass over every row of each side: on sessions without statement timeout (10^7 rows take minutes).
+  const cat = await withLongSession(catalogPool, (db) =>
+    db.query<{ md5: string | null; n: number }>(
+      `SELECT md5(string_agg(${line(catalogCols)}, E'\\n' ORDER BY job_id::bigint)) AS md5, count(*)::int AS n
      FROM active_jobs WHERE catalog_name = $1`,
-    [catalog],
+      [catalog],
+    ),
   );
-  const src = await sourcePool.query<{ md5: string | null; n: number }>(
-    `SELECT md5(string_agg(${line(FIELDS.map((f) => `s.${f}`))}, E'\\n' ORDER BY s.job_key::bigint)) AS md5, count(*)::int AS n
+  const src = await withLongSession(sourcePool, (db) =>
+    db.query<{ md5: string | null; n: number }>(
+      `SELECT md5(string_agg(${line(FIELDS.map((f) => `s.${f}`))}, E'\\n' ORDER BY s.job_key::bigint)) AS md5, count(*)::int AS n
      FROM (${BAREOS_JOB_SELECT}) s`,
-    [timezone],
+      [timezone],
+    ),
   );
   const c = cat.rows[0];
   const s = src.rows[0];
