@@ -27,6 +27,24 @@ export interface PoolOptions {
    * it, e.g. `catalog database 127.0.0.1:5439/catalog (catalogDatabaseUrl in /etc/c.json): …`.
    */
   describe?: string;
+  /**
+   * With `describe`: name the database only in errors about reaching it (SQLSTATE classes 08, 28,
+   * 3D, 57P, and socket errors such as ECONNREFUSED), for pools whose callers already name what
+   * they read in statement errors (sources). Default false: every error.
+   */
+  describeOnlyConnectionErrors?: boolean;
+}
+
+/**
+ * Whether `err` is about reaching the database rather than about a statement: connection
+ * exceptions (08), authorization (28), unknown database (3D000), shutdown (57P0x), socket errors.
+ */
+export function isConnectionError(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code;
+  if (typeof code === 'string' && /^(08|28|3D|57P)/.test(code)) return true;
+  if (typeof code === 'string' && /^E[A-Z_]+$/.test(code)) return true;
+  const message = err instanceof Error ? err.message : '';
+  return /Connection terminated|timeout exceeded when trying to connect/.test(message);
 }
 
 /**
@@ -46,8 +64,16 @@ export function databaseLabel(url: string): string {
 /** Marks errors already prefixed, so an error passing two wrappers is named once. */
 const LABELLED = Symbol('labelled');
 
+/** How a pool labels errors: the label, and whether only connection errors get it. */
+interface Labelling {
+  label: string;
+  onlyConnection: boolean;
+}
+
 /** `err` with `label: ` before its message (once); its `code` and other fields kept. */
-function labelled(err: unknown, label: string): unknown {
+function labelled(err: unknown, l: Labelling): unknown {
+  if (l.onlyConnection && !isConnectionError(err)) return err;
+  const label = l.label;
   if (err instanceof Error && !(err as { [LABELLED]?: boolean })[LABELLED]) {
     err.message = `${label}: ${err.message}`;
     Object.defineProperty(err, LABELLED, { value: true });
@@ -56,7 +82,7 @@ function labelled(err: unknown, label: string): unknown {
 }
 
 /** Wraps a `query` function so a rejected promise's error is {@link labelled}; streams and callbacks pass as they are. */
-function labelQuery<F extends (...args: never[]) => unknown>(query: F, label: string): F {
+function labelQuery<F extends (...args: never[]) => unknown>(query: F, label: Labelling): F {
   return ((...args: never[]) => {
     const r = query(...args) as { then?: unknown; catch?: (f: (e: unknown) => never) => unknown };
     return typeof r?.then === 'function'
@@ -68,7 +94,7 @@ function labelQuery<F extends (...args: never[]) => unknown>(query: F, label: st
 }
 
 /** Makes every promise-returning `query` and `connect` of `pool` (and of its clients) label its errors. */
-function labelPoolErrors(pool: Pool, label: string): void {
+function labelPoolErrors(pool: Pool, label: Labelling): void {
   pool.query = labelQuery(pool.query.bind(pool) as (...args: never[]) => unknown, label) as Pool['query'];
   const connect = pool.connect.bind(pool) as (...args: unknown[]) => unknown;
   pool.connect = ((...args: unknown[]) => {
@@ -112,7 +138,8 @@ export function createPool(connectionString: string, opts: PoolOptions): Pool {
     connectionTimeoutMillis: 10_000,
   };
   const pool = new Pool(config);
-  if (opts.describe) labelPoolErrors(pool, opts.describe);
+  if (opts.describe)
+    labelPoolErrors(pool, { label: opts.describe, onlyConnection: opts.describeOnlyConnectionErrors === true });
   pool.on('error', () => {
     /* an idle client lost its connection; the next checkout reconnects */
   });

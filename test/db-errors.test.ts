@@ -4,7 +4,8 @@
  * `catalog database host:port/db (catalogDatabaseUrl in <file>)`, or `(CATALOG_DATABASE_URL)` when
  * that variable overrides the file; a director database that does not exist (3D000) fails with
  * `source "<name>" database host:port/db (sources.<name>.databaseUrl)` in the message, and the
- * activity failure keeps the SQLSTATE.
+ * activity failure keeps the SQLSTATE. A statement error of the CLI (a database without the
+ * catalog schema) names the database too.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -13,7 +14,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { freePort } from '../dev/env/dev-server';
 import { databaseUrl, resolveAdminUrl } from '../dev/env/postgres';
-import { runCliProcess } from '../dev/harness/harness';
+import { runCliProcess, testDatabases, writeConfig } from '../dev/harness/harness';
 import { BareosSource } from '../lib/sources/bareos';
 import { toFailure } from '../activities/failures';
 
@@ -77,4 +78,21 @@ test('a director database that does not exist (3D000) names the source, its sett
   } finally {
     await source.close();
   }
+});
+
+test('a catalog database without the catalog schema: the statement error names the database and its setting', async (t) => {
+  const dbs = await testDatabases('dberr', { catalog: 'empty' });
+  t.after(() => dbs.drop());
+  const configFile = writeConfig(dbs);
+  const r = runCliProcess(
+    ['events', '--catalog', 'c'],
+    { ...process.env, CATALOG_REBUILD_CONFIG: configFile, CATALOG_DATABASE_URL: '' },
+    60_000,
+  );
+  assert.equal(r.code, 1, r.stdout);
+  const u = new URL(dbs.catalogUrl);
+  assert.equal(
+    r.stderr.trim(),
+    `catalog-rebuild: catalog database ${u.hostname}:${u.port || '5432'}${u.pathname} (catalogDatabaseUrl in ${configFile}): relation "event" does not exist`,
+  );
 });

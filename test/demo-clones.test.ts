@@ -6,7 +6,9 @@
  * - a second demo of one clone while the first runs refuses to start, and stops nothing;
  * - the second demo of a clone publishes a new version of its own catalog, names a worker started
  *   by hand on its queue, counts its pages truthfully, and leaves it running;
- * - a demo whose catalog has a rebuild it did not start refuses and leaves that rebuild running.
+ * - a demo whose catalog has a rebuild it did not start refuses and leaves that rebuild running;
+ * - a demo interrupted by Ctrl-C leaves its rebuild running; the next demo of that clone terminates
+ *   it (its state file names it) and publishes.
  * A "clone" is a folder whose entries (dist, bin, node_modules, ...) link to this project's; the demo runs from it
  * with --preserve-symlinks, so its project root (and so its names and .data/) is that folder.
  */
@@ -47,6 +49,8 @@ function makeClone(name: string): DemoIdentity {
 /** A demo run of a clone: its output so far and its end. */
 interface DemoRun {
   out(): string;
+  /** Sends `signal` to the demo process (SIGINT: Ctrl-C). */
+  signal(signal: NodeJS.Signals): void;
   done: Promise<{ code: number | null; out: string }>;
 }
 
@@ -76,6 +80,7 @@ function runDemo(id: DemoIdentity): DemoRun {
   child.stderr!.on('data', (d) => (out += d));
   return {
     out: () => out,
+    signal: (sig) => void child.kill(sig),
     done: new Promise((resolve) => child.on('exit', (code) => resolve({ code, out }))).then((r) => ({
       ...(r as { code: number | null; out: string }),
       out: unwrap((r as { out: string }).out),
@@ -203,4 +208,24 @@ test('two clones run their demos on one server without seeing or touching each o
   assert.equal(refused.code, 1, refused.out);
   assert.match(refused.out, /a rebuild of catalog .* that this demo did not start is running/);
   assert.equal((await byHand.handle.describe()).status.name, 'RUNNING');
+  await byHand.handle.terminate('test: the hand-started rebuild is done with');
+
+  // Ctrl-C during clone B's demo leaves its rebuild running; B's next demo terminates it and publishes.
+  const interrupted = runDemo(b);
+  await waitFor('clone B to start its rebuild', () => /workflow catalog-rebuild\/demo-/.test(interrupted.out()), {
+    timeoutMs: 120_000,
+  });
+  interrupted.signal('SIGINT');
+  const stopped = await interrupted.done;
+  assert.equal(stopped.code, 130, stopped.out);
+  const left = await c.client.workflow.getHandle(`catalog-rebuild/${b.catalog}`).describe();
+  assert.equal(left.status.name, 'RUNNING', 'Ctrl-C stops the demo, not its rebuild');
+  const next = await runDemo(b).done;
+  assert.equal(next.code, 0, next.out);
+  assert.match(
+    next.out.replace(/\s+/g, ' '),
+    new RegExp(`terminating the rebuild an earlier, interrupted demo of this checkout started \\(run ${left.runId};`),
+  );
+  assert.match(next.out, /version \d+ active \(this run\)/);
+  assert.equal((await c.client.workflow.getHandle(left.workflowId, left.runId).describe()).status.name, 'TERMINATED');
 });

@@ -55,7 +55,9 @@ export class BareosSource implements JobSource, FileSource, RefreshSource {
     this.legacyEncoding = config.legacyEncoding ?? 'LATIN1';
     // One connection per concurrent read: the pool bounds this worker's load on the source.
     this.pool = createPool(config.databaseUrl, {
+      // Statement errors are named by what read them (`bucket … of source …`); reaching it, here.
       describe: sourceDatabaseDescription(name, config.databaseUrl),
+      describeOnlyConnectionErrors: true,
       applicationName: `catalog-rebuild:source:${name}:${process.pid}`,
       statementTimeoutMs: config.statementTimeoutMs ?? 60_000,
       readOnly: true,
