@@ -116,8 +116,17 @@ export async function startDevServer(o: DevServerOptions): Promise<DevServer> {
   fs.closeSync(out);
   if (o.detached) child.unref();
   const address = `127.0.0.1:${o.port}`;
+  // A server that exits while starting (a port taken meanwhile, its own start deadline) fails at once.
+  const exited = new Promise<never>((_, reject) =>
+    child.once('exit', (code, signal) =>
+      reject(
+        new Error(`temporal server start-dev exited (${signal ?? `code ${code}`}) before answering at ${address}`),
+      ),
+    ),
+  );
+  exited.catch(() => undefined);
   try {
-    await waitForTemporal(address, 60_000);
+    await Promise.race([waitForTemporal(address, 60_000), exited]);
   } catch (err) {
     try {
       process.kill(-child.pid!, 'SIGKILL');

@@ -31,18 +31,27 @@ export async function privateTemporal(
 ): Promise<DevServer & { dir: string; dbFile: string; port: number; cli: string }> {
   const cli = ensureTemporalCli();
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'catalog-rebuild-temporal-'));
-  const port = opts.port ?? (await freePort());
-  const dbFile = opts.dbFile ?? path.join(dir, 'temporal.db');
-  const server = await startDevServer({
-    cli,
-    port,
-    uiPort: 0,
-    dbFile,
-    logFile: path.join(dir, 'server.log'),
-    headless: true,
-    searchAttributes: opts.searchAttributes,
-  });
-  return { ...server, dir, dbFile, port, cli };
+  // A server on a port of our choosing can fail to start when another process takes one of its ports
+  // between our check and its bind: on a port we picked, it is started again on another (3 tries).
+  for (let attempt = 1; ; attempt++) {
+    const port = opts.port ?? (await freePort());
+    const dbFile = opts.dbFile ?? path.join(dir, attempt === 1 ? 'temporal.db' : `temporal-${attempt}.db`);
+    try {
+      const server = await startDevServer({
+        cli,
+        port,
+        uiPort: 0,
+        dbFile,
+        logFile: path.join(dir, 'server.log'),
+        headless: true,
+        searchAttributes: opts.searchAttributes,
+      });
+      return { ...server, dir, dbFile, port, cli };
+    } catch (err) {
+      if (opts.port !== undefined || attempt >= 3) throw err;
+      console.error(`private Temporal on port ${port} did not start (${(err as Error).message.split('\n')[0]}); again`);
+    }
+  }
 }
 
 /** Databases of one test file or test: a catalog and a source, dropped by `drop()`. */
