@@ -3,7 +3,7 @@
  * when needed) and the migrated catalog template database (dev/harness/templates.ts), then runs
  * every compiled test file with node's test runner. Arguments filter the test files by name;
  * `--concurrency=<n>` (or CATALOG_REBUILD_TEST_CONCURRENCY) runs up to n test files at a time
- * (default 2: most test files wait on servers and workers, so two share the 2 cores well). A
+ * (default 3: most test files wait on servers and workers, so three share the 2 cores well). A
  * summary of each file's time ends the output.
  */
 import { spawnSync } from 'node:child_process';
@@ -26,12 +26,12 @@ function testFiles(dir: string, only: string[]): string[] {
 
 /**
  * Test files run at a time: `--concurrency=<n>` among the arguments, else
- * CATALOG_REBUILD_TEST_CONCURRENCY, else 2.
+ * CATALOG_REBUILD_TEST_CONCURRENCY, else 3.
  * @throws Error when the value is not an integer from 1 to 16.
  */
 function testConcurrency(args: string[], env: NodeJS.ProcessEnv): number {
   const given = args.find((a) => a.startsWith('--concurrency='))?.slice('--concurrency='.length);
-  const text = given ?? env.CATALOG_REBUILD_TEST_CONCURRENCY ?? '2';
+  const text = given ?? env.CATALOG_REBUILD_TEST_CONCURRENCY ?? '3';
   const n = Number(text);
   if (!Number.isInteger(n) || n < 1 || n > 16)
     throw new Error(`test concurrency must be an integer from 1 to 16, got ${text}`);
