@@ -145,6 +145,12 @@ function completedVerdict(f: RebuildFacts, perf: RebuildPerfdata): RebuildHealth
       perf,
     );
   }
+  if (r.upToDate)
+    return verdict(
+      'OK',
+      `refresh of ${c} found nothing changed in the source: version ${r.refresh?.baseVersionId ?? '-'} stays active (up to date)`,
+      perf,
+    );
   return verdict(
     'OK',
     `rebuild of ${c} published version ${r.versionId}: ${r.pagesTotal} pages, ${r.rowsUpserted} rows, ${r.retries} retries`,

@@ -157,6 +157,29 @@ test('WARNING (1) when the latest rebuild was cancelled; OK (0) when it publishe
     ['OK', 'pages_done=10 pages_total=10 rows_per_second=0 retries=4 seconds_since_commit=0'],
   );
   assert.equal(verdict(facts({ run: run({ status: 'COMPLETED', result: null }) })).state, 'UNKNOWN');
+  // A refresh that found nothing changed made no version: it says which one stays.
+  const upToDate = verdict(
+    facts({
+      run: run({
+        status: 'COMPLETED',
+        result: {
+          ...result,
+          versionId: '',
+          pagesTotal: 0,
+          rowsUpserted: 0,
+          published: false,
+          cancelled: false,
+          upToDate: true,
+          refresh: { baseVersionId: '6', newJobs: 0, changedJobs: 0, deletedJobs: 0 },
+        } as RebuildCatalogResult,
+      }),
+    }),
+  );
+  assert.equal(upToDate.state, 'OK');
+  assert.match(
+    upToDate.line,
+    /^REBUILD OK - refresh of main found nothing changed in the source: version 6 stays active/,
+  );
 });
 
 test('OK while running and progressing: figures from the progress query, else from the catalog database', () => {
