@@ -2,6 +2,7 @@
  * The wording of the activities' events, reports and failures: one line each, for the operator
  * (`catalog-rebuild events`, `status`, the Web UI). Pure functions of counts and names.
  */
+import { NotPublishableError } from '../lib/errors';
 import type { GoneJobRecord, RenumberedJob, RejectSampleRow, ShrunkBucket, UnknownCodeCount } from '../lib/catalog';
 import { goneJobsSentence } from '../lib/catalog';
 import type { DstReport } from '../lib/sources/types';
@@ -186,7 +187,7 @@ export function sourceUnreadableMessage(
 
 /**
  * The failure of a rebuild whose quarantined records exceed the source's `maxRejects`: the first
- * reasons, where every record is kept, and the two ways out.
+ * reasons, where every record is kept, and the two ways out. {@link rejectThresholdError} wraps it.
  */
 export function rejectThresholdMessage(f: {
   source: string;
@@ -260,4 +261,9 @@ export function publishedMessage(
   gone = 0,
 ): string {
   return `version ${versionId} published${previousVersionId ? `, replacing version ${previousVersionId}` : ''}${allowShrink ? ' (shrink allowed)' : ''}${note}${gone ? `; ${goneJobsSentence(gone)}, left out (a follow-up delta)` : ''}`;
+}
+
+/** The NOT_PUBLISHABLE error of {@link rejectThresholdMessage}, which a reconciliation throws. */
+export function rejectThresholdError(f: Parameters<typeof rejectThresholdMessage>[0]): NotPublishableError {
+  return new NotPublishableError(rejectThresholdMessage(f));
 }

@@ -32,7 +32,7 @@ import type { ReconcileInput } from '../workflows/activity-types';
 import type { ReconcileSummary } from '../workflows/definitions';
 import type { ActivityContext } from './context';
 import { readSource } from './failures';
-import { rejectThresholdMessage } from './messages';
+import { rejectThresholdError } from './messages';
 import { compareSampleWithSource } from './reconcile-sample';
 
 /** What the key comparison of the suspect ranges found and did. */
@@ -113,15 +113,13 @@ export async function reconcileRefresh(
     details: report,
   });
   if (overThreshold)
-    throw new NotPublishableError(
-      rejectThresholdMessage({
-        source: input.source,
-        versionId: input.versionId,
-        rejects,
-        maxRejects,
-        sample: rejectRows,
-      }),
-    );
+    throw rejectThresholdError({
+      source: input.source,
+      versionId: input.versionId,
+      rejects,
+      maxRejects,
+      sample: rejectRows,
+    });
   return summary;
 }
 

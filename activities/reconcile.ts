@@ -30,7 +30,7 @@ import type { ActivityContext } from './context';
 import { guard, readSource, SourceUnreadable } from './failures';
 import { withHeartbeat } from './heartbeat';
 import type { ReconcileWarnings } from './messages';
-import { reconciledMessage, rejectThresholdMessage, sourceUnreadableMessage } from './messages';
+import { reconciledMessage, rejectThresholdError, sourceUnreadableMessage } from './messages';
 import type { SampleComparison } from './reconcile-compare';
 import type { MismatchedBucket } from './reconcile-compare';
 import { bucketName, bucketSpans, compareBuckets, compareSample, sumBytes } from './reconcile-compare';
@@ -142,17 +142,14 @@ async function reconcileRound(ctx: ActivityContext, input: ReconcileInput): Prom
   });
   if (overFileThreshold)
     throw new NotPublishableError(fileRejectThresholdMessage(input.source, input.versionId, files));
-  if (overThreshold) {
-    throw new NotPublishableError(
-      rejectThresholdMessage({
-        source: input.source,
-        versionId: input.versionId,
-        rejects,
-        maxRejects,
-        sample: rejectRows,
-      }),
-    );
-  }
+  if (overThreshold)
+    throw rejectThresholdError({
+      source: input.source,
+      versionId: input.versionId,
+      rejects,
+      maxRejects,
+      sample: rejectRows,
+    });
   return summary;
 }
 

@@ -1,21 +1,12 @@
 /** Input and result of `DryRunCatalog` (`start --dry-run`); the client imports them through definitions.ts. */
+import type { PlanRebuildInput } from './activity-types';
 import type { Watermark } from './definitions';
 
-/** Input of `DryRunCatalog` (`start --dry-run`): the rebuild it plans, without making it. */
-export interface DryRunInput {
-  catalog: string;
-  source: string;
-  /** Jobs per page (`--page-size`); absent: sized from measured cost, as the rebuild's plan would. */
-  pageSize?: number;
-  /** Pages in flight (sizing `auto` fills them). */
-  concurrency?: number;
-  /** With file records (`--files`). */
-  files?: boolean;
-  /** A refresh (`--refresh`): what changed since the active version. */
-  refresh?: boolean;
-  /** `--verify full`: a refresh would be a full rebuild. */
-  verify?: 'full';
-}
+/**
+ * Input of `DryRunCatalog` (`start --dry-run`): the rebuild it plans, without making it: the plan's
+ * input without the ids that key a stored plan.
+ */
+export type DryRunInput = Omit<PlanRebuildInput, 'workflowId' | 'firstRunId'>;
 
 /**
  * What a rebuild would do now (`start --dry-run --json`; field names are an external interface):
