@@ -8,6 +8,7 @@ import type { Pool } from 'pg';
 import { createEventLog } from '../lib/catalog';
 import type { SourceRegistry } from '../lib/sources';
 import type {
+  CancelRunInput,
   EndVersionInput,
   PlanRebuildInput,
   PublishVersionInput,
@@ -31,6 +32,7 @@ import type {
   RepairBucketResult,
 } from '../workflows/definitions';
 import type { ActivityContext, PageHooks } from './context';
+import { cancelRun } from './cancel-run';
 import { copyPage } from './copy-page';
 import { planRebuild } from './plan-rebuild';
 import { dryRunPlan } from './dry-run';
@@ -104,6 +106,8 @@ export function createActivities(deps: ActivityDeps) {
     retireVersions: (input: RetireVersionsInput): Promise<RetireVersionsResult> => retireVersions(ctx, input),
     /** Ends an unpublished version as abandoned or failed (version-lifecycle.ts). */
     endVersion: (input: EndVersionInput): Promise<void> => endVersion(ctx, input),
+    /** Asks Temporal to cancel a run: a rebuild ended by the `cancel` signal ends CANCELLED (cancel-run.ts). */
+    cancelRun: (input: CancelRunInput): Promise<void> => cancelRun(ctx, input),
     /** Appends an event to the catalog's log (record-event.ts). */
     recordEvent: (input: RecordEventInput): Promise<void> => recordEvent(ctx, input),
     /** What a rebuild would do now, without making it (dry-run.ts). */

@@ -7,8 +7,7 @@
 import { activityInfo, CancelledFailure, Context } from '@temporalio/activity';
 import { WorkflowFailedError } from '@temporalio/client';
 import type { Client } from '@temporalio/client';
-import { startRebuild } from '../client';
-import type { RebuildCatalogResult } from '../workflows/definitions';
+import { startRebuild, waitForResult } from '../client';
 import { scheduleId } from '../workflows/names';
 import type {
   AwaitRebuildInput,
@@ -78,7 +77,7 @@ export async function awaitRebuild(ctx: ActivityContext, input: AwaitRebuildInpu
       let timer: NodeJS.Timeout | undefined;
       const waited = new Promise<'running'>((r) => (timer = setTimeout(() => r('running'), input.maxWaitMs)));
       try {
-        const r = await Promise.race([handle.result() as Promise<RebuildCatalogResult>, waited, cancelled]);
+        const r = await Promise.race([waitForResult(handle), waited, cancelled]);
         if (r === 'running') return { outcome: 'running' };
         if (r.published)
           return { outcome: 'published', versionId: r.versionId, message: `published version ${r.versionId}` };

@@ -10,7 +10,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { WorkflowHandle } from '@temporalio/client';
-import { Client, Connection, WorkflowNotFoundError } from '@temporalio/client';
+import { CancelledFailure, Client, Connection, WorkflowFailedError, WorkflowNotFoundError } from '@temporalio/client';
 import { loadClientConnectConfig } from '@temporalio/envconfig';
 import type {
   RebuildCatalogInput,
@@ -23,7 +23,7 @@ import { rebuildWorkflowId } from '../workflows/names';
 import { CatalogNameKey, RebuildPhaseKey } from '../workflows/search-attributes';
 import { taskQueue as defaultTaskQueue } from '../lib/config';
 import { liveWindowSeconds } from './status';
-import { listPollers } from './temporal-facts';
+import { cancelledOutcomeOf, listPollers } from './temporal-facts';
 
 export * from '../workflows/definitions';
 export { rebuildWorkflowId } from '../workflows/names';
@@ -213,11 +213,23 @@ export async function setThrottle(
 }
 
 /**
- * Waits for the rebuild to end (following continue-as-new).
- * @throws WorkflowFailedError when the rebuild failed (e.g. not publishable).
+ * Waits for the rebuild to end (following continue-as-new). A rebuild that ended CANCELLED (the
+ * `cancel` signal, or a Temporal cancellation request) answers with the result it left in its memo:
+ * `cancelled` true, its abandoned version and pages done.
+ * @throws WorkflowFailedError when the rebuild failed (e.g. not publishable), was terminated or timed
+ *   out, or was cancelled without a result in its memo (a run of an earlier build).
  */
 export async function waitForResult(handle: WorkflowHandle): Promise<RebuildCatalogResult> {
-  return (await handle.result()) as RebuildCatalogResult;
+  try {
+    return (await handle.result()) as RebuildCatalogResult;
+  } catch (err) {
+    if (!(err instanceof WorkflowFailedError && err.cause instanceof CancelledFailure)) throw err;
+    // The latest run of the id: the cancelled one, unless a new rebuild has started since.
+    const desc = await handle.describe();
+    const outcome = desc.status.name === 'CANCELLED' ? cancelledOutcomeOf(desc.memo) : null;
+    if (!outcome) throw err;
+    return outcome;
+  }
 }
 
 /**

@@ -115,6 +115,8 @@ export function evaluateRebuildHealth(
     case 'TIMED_OUT':
       return verdict('CRITICAL', `rebuild of ${c} failed: timed out`, perf);
     case 'CANCELLED':
+      // A rebuild of this build leaves its result in the memo: say how far it got, as after the signal.
+      if (run.result?.cancelled) return completedVerdict(f, perf);
       return verdict('WARNING', `rebuild of ${c} was cancelled (Temporal cancellation request)`, perf);
     case 'COMPLETED':
       return completedVerdict(f, perf);

@@ -77,11 +77,27 @@ export function pinnedBuildOf(desc: WorkflowExecutionDescription): PinnedBuild |
   };
 }
 
-/** The rebuild's memo (`{ paused, pauseChangedAt }`); null when the run has none yet. */
+/**
+ * The result a cancelled run left in its memo (`outcome`: Temporal keeps no result for a run that
+ * ended CANCELLED); null when the memo has none (a run of an earlier build, or not cancelled).
+ */
+export function cancelledOutcomeOf(memo: Record<string, unknown> | undefined): RebuildCatalogResult | null {
+  const o = memo?.outcome as Partial<RebuildCatalogResult> | undefined;
+  return o && typeof o === 'object' && o.cancelled === true && typeof o.versionId === 'string'
+    ? (o as RebuildCatalogResult)
+    : null;
+}
+
+/** The rebuild's memo (`{ paused, pauseChangedAt, outcome? }`); null when the run has none yet. */
 function memoOf(desc: WorkflowExecutionDescription): RebuildMemo | null {
   const m = desc.memo as Partial<RebuildMemo> | undefined;
   if (!m || typeof m.paused !== 'boolean') return null;
-  return { paused: m.paused, pauseChangedAt: typeof m.pauseChangedAt === 'string' ? m.pauseChangedAt : null };
+  const outcome = cancelledOutcomeOf(desc.memo);
+  return {
+    paused: m.paused,
+    pauseChangedAt: typeof m.pauseChangedAt === 'string' ? m.pauseChangedAt : null,
+    ...(outcome ? { outcome } : {}),
+  };
 }
 
 /** The run as its description tells it (no result yet: see {@link closedOutcome}). */
@@ -111,9 +127,17 @@ export function runFact(desc: WorkflowExecutionDescription): RunFact {
 /** Temporal statuses of a closed run whose outcome (result or failure) can be read. */
 const WITH_OUTCOME = new Set(['COMPLETED', 'FAILED', 'TERMINATED', 'TIMED_OUT', 'CANCELLED']);
 
-/** Fills `run.result` (completed) or `run.failure` (failed, cancelled, terminated, timed out) from the run's outcome. */
+/**
+ * Fills `run.result` (completed, or cancelled with the result in its memo) or `run.failure` (failed,
+ * cancelled, terminated, timed out) from the run's outcome.
+ */
 export async function closedOutcome(client: Client, desc: WorkflowExecutionDescription, run: RunFact): Promise<void> {
   if (!WITH_OUTCOME.has(run.status)) return;
+  const cancelled = run.status === 'CANCELLED' ? cancelledOutcomeOf(desc.memo) : null;
+  if (cancelled) {
+    run.result = cancelled;
+    return;
+  }
   try {
     run.result = (await client.workflow.getHandle(desc.workflowId, desc.runId).result()) as RebuildCatalogResult;
   } catch (err) {

@@ -137,7 +137,21 @@ test('WARNING (1) when the latest rebuild was cancelled; OK (0) when it publishe
     'REBUILD WARNING - rebuild of main was cancelled after 3 of 10 pages: version 7 abandoned, the active version is unchanged | ' +
       'pages_done=3 pages_total=10 rows_per_second=0 retries=4 seconds_since_commit=0',
   );
-  assert.equal(verdict(facts({ run: run({ status: 'CANCELLED' }) })).state, 'WARNING');
+  // This build's cancelled rebuild ends CANCELLED with its result (from the memo): the same verdict.
+  const ended = verdict(
+    facts({
+      run: run({
+        status: 'CANCELLED',
+        result: { ...result, published: false, cancelled: true } as RebuildCatalogResult,
+      }),
+    }),
+  );
+  assert.equal(ended.line, cancelled.line);
+  // Without a result (an earlier build, cancelled through Temporal): WARNING all the same.
+  assert.equal(
+    verdict(facts({ run: run({ status: 'CANCELLED' }) })).text,
+    'rebuild of main was cancelled (Temporal cancellation request)',
+  );
 
   const published = facts({
     run: run({ status: 'COMPLETED', result: { ...result, published: true, cancelled: false } as RebuildCatalogResult }),

@@ -7,9 +7,15 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Context } from '@temporalio/activity';
-import { WorkflowFailedError } from '@temporalio/client';
+import { CancelledFailure, WorkflowFailedError } from '@temporalio/client';
 import type { Activities } from '../activities';
-import type { CopyPageInput, CopyPageResult, RebuildCatalogResult, ReconcileSummary } from '../workflows/definitions';
+import type {
+  CopyPageInput,
+  CopyPageResult,
+  RebuildCatalogResult,
+  RebuildMemo,
+  ReconcileSummary,
+} from '../workflows/definitions';
 import { pauseSignal, progressQuery, resumeSignal, cancelSignal, setThrottleUpdate } from '../workflows/definitions';
 import { heldWindow } from '../dev/harness/observe';
 import { waitFor } from '../dev/harness/wait';
@@ -128,6 +134,11 @@ function mockActivities(opts: {
       },
       async recordEvent(input) {
         calls.push({ name: 'recordEvent', input });
+      },
+      // As the worker's: through the Temporal client.
+      async cancelRun(input) {
+        calls.push({ name: 'cancelRun', input });
+        await env.client.workflow.getHandle(input.workflowId, input.runId).cancel();
       },
     },
   };
@@ -295,7 +306,7 @@ test('setThrottle validates its input and widens the window', async () => {
   });
 });
 
-test('cancel signal abandons the version and completes unpublished', async () => {
+test('cancel signal abandons the version and ends the workflow CANCELLED, its result in the memo', async () => {
   const mock = mockActivities({ pages: 5 });
   await withWorker(mock, async (taskQueue) => {
     const h = await env.client.workflow.start('RebuildCatalog', {
@@ -305,11 +316,23 @@ test('cancel signal abandons the version and completes unpublished', async () =>
     });
     await waitFor('at least 1 copyPage call', () => mock.calls.filter((c) => c.name === 'copyPage').length >= 1);
     await h.signal(cancelSignal, { reason: 'test' });
-    const r = (await h.result()) as RebuildCatalogResult;
+    await assert.rejects(
+      h.result(),
+      (err: unknown) => err instanceof WorkflowFailedError && err.cause instanceof CancelledFailure,
+    );
+    const desc = await h.describe();
+    assert.equal(desc.status.name, 'CANCELLED');
+    const r = (desc.memo as unknown as RebuildMemo).outcome!;
     assert.equal(r.published, false);
     assert.equal(r.cancelled, true);
+    assert.equal(r.versionId, '7');
+    assert.equal(r.pagesTotal, 5);
     const end = mock.calls.find((c) => c.name === 'endVersion');
     assert.deepEqual(end?.input, { catalog: 'c4', versionId: '7', status: 'abandoned', reason: 'cancelled by signal' });
+    assert.deepEqual(mock.calls.find((c) => c.name === 'cancelRun')?.input, {
+      workflowId: h.workflowId,
+      runId: desc.runId,
+    });
     assert.equal(
       mock.calls.some((c) => c.name === 'publishVersion'),
       false,
@@ -333,6 +356,11 @@ test('Temporal cancellation abandons the version and ends the workflow cancelled
     );
     const end = mock.calls.find((c) => c.name === 'endVersion');
     assert.equal((end?.input as { status: string }).status, 'abandoned');
+    assert.equal(mock.calls.filter((c) => c.name === 'cancelRun').length, 0, 'already cancelled by Temporal');
+    assert.equal((await h.describe()).status.name, 'CANCELLED');
+    const r = ((await h.describe()).memo as unknown as RebuildMemo).outcome!;
+    assert.equal(r.cancelled, true);
+    assert.equal(r.versionId, '7');
   });
 });
 

@@ -171,6 +171,15 @@ test("a cancelled rebuild's outcome shows the ledger's pages done, not the pages
     'catalog main: rebuild catalog-rebuild/main was cancelled (the cancel signal; Temporal status COMPLETED)',
   );
   assert.equal(closedReport(f, o).pagesDone, 3);
+
+  // This build's rebuild ends CANCELLED; its result comes from the memo: the same lines.
+  const g = { ...f, run: run({ status: 'CANCELLED', result }) };
+  const p = closedOutcomeOf(g);
+  assert.deepEqual([p.code, p.lines], [o.code, o.lines]);
+  const cancelledText = closedReportLines(closedReport(g, p), p);
+  assert.equal(cancelledText[0], 'catalog main: rebuild catalog-rebuild/main cancelled');
+  assert.deepEqual(cancelledText.slice(1), text.slice(1));
+  assert.equal(closedReport(g, p).phase, 'cancelled');
 });
 
 test('status --follow samples: the query when a worker answered, else the database, with the build and its pollers', () => {

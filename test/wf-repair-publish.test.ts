@@ -9,6 +9,7 @@ import assert from 'node:assert/strict';
 import { ActivityFailure, ApplicationFailure, ChildWorkflowFailure, WorkflowFailedError } from '@temporalio/client';
 import type { RebuildCatalogResult } from '../workflows/definitions';
 import { cancelSignal } from '../workflows/definitions';
+import { waitForResult } from '../client';
 import { publishWorkflowId, repairWorkflowId } from '../workflows/names';
 import type { PublishVersionInput } from '../workflows/activity-types';
 import { MockActivities } from '../dev/harness/mock-activities';
@@ -244,7 +245,7 @@ test('cancel signal during a repair round: the RepairBucket children are cancell
     const { handle, workflowId } = await startRebuild(ctx, taskQueue, { catalog, source: 's' });
     await mock.waitForCalls('repairBucket', 2);
     await handle.signal(cancelSignal, { reason: 'test' });
-    const r = (await handle.result()) as RebuildCatalogResult;
+    const r = await waitForResult(handle);
     assert.deepEqual(pick(r, ['cancelled', 'published']), { cancelled: true, published: false });
     for (const b of ['2026-01-01', '2026-01-02'])
       assert.equal(await statusOf(repairWorkflowId(workflowId, b, 1)), 'CANCELLED', `child of ${b}`);

@@ -6,8 +6,10 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { WorkflowFailedError } from '@temporalio/client';
+import { Worker } from '@temporalio/worker';
 import type { RebuildCatalogResult } from '../workflows/definitions';
 import { cancelSignal, pauseSignal, resumeSignal } from '../workflows/definitions';
+import { waitForResult } from '../client';
 import { MockActivities } from '../dev/harness/mock-activities';
 import type { InProcessEnv } from '../dev/harness/workflow-test';
 import {
@@ -181,7 +183,7 @@ test('cancel signal with pages in flight: their activities are cancelled, the ve
     const { handle, workflowId } = await startRebuild(ctx, taskQueue, { catalog, source: 's', concurrency: 2 });
     await mock.waitForCalls('copyPage', 2);
     await handle.signal(cancelSignal, { reason: 'operator said so' });
-    const r = (await handle.result()) as RebuildCatalogResult;
+    const r = await waitForResult(handle);
     assert.deepEqual(pick(r, ['published', 'cancelled', 'versionId', 'pagesTotal', 'rowsUpserted', 'runs']), {
       published: false,
       cancelled: true,
@@ -196,7 +198,7 @@ test('cancel signal with pages in flight: their activities are cancelled, the ve
     );
     assert.deepEqual(
       [...new Set(mock.calls.map((c) => c.name))],
-      ['planRebuild', 'copyPage', 'recordEvent', 'endVersion'],
+      ['planRebuild', 'copyPage', 'recordEvent', 'endVersion', 'cancelRun'],
     );
     assert.deepEqual(
       mock.callsOf('recordEvent').map((c) => [c.input.kind, c.input.message]),
@@ -212,10 +214,14 @@ test('cancel signal with pages in flight: their activities are cancelled, the ve
       scheduledActivities(events)
         .filter((a) => a.index > cancelAt)
         .map((a) => a.type),
-      ['recordEvent', 'endVersion'],
-      'after the cancel the event is recorded and the version ended',
+      ['recordEvent', 'endVersion', 'cancelRun'],
+      'after the cancel the event is recorded, the version ended, and Temporal asked to cancel the run',
     );
-    assert.ok(events[events.length - 1].workflowExecutionCompletedEventAttributes, 'completed, not cancelled');
+    assert.ok(events[events.length - 1].workflowExecutionCanceledEventAttributes, 'the run ends CANCELLED');
+    assert.equal((await handle.describe()).status.name, 'CANCELLED', 'not a green COMPLETED in the Web UI');
+    // The new path (patch marker, memo, cancelRun, the cancellation) replays on this build.
+    const recorded = await ctx.env.client.workflow.getHandle(workflowId).fetchHistory();
+    await Worker.runReplayHistory({ workflowBundle: ctx.bundle }, recorded, workflowId);
     const p = await progress(handle);
     assert.deepEqual(pick(p, ['phase', 'inFlight', 'draining']), { phase: 'cancelled', inFlight: 0, draining: false });
     assert.equal(p.lastEvent, 'cancelled: version abandoned, active version unchanged');
@@ -234,7 +240,7 @@ test('cancel signal while paused and drained: the version is abandoned, no activ
     mock.release(1);
     await waitForProgress(handle, 'drained', (p) => p.inFlight === 0 && p.checkpoint === 1);
     await handle.signal(cancelSignal);
-    const r = (await handle.result()) as RebuildCatalogResult;
+    const r = await waitForResult(handle);
     assert.equal(r.cancelled, true);
     assert.equal(r.rowsUpserted, 10);
     assert.deepEqual(mock.pagesStarted(), [1]);
@@ -253,7 +259,7 @@ test('cancel signal while the plan runs: no page starts and the rebuild ends can
     const { handle, workflowId } = await startRebuild(ctx, taskQueue, { catalog, source: 's' });
     await mock.waitForHeld('plan');
     await handle.signal(cancelSignal);
-    const r = (await handle.result()) as RebuildCatalogResult;
+    const r = await waitForResult(handle);
     assert.deepEqual(pick(r, ['cancelled', 'published', 'versionId']), {
       cancelled: true,
       published: false,
@@ -262,7 +268,7 @@ test('cancel signal while the plan runs: no page starts and the rebuild ends can
     const events = await history(ctx, workflowId);
     assert.deepEqual(
       scheduledActivities(events).map((a) => a.type),
-      ['planRebuild', 'recordEvent'],
+      ['planRebuild', 'recordEvent', 'cancelRun'],
     );
     assert.deepEqual(
       mock.callsOf('recordEvent').map((c) => [c.input.kind, c.input.versionId]),
@@ -291,6 +297,13 @@ test('Temporal cancellation with pages in flight: pages cancelled, version aband
     assert.deepEqual(cancelRequestedActivities(events).sort(), ['page-1', 'page-2', 'page-3']);
     assert.ok(events[events.length - 1].workflowExecutionCanceledEventAttributes, 'the run ends cancelled');
     assert.equal((await handle.describe()).status.name, 'CANCELLED');
+    assert.equal(mock.callsOf('cancelRun').length, 0, 'Temporal cancelled it already');
+    assert.deepEqual(pick(await waitForResult(handle), ['cancelled', 'published', 'versionId', 'pagesTotal']), {
+      cancelled: true,
+      published: false,
+      versionId: '7',
+      pagesTotal: 5,
+    });
     assert.equal(await phaseAttribute(handle), 'cancelled');
     assert.equal(
       mock.callsOf('sealVersion').length + mock.callsOf('publishVersion').length,

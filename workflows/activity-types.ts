@@ -106,6 +106,12 @@ export interface EndVersionInput {
   reason: string;
 }
 
+/** Input of `cancelRun`: the workflow run to cancel through Temporal. */
+export interface CancelRunInput {
+  workflowId: string;
+  runId: string;
+}
+
 /** Input of `recordEvent`: one entry of the catalog's event log (the worker adds its build id). */
 export interface RecordEventInput {
   catalog: string;

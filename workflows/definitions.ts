@@ -321,6 +321,11 @@ export interface RebuildMemo {
   paused: boolean;
   /** Workflow time (ISO 8601) the pause state last changed; null when it never changed. */
   pauseChangedAt: string | null;
+  /**
+   * The result of a run that ended cancelled (Temporal status CANCELLED keeps no result): `cancelled`
+   * true, pages done, rows, the abandoned version. Absent on every other run.
+   */
+  outcome?: RebuildCatalogResult;
 }
 
 /** Arguments of the `setThrottle` update. */

@@ -19,10 +19,14 @@ import { deprecatePatch, patched } from '@temporalio/workflow';
 export type PatchStage = 'patched' | 'deprecated';
 
 /**
- * The workflows' patches and their stages. Empty: no release has had to reach running rebuilds.
- * At most two ids at a time (one being deprecated, one new).
+ * The workflows' patches and their stages. At most two ids at a time (one being deprecated, one new).
+ * - `cancelled-rebuild-ends-cancelled`: a rebuild ended by the `cancel` signal ends with Temporal
+ *   status CANCELLED, its result in the memo, not COMPLETED (workflows/rebuild-catalog.ts,
+ *   `cancelled`); histories recorded before it (test/releases/v0.1.0) replay on the old path.
  */
-export const PATCHES: ReadonlyMap<string, PatchStage> = new Map<string, PatchStage>();
+export const PATCHES: ReadonlyMap<string, PatchStage> = new Map<string, PatchStage>([
+  ['cancelled-rebuild-ends-cancelled', 'patched'],
+]);
 
 /**
  * Whether the patched code path runs, for patch `id` at `stage` (default: its stage in

@@ -19,6 +19,7 @@ import type { PublishCatalogResult, RebuildCatalogInput, RebuildCatalogResult } 
 import { pageActivities, short } from './activity-options';
 import { copyPages } from './copy-window';
 import { publishWorkflowId } from './names';
+import { patchApplies } from './patches';
 import { PublishCatalog } from './publish-catalog';
 import { setRebuildHandlers } from './rebuild-handlers';
 import { initialState, RebuildState } from './rebuild-state';
@@ -180,7 +181,13 @@ async function publish(state: RebuildState, retention: number, workflowId: strin
 
 /**
  * Ends a cancelled rebuild: its version becomes `abandoned` (the active version is untouched), phase
- * `cancelled`. The `cancel` signal completes the rebuild unpublished; Temporal cancellation rethrows.
+ * `cancelled`, and the workflow ends with Temporal status CANCELLED whether the `cancel` signal or a
+ * Temporal cancellation request (`temporal workflow cancel`, the Web UI's Cancel) asked for it: the
+ * Web UI shows it cancelled, never a green COMPLETED. Temporal keeps no result for a cancelled run,
+ * so the result goes to the memo (`outcome`) first. After the signal, activity `cancelRun` asks
+ * Temporal to cancel this run (a workflow may not request its own cancellation), and the workflow
+ * ends when the request arrives; should that activity fail, the rebuild completes with the result.
+ * Histories recorded before patch `cancelled-rebuild-ends-cancelled` complete with the result.
  */
 async function cancelled(state: RebuildState, err: unknown): Promise<RebuildCatalogResult> {
   await endVersion(state, 'abandoned', state.cancelRequested ? 'cancelled by signal' : 'workflow cancelled');
@@ -188,8 +195,25 @@ async function cancelled(state: RebuildState, err: unknown): Promise<RebuildCata
   state.phase = 'cancelled';
   await CancellationScope.nonCancellable(async () => state.setPhase('cancelled'));
   await handlersFinished();
+  const result = state.result({ published: false, cancelled: true });
+  if (patchApplies('cancelled-rebuild-ends-cancelled')) {
+    state.memo(result);
+    // The workflow's own scope: Temporal's cancellation request cancels it (the signal only the rebuild's).
+    const run = CancellationScope.current();
+    if (!run.consideredCancelled) {
+      const { workflowId, runId } = workflowInfo();
+      try {
+        await CancellationScope.nonCancellable(() => short.cancelRun({ workflowId, runId }));
+      } catch (e) {
+        state.note(`cancelled: Temporal could not be asked to cancel the run (${rootMessage(e)}); it completes`);
+        return result;
+      }
+    }
+    // Rejects with a CancelledFailure once Temporal's request reached the run: it ends CANCELLED.
+    await run.cancelRequested;
+  }
   if (!state.cancelRequested) throw err;
-  return state.result({ published: false, cancelled: true });
+  return result;
 }
 
 /** Ends a failed rebuild: its version becomes `failed` with the root cause's message, phase `failed`. */

@@ -93,12 +93,17 @@ export class RebuildState {
   }
 
   /**
-   * Publishes the pause state in the memo (`paused`, `pauseChangedAt`), which `status` and
-   * `check --rebuild` read from Temporal's description without a worker.
+   * Publishes the pause state in the memo (`paused`, `pauseChangedAt`), and with `outcome` the result
+   * of a cancelled run (Temporal keeps none for it), which `status`, `wait` and `check --rebuild`
+   * read from Temporal's description without a worker.
    */
-  memo(): void {
+  memo(outcome?: RebuildCatalogResult): void {
     const st = this.carried;
-    const memo: RebuildMemo = { paused: st.paused, pauseChangedAt: st.pauseChangedAt ?? null };
+    const memo: RebuildMemo = {
+      paused: st.paused,
+      pauseChangedAt: st.pauseChangedAt ?? null,
+      ...(outcome ? { outcome } : {}),
+    };
     upsertMemo({ ...memo });
   }
 

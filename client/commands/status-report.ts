@@ -169,8 +169,9 @@ const LAST_EVENT_CHARS = 160;
 
 /** The text of `status` for a closed rebuild (the last event's message cut at 160 characters). */
 export function closedReportLines(x: ClosedRebuildReport, outcome: Pick<RebuildOutcome, 'lines'>): string[] {
-  // A rebuild cancelled by the `cancel` signal completes (Temporal's status) after abandoning its
-  // version: say cancelled, as check --rebuild does.
+  // A rebuild of an earlier build cancelled by the `cancel` signal completed (Temporal's status)
+  // after abandoning its version: say cancelled, as check --rebuild does. One of this build ends
+  // CANCELLED, with its result in the memo.
   const ended =
     x.workflowStatus === 'COMPLETED' && x.result?.cancelled
       ? 'was cancelled (the cancel signal; Temporal status COMPLETED)'

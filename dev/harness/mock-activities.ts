@@ -348,6 +348,13 @@ export class MockActivities {
       retireVersions: simple('retireVersions', () => o.retired ?? []),
       endVersion: simple('endVersion', () => undefined),
       recordEvent: simple('recordEvent', () => undefined),
+      // As the worker's: through a Temporal client (here the activity context's, on the worker's connection).
+      cancelRun: async (input) => {
+        const call = this.record('cancelRun', input);
+        return this.ends(call, async () => {
+          await Context.current().client.workflow.getHandle(input.workflowId, input.runId).cancel();
+        });
+      },
     };
     return acts as Activities;
   }
