@@ -8,7 +8,10 @@
  *     reports no polling worker, and `status --follow` warns (no answer, no worker, stalled) and
  *     ends with exit 1 when the rebuild is terminated;
  * (d) headless Chromium opens the Web UI page of the finished rebuild and finds its summary and
- *     current details.
+ *     current details;
+ * (e) a rebuild cancelled with `catalog-rebuild cancel` ends CANCELLED: `wait`, `status` and
+ *     `check --rebuild` say cancelled with the ledger's pages, `temporal workflow describe` says
+ *     CANCELED, and the Web UI's workflow list shows it Canceled, not Completed.
  *
  * The worker of (c) is killed first, so that the no-poller window after which `status` stops
  * counting it (75 s, shortened here to {@link NO_POLLER_SECONDS} with
@@ -22,6 +25,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { promisify } from 'node:util';
+import type { Browser, Page } from 'playwright-core';
 import { generateBareosSource } from '../dev/bareos-generator';
 import { ensureTemporalCli } from '../dev/env/temporal-cli';
 import type { DevServer } from '../dev/env/dev-server';
@@ -333,13 +337,10 @@ test('(b) with one worker and no restarts, the Prometheus counters equal the led
   w.kill('SIGKILL');
 });
 
-test('(d) headless Chromium opens the Web UI page of the finished rebuild and finds its summary and current details', async (t) => {
-  if (!fs.existsSync(CHROMIUM)) {
-    t.skip(`${CHROMIUM} is missing (Debian package chromium; .ci/run installs it)`);
-    return;
-  }
+/** Headless Chromium ({@link CHROMIUM}) as these tests run it. */
+async function launchChromium(): Promise<Browser> {
   const { chromium } = await import('playwright-core');
-  const browser = await chromium.launch({
+  return chromium.launch({
     executablePath: CHROMIUM,
     args: [
       '--no-sandbox',
@@ -350,17 +351,32 @@ test('(d) headless Chromium opens the Web UI page of the finished rebuild and fi
       '--no-first-run',
     ],
   });
+}
+
+/**
+ * A page that reaches only this machine's loopback: the UI's external requests (news feed, fonts)
+ * are refused and listed in `blocked`.
+ */
+async function loopbackPage(browser: Browser): Promise<{ page: Page; blocked: string[] }> {
+  const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
+  const blocked: string[] = [];
+  await page.route('**/*', (route) => {
+    const url = new URL(route.request().url());
+    if (['127.0.0.1', 'localhost', '[::1]'].includes(url.hostname) || url.protocol === 'data:') return route.continue();
+    blocked.push(url.href);
+    return route.abort();
+  });
+  return { page, blocked };
+}
+
+test('(d) headless Chromium opens the Web UI page of the finished rebuild and finds its summary and current details', async (t) => {
+  if (!fs.existsSync(CHROMIUM)) {
+    t.skip(`${CHROMIUM} is missing (Debian package chromium; .ci/run installs it)`);
+    return;
+  }
+  const browser = await launchChromium();
   try {
-    const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
-    // Only this machine's loopback: the UI's external requests (news feed, fonts) are refused.
-    const blocked: string[] = [];
-    await page.route('**/*', (route) => {
-      const url = new URL(route.request().url());
-      if (['127.0.0.1', 'localhost', '[::1]'].includes(url.hostname) || url.protocol === 'data:')
-        return route.continue();
-      blocked.push(url.href);
-      return route.abort();
-    });
+    const { page, blocked } = await loopbackPage(browser);
     const url = `http://127.0.0.1:${uiPort}/namespaces/default/workflows/${encodeURIComponent('catalog-rebuild/x')}`;
     await page.goto(url, { waitUntil: 'domcontentloaded', timeout: 60_000 });
     // The workflow page; its "User Metadata" tab shows the static summary and details (the UI
@@ -414,6 +430,87 @@ test('(d) headless Chromium opens the Web UI page of the finished rebuild and fi
     t.diagnostic(`screenshot: ${shot}`);
   } finally {
     await browser.close();
+  }
+});
+
+test('(e) a rebuild cancelled from the CLI ends Canceled in the temporal CLI and the Web UI list, not a green Completed', async (t) => {
+  const env = testEnv({ address: server.address, configFile, taskQueue: uniqueQueue('cancel') });
+  const w = await spawnWorker(env);
+  workers.push(w);
+  const session = await connectTemporal(env);
+  try {
+    await startRebuild(
+      session.client,
+      { catalog: 'k', source: 'director', pageSize: 100, concurrency: 1, pauseBetweenPagesMs: 1_000 },
+      { taskQueue: env.CATALOG_REBUILD_TASK_QUEUE },
+    );
+    await waitFor('rebuild k commits a page', async () => (await committedPages('k')) >= 1, {
+      ...POLL,
+      timeoutMs: 60_000,
+    });
+    const sent = await runCliAsync(['cancel', '--catalog', 'k'], env);
+    assert.equal(sent.code, 0, sent.stderr);
+    const waited = await runCliAsync(['wait', '--catalog', 'k'], env);
+    assert.equal(waited.code, 1, waited.stderr);
+    const done = /^catalog k: version \d+ cancelled \(abandoned\); (\d+) of 30 pages, /.exec(waited.stdout);
+    assert.ok(done, waited.stdout);
+    assert.equal(Number(done[1]), await committedPages('k'), "the pages done are the ledger's");
+
+    // Temporal's own status: the CLI an operator uses, and the Web UI's list.
+    const described = await temporal([
+      'workflow',
+      'describe',
+      '--workflow-id',
+      'catalog-rebuild/k',
+      '--output',
+      'json',
+    ]);
+    const info = (JSON.parse(described) as { workflowExecutionInfo: { status: string } }).workflowExecutionInfo;
+    assert.equal(info.status, 'WORKFLOW_EXECUTION_STATUS_CANCELED');
+    const checked = await runCliAsync(['check', '--catalog', 'k', '--rebuild'], env);
+    assert.equal(checked.code, 1, checked.stdout);
+    assert.match(
+      checked.stdout,
+      new RegExp(`^REBUILD WARNING - rebuild of k was cancelled after ${done[1]} of 30 pages: `),
+    );
+    const shown = await runCliAsync(['status', '--catalog', 'k'], env);
+    assert.match(shown.stdout, /^catalog k: rebuild catalog-rebuild\/k cancelled at /);
+
+    if (!fs.existsSync(CHROMIUM)) {
+      t.diagnostic(`${CHROMIUM} is missing: the Web UI list is not looked at`);
+      return;
+    }
+    const browser = await launchChromium();
+    try {
+      const { page } = await loopbackPage(browser);
+      const query = encodeURIComponent('WorkflowId="catalog-rebuild/k"');
+      await page.goto(`http://127.0.0.1:${uiPort}/namespaces/default/workflows?query=${query}`, {
+        waitUntil: 'domcontentloaded',
+        timeout: 60_000,
+      });
+      // The list's row of the rebuild (a table row; the status badge is its first cell's text).
+      const row = page
+        .locator('tr')
+        .filter({ has: page.getByRole('link', { name: 'catalog-rebuild/k', exact: true }) })
+        .filter({ visible: true })
+        .first();
+      let status = '';
+      try {
+        await row.waitFor({ state: 'visible', timeout: 60_000 });
+        status = await row.innerText();
+      } finally {
+        const dir = path.join(projectRoot(), 'test-artifacts');
+        fs.mkdirSync(dir, { recursive: true });
+        await page.screenshot({ path: path.join(dir, 'web-ui-cancelled-k.png'), fullPage: true });
+      }
+      assert.match(status, /\bcanceled\b/i, `the Web UI's list row: ${status}`);
+      assert.doesNotMatch(status, /\bcompleted\b/i, `the Web UI's list row: ${status}`);
+    } finally {
+      await browser.close();
+    }
+  } finally {
+    w.kill('SIGKILL');
+    await session.close();
   }
 });
 
