@@ -20,6 +20,7 @@ import {
   requireVersionStatus,
   retireVersion,
   shrunkBuckets,
+  versionWasRepaired,
 } from '../lib/catalog';
 import { withLongSession, withTransaction } from '../lib/db';
 import { NotPublishableError } from '../lib/errors';
@@ -30,6 +31,7 @@ import { withHeartbeat } from './heartbeat';
 import { publishedMessage, renumberedNote, shrinkGuardMessage } from './messages';
 import type { FileShrinkFigures } from './publish-files';
 import { fileShrinkFigures, fileShrinkProblem, prunedFilesSentence } from './publish-files';
+import { storeBucketFigures } from './version-lifecycle';
 
 /** Default share (0..1) of a bucket's jobs it may lose before the shrink guard refuses. */
 const SHRINK_SHARE = 0.1;
@@ -68,6 +70,10 @@ export async function publishVersion(ctx: ActivityContext, input: PublishVersion
       guard(async () => {
         // Read before the publish transaction (both versions are immutable by now) so it stays short:
         // the scans run on sessions without statement timeout, the transaction only compares figures.
+        // A repair rewrote rows after the seal counted the buckets: count them again, for this
+        // guard and for the next publish's (when this version is the one replaced).
+        if (await versionWasRepaired(ctx.pool, input.catalog, input.versionId))
+          await storeBucketFigures(ctx, input.versionId);
         const activeBefore = await activeVersionId(ctx.pool, input.catalog);
         const renumbering = await compareJobIds(ctx, input, activeBefore);
         const shrink = await shrinkFigures(ctx, input, activeBefore);

@@ -88,8 +88,9 @@ async function createIndexes(ctx: ActivityContext, versionId: string): Promise<v
 /**
  * The sealed version's jobs per dated bucket, for the shrink guard: a full rebuild's counted in one
  * scan of its table (beside the reconciliation), a refresh's from its base's and its changes.
+ * Counted again by the publish when a repair rewrote rows since (activities/publish-version.ts).
  */
-async function storeBucketFigures(ctx: ActivityContext, versionId: string): Promise<void> {
+export async function storeBucketFigures(ctx: Pick<ActivityContext, 'pool'>, versionId: string): Promise<void> {
   const base = await baseVersionOf(ctx.pool, versionId);
   if (base) await storeRefreshBucketCounts(ctx.pool, versionId, base);
   else await withLongSession(ctx.pool, (c) => storeBucketCounts(c, versionId));

@@ -392,6 +392,20 @@ test('mid-rebuild damage: reconcile names exactly the two emptied buckets and th
 
   assert.equal(await assertCatalogEqualsSource(catalog, 'repair'), JOBS.repair);
   assert.equal(await activeVersion(catalog), versionId);
+  // The jobs per bucket the seal stored (taken from the damaged table) were counted again by the
+  // publish after the repairs: the next publish's shrink guard compares with what is there.
+  const stored = await catalogPool.query<{ b: string; n: number }>(
+    `SELECT bucket::text AS b, jobs::int AS n FROM version_bucket WHERE version_id = $1 ORDER BY bucket`,
+    [versionId],
+  );
+  const actual = [...(await catalogBuckets(versionId))]
+    .filter(([b]) => b !== 'none')
+    .sort(([a], [b]) => a.localeCompare(b));
+  assert.deepEqual(
+    stored.rows.map((r) => [r.b, r.n]),
+    actual,
+    'stored bucket counts equal the repaired version',
+  );
 });
 
 test('an unreadable bucket fails the rebuild naming it (never counted as empty); the previous version stays active and readers never see the partial one', async (t) => {

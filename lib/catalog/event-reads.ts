@@ -178,3 +178,15 @@ export async function newestEventAges(db: Queryable, kind: string): Promise<Even
   );
   return rows.map((r) => ({ catalog: r.catalog, ageSeconds: Math.max(0, Math.round(r.age)) }));
 }
+
+/**
+ * Whether a RepairBucket rewrote rows of version `versionId` of `catalog` (a `repaired` event): its
+ * counts stored at seal may then be stale. Uses the event log's catalog index.
+ */
+export async function versionWasRepaired(db: Queryable, catalog: string, versionId: string): Promise<boolean> {
+  const { rows } = await db.query<{ repaired: boolean }>(
+    `SELECT EXISTS (SELECT 1 FROM event WHERE catalog_name = $1 AND version_id = $2 AND kind = 'repaired') AS repaired`,
+    [catalog, versionId],
+  );
+  return rows[0].repaired;
+}
