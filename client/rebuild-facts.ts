@@ -127,6 +127,8 @@ export interface DatabaseFact {
   pagesTotal: number;
   /** Committed pages (ledger). */
   pagesDone: number;
+  /** Rows of the committed pages (ledger). */
+  rowsDone?: number;
   /** When the newest page committed / the version was planned (ms since epoch, this machine's clock). */
   lastCommitAtMs: number | null;
   createdAtMs: number;
@@ -368,6 +370,7 @@ async function readDatabase(
       status: l.status,
       pagesTotal: l.pagesTotal,
       pagesDone: l.pagesCommitted,
+      rowsDone: ledger.rows,
       lastCommitAtMs: ledger.secondsSinceLastCommit === null ? null : now - ledger.secondsSinceLastCommit * 1000,
       createdAtMs: now - l.secondsSinceCreated * 1000,
       rowsPerSecond: commitRate(ledger.rowsInWindow, RATE_WINDOW_SECONDS, ledger.secondsSinceLastCommit, p99),

@@ -76,6 +76,11 @@ test('a closed rebuild is described in one line, plus the reconciliation report 
     }),
     ['catalog main: version 7 cancelled (abandoned); 5 of 12 pages, 1000 rows, 2 rejects, 1 retries, 61 s, 2 run(s)'],
   );
+  // Cancelled before its plan had a version (a rebuild of v0.1.0 cancelled while planning).
+  assert.deepEqual(
+    formatRebuildResult({ ...RESULT, versionId: '', published: false, cancelled: true, pagesTotal: 0, pagesDone: 0 }),
+    ['catalog main: cancelled before a version was planned: nothing was written; 61 s'],
+  );
   const mismatch = formatRebuildResult({
     ...RESULT,
     published: false,

@@ -252,32 +252,67 @@ test('cancel signal while paused and drained: the version is abandoned, no activ
   });
 });
 
-test('cancel signal while the plan runs: no page starts and the rebuild ends cancelled', async () => {
+test('cancel signal while the plan runs: the plan ends, its version is abandoned, no page starts, the run ends CANCELLED', async () => {
   const catalog = uniqueCatalog('cancelplan');
   const mock = new MockActivities({ catalog, source: 's', pages: 3, holdPlan: true });
   await withWorker(ctx, mock.activities, async (taskQueue) => {
     const { handle, workflowId } = await startRebuild(ctx, taskQueue, { catalog, source: 's' });
     await mock.waitForHeld('plan');
     await handle.signal(cancelSignal);
+    // The plan is not cancelled in flight (it would still commit its version): it ends first.
+    await waitForProgress(handle, 'the cancel recorded', (p) => p.lastEvent === 'cancel requested');
+    mock.release('plan');
     const r = await waitForResult(handle);
     assert.deepEqual(pick(r, ['cancelled', 'published', 'versionId']), {
       cancelled: true,
       published: false,
-      versionId: '',
+      versionId: '7',
     });
     const events = await history(ctx, workflowId);
     assert.deepEqual(
       scheduledActivities(events).map((a) => a.type),
-      ['planRebuild', 'recordEvent', 'cancelRun'],
+      ['planRebuild', 'recordEvent', 'endVersion', 'cancelRun'],
+    );
+    assert.deepEqual(
+      mock.callsOf('endVersion').map((c) => c.input),
+      [{ catalog, versionId: '7', status: 'abandoned', reason: 'cancelled by signal' }],
+      'the planned version is abandoned, not left building',
     );
     assert.deepEqual(
       mock.callsOf('recordEvent').map((c) => [c.input.kind, c.input.versionId]),
       [['cancel_requested', null]],
       'the cancel is an event of the catalog, before any version',
     );
-    assert.equal(cancelRequestedActivities(events).length, 1, 'the plan activity was cancelled');
+    assert.equal(cancelRequestedActivities(events).length, 0, 'the plan activity was not cancelled');
     assert.deepEqual(mock.pagesStarted(), []);
-    assert.equal((await progress(handle)).phase, 'cancelled');
+    assert.equal((await handle.describe()).status.name, 'CANCELLED');
+  });
+});
+
+test('cancel signal while publishing is too late: the publish runs to its end and the rebuild completes published', async () => {
+  const catalog = uniqueCatalog('cancelpub');
+  const mock = new MockActivities({ catalog, source: 's', pages: 2, holdPages: false, holdPublish: true });
+  await withWorker(ctx, mock.activities, async (taskQueue) => {
+    const { handle, workflowId } = await startRebuild(ctx, taskQueue, { catalog, source: 's' });
+    await mock.waitForHeld('publish');
+    await handle.signal(cancelSignal, { reason: 'late' });
+    await waitForProgress(handle, 'the cancel recorded', (p) => /^cancel requested: late: too late/.test(p.lastEvent));
+    mock.release('publish');
+    const r = await waitForResult(handle);
+    assert.deepEqual(pick(r, ['published', 'cancelled', 'versionId']), {
+      published: true,
+      cancelled: false,
+      versionId: '7',
+    });
+    assert.equal((await handle.describe()).status.name, 'COMPLETED');
+    assert.equal(mock.callsOf('endVersion').length, 0, 'the published version is not abandoned');
+    assert.equal(mock.callsOf('cancelRun').length, 0);
+    const events = await history(ctx, workflowId);
+    assert.deepEqual(cancelRequestedActivities(events), [], 'nothing of the publish was cancelled');
+    assert.ok(
+      !events.some((e) => e.requestCancelExternalWorkflowExecutionInitiatedEventAttributes),
+      'the PublishCatalog child was not asked to cancel',
+    );
   });
 });
 

@@ -92,18 +92,24 @@ async function plan(
   info: WorkflowInfo,
 ): Promise<'planned' | 'up to date'> {
   const { input, carried: st } = state;
-  const planned = await short.planRebuild({
-    catalog: input.catalog,
-    source: input.source,
-    pageSize,
-    concurrency: st.concurrency,
-    // Only when set, so the plan's input of a rebuild without files is the same as before.
-    ...(input.files ? { files: true } : {}),
-    ...(input.refresh ? { refresh: true } : {}),
-    ...(input.verify === 'full' ? { verify: 'full' as const } : {}),
-    workflowId: info.workflowId,
-    firstRunId: info.firstExecutionRunId,
-  });
+  const planRebuild = () =>
+    short.planRebuild({
+      catalog: input.catalog,
+      source: input.source,
+      pageSize,
+      concurrency: st.concurrency,
+      // Only when set, so the plan's input of a rebuild without files is the same as before.
+      ...(input.files ? { files: true } : {}),
+      ...(input.refresh ? { refresh: true } : {}),
+      ...(input.verify === 'full' ? { verify: 'full' as const } : {}),
+      workflowId: info.workflowId,
+      firstRunId: info.firstExecutionRunId,
+    });
+  // A cancel during the plan waits for it: a plan cancelled in flight still commits its version
+  // (the activity does not stop), which the rebuild would then never know to abandon.
+  const planned = patchApplies('cancelled-rebuild-ends-cancelled')
+    ? await CancellationScope.nonCancellable(planRebuild)
+    : await planRebuild();
   if (planned.refresh) st.refresh = planned.refresh;
   if (planned.fullRebuildBecause) st.fullRebuildBecause = planned.fullRebuildBecause;
   if (planned.upToDate) {
@@ -164,14 +170,23 @@ async function seal(state: RebuildState, heartbeatTimeoutMs: number): Promise<vo
   }
 }
 
-/** Publishes the reconciled version with the `PublishCatalog` child (shrink guard, flip, retirement); then phase `done`. */
+/**
+ * Publishes the reconciled version with the `PublishCatalog` child (shrink guard, flip, retirement);
+ * then phase `done`. Not cancellable: a cancel that arrives while publishing is too late.
+ */
 async function publish(state: RebuildState, retention: number, workflowId: string): Promise<PublishCatalogResult> {
   const { input, carried: st } = state;
   state.setPhase('publishing');
-  const pub = await executeChild(PublishCatalog, {
-    workflowId: publishWorkflowId(workflowId),
-    args: [{ catalog: input.catalog, versionId: st.versionId, allowShrink: !!input.allowShrink, retention }],
-  });
+  const publishChild = () =>
+    executeChild(PublishCatalog, {
+      workflowId: publishWorkflowId(workflowId),
+      args: [{ catalog: input.catalog, versionId: st.versionId, allowShrink: !!input.allowShrink, retention }],
+    });
+  // Once publishing, a cancel is too late: the flip may have committed, and a cancelled publish
+  // would report an active version as abandoned. The publish runs to its end (published or refused).
+  const pub = patchApplies('cancelled-rebuild-ends-cancelled')
+    ? await CancellationScope.nonCancellable(publishChild)
+    : await publishChild();
   state.note(
     `published version ${st.versionId}${pub.previousVersionId ? ` (replacing ${pub.previousVersionId})` : ''}`,
   );

@@ -48,7 +48,11 @@ export function setRebuildHandlers(state: RebuildState): void {
     if (state.cancelRequested) return;
     state.cancelRequested = true;
     const reason = arg?.reason ? `: ${arg.reason}` : '';
-    state.note(`cancel requested${reason}`);
+    state.note(
+      state.phase === 'publishing' || state.phase === 'done'
+        ? `cancel requested${reason}: too late, the rebuild is ${state.phase === 'done' ? 'published' : 'publishing'} and publishes`
+        : `cancel requested${reason}`,
+    );
     state.root.cancel();
     await state.operatorEvent('cancel_requested', `cancel requested by signal${reason}`, {
       reason: arg?.reason ?? null,

@@ -41,6 +41,10 @@ export function formatRebuildResult(r: RebuildCatalogResult): string[] {
     : r.fullRebuildBecause
       ? `; refresh ran as a full rebuild: ${r.fullRebuildBecause}`
       : '';
+  if (r.cancelled && !r.versionId)
+    return [
+      `catalog ${r.catalog}: cancelled before a version was planned: nothing was written; ${Math.round(r.durationMs / 1000)} s`,
+    ];
   const lines = [
     `catalog ${r.catalog}: version ${r.versionId} ${r.published ? 'published' : r.cancelled ? 'cancelled (abandoned)' : 'NOT published'}; ` +
       `${r.published ? `${r.pagesTotal} pages` : `${r.pagesDone} of ${r.pagesTotal} pages`}, ${r.rowsUpserted} rows, ${r.rejects} rejects, ${r.retries} retries, ${Math.round(r.durationMs / 1000)} s, ${r.runs} run(s)${refresh}`,
@@ -86,18 +90,20 @@ export async function publishReportOfVersion(
 }
 
 /**
- * Pages of `versionId` committed in the ledger, read with a pool of one connection from `pools`; null
- * when it cannot be read (no configuration, database unreachable) or the version has no ledger.
+ * Pages and rows of `versionId` committed in the ledger, read with a pool of one connection from
+ * `pools`; null when they cannot be read (no configuration, database unreachable) or the version has
+ * no ledger.
  */
-export async function pagesDoneOfVersion(
+export async function ledgerOfVersion(
   pools: Pick<CommandContext, 'catalogPool'>,
   versionId: string,
-): Promise<number | null> {
+): Promise<{ pages: number; rows: number } | null> {
   if (!versionId) return null;
   let pool: Pool | undefined;
   try {
     pool = pools.catalogPool({ purpose: 'cli', max: 1 });
-    return (await readLedgerProgress(pool, versionId, 1)).pagesCommitted;
+    const l = await readLedgerProgress(pool, versionId, 1);
+    return { pages: l.pagesCommitted, rows: l.rows };
   } catch {
     return null;
   } finally {
@@ -134,10 +140,12 @@ export async function rebuildOutcome(
 ): Promise<RebuildOutcome> {
   try {
     const r = await waitForResult(rebuildHandle(session.client, catalog));
-    // An unpublished rebuild's pages done as the ledger counts them (a page that committed as a
-    // cancel arrived is not in the workflow's own count), as status shows them.
-    const ledgerPages = !r.published && !r.upToDate && pools ? await pagesDoneOfVersion(pools, r.versionId) : null;
-    const lines = formatRebuildResult(ledgerPages === null ? r : { ...r, pagesDone: ledgerPages });
+    // An unpublished rebuild's pages and rows done as the ledger counts them (a page that committed
+    // as a cancel arrived is not in the workflow's own count), as status shows them.
+    const ledger = !r.published && !r.upToDate && pools ? await ledgerOfVersion(pools, r.versionId) : null;
+    const lines = formatRebuildResult(
+      ledger === null ? r : { ...r, pagesDone: ledger.pages, rowsUpserted: ledger.rows },
+    );
     const report = r.published && pools ? await publishReportOfVersion(pools, catalog, r.versionId) : null;
     const renumbered = report?.renumbered ?? null;
     if (renumbered) lines.push(renumberedSentence(renumbered));

@@ -145,7 +145,8 @@ export function closedReport(
     pagesTotal: r?.pagesTotal ?? l?.pagesTotal ?? null,
     pagesDone: l?.pagesCommitted ?? (r?.published ? r.pagesTotal : null),
     checkpoint: l?.checkpoint ?? (r?.published ? r.pagesTotal : null),
-    rowsUpserted: r?.rowsUpserted ?? l?.rows ?? null,
+    // As pages done: the ledger's for an unpublished rebuild (a page may commit as a cancel arrives).
+    rowsUpserted: r ? (r.published || !l || l.versionId !== r.versionId ? r.rowsUpserted : l.rows) : (l?.rows ?? null),
     rejects: r?.rejects ?? l?.rejects ?? null,
     retries: r?.retries ?? l?.retries ?? null,
     reconciliation: r?.reconciliation ?? db.status?.reconciliation ?? null,
@@ -212,11 +213,13 @@ export function closedOutcomeOf(facts: RebuildFacts): Pick<RebuildOutcome, 'code
   const run = facts.run;
   const r = run?.result ?? null;
   if (r) {
-    // Pages done as the ledger counts them: a page that committed as a cancel arrived is in the
-    // ledger but not in the cancelled workflow's own count.
+    // Pages and rows done as the ledger counts them: a page that committed as a cancel arrived is
+    // in the ledger but not in the cancelled workflow's own count.
     const ledger = facts.database;
     const shown =
-      !r.published && ledger && ledger.versionId === r.versionId ? { ...r, pagesDone: ledger.pagesDone } : r;
+      !r.published && ledger && ledger.versionId === r.versionId
+        ? { ...r, pagesDone: ledger.pagesDone, rowsUpserted: ledger.rowsDone ?? r.rowsUpserted }
+        : r;
     return { code: r.published || r.upToDate ? 0 : 1, lines: formatRebuildResult(shown), result: r };
   }
   const reason = run?.failure ?? 'no reason recorded';

@@ -53,6 +53,8 @@ export interface MockOptions {
   holdPlan?: boolean;
   /** Bucket repairs wait for `release('repair:<bucket>')` / `releaseRepairs()` (default false). */
   holdRepairs?: boolean;
+  /** The publish waits for `release('publish')` (default false). */
+  holdPublish?: boolean;
   /** A failure a page attempt throws when it starts instead of committing (undefined: it commits). */
   pageFailure?: (pageNo: number, attempt: number) => Error | undefined;
   /** Called when a page attempt starts, before it waits or fails (e.g. to report an operator pause). */
@@ -343,7 +345,10 @@ export class MockActivities {
       repairBucket: (input) => this.repairBucket(input),
       publishVersion: async (input) => {
         const call = this.record('publishVersion', input);
-        return this.ends(call, async () => (o.publish ? o.publish(input) : { previousVersionId: null }));
+        return this.ends(call, async () => {
+          if (o.holdPublish) await this.gate('publish', call);
+          return o.publish ? o.publish(input) : { previousVersionId: null };
+        });
       },
       retireVersions: simple('retireVersions', () => o.retired ?? []),
       endVersion: simple('endVersion', () => undefined),
