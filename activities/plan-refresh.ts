@@ -188,16 +188,19 @@ export async function detectRefresh(
   const suspectBounds = suspect.map((i) => rangeBounds(ranges, i, top));
   // Narrowed inside both databases to the cells of 64 key values whose jobs differ: what is read
   // grows with the changed jobs, not with the ranges they fall in.
+  // Each side also timed alone (`cells.source`, `cells.catalog`): they run at once.
   const [sourceCells, catalogCells] = await timed('cells', () =>
     Promise.all([
-      source.keyCells(maxKey, suspectBounds, Number(KEY_CELL_WIDTH)),
-      withRangeScanSession(pool, (c) =>
-        versionKeyCells(
-          c,
-          base.versionId,
-          suspectBounds,
-          Number(KEY_CELL_WIDTH),
-          cellScan(suspect.length, ranges.length),
+      timed('cells.source', () => source.keyCells(maxKey, suspectBounds, Number(KEY_CELL_WIDTH))),
+      timed('cells.catalog', () =>
+        withRangeScanSession(pool, (c) =>
+          versionKeyCells(
+            c,
+            base.versionId,
+            suspectBounds,
+            Number(KEY_CELL_WIDTH),
+            cellScan(suspect.length, ranges.length),
+          ),
         ),
       ),
     ]),

@@ -29,7 +29,10 @@ export interface DryRunResult {
   fileRecords: { copy: number; drop: number };
   /** Seconds the rebuild would take at the active version's copy rate (or 50,000 rows/s when none is known). */
   estimateSeconds: number;
-  /** A refresh: wall time (ms) of each step of its change detection (candidates, hashes, rangeCounts, cells, keys). */
+  /**
+   * A refresh: wall time (ms) of each step of its change detection (candidates, hashes, rangeCounts,
+   * cells, keys), and of each side of the cells step, which run at once (cells.source, cells.catalog).
+   */
   detectionMs?: Record<string, number>;
   /** The active version now (null: none). */
   activeVersionId: string | null;
