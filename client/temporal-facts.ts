@@ -133,7 +133,7 @@ const WITH_OUTCOME = new Set(['COMPLETED', 'FAILED', 'TERMINATED', 'TIMED_OUT', 
  */
 export async function closedOutcome(client: Client, desc: WorkflowExecutionDescription, run: RunFact): Promise<void> {
   if (!WITH_OUTCOME.has(run.status)) return;
-  const cancelled = run.status === 'CANCELLED' ? cancelledOutcomeOf(desc.memo) : null;
+  const cancelled = run.status === 'CANCELLED' ? run.memo?.outcome : undefined;
   if (cancelled) {
     run.result = cancelled;
     return;

@@ -76,6 +76,15 @@ export async function RebuildCatalog(input: RebuildCatalogInput): Promise<Rebuil
 // build takes only new rebuilds (docs/operations.md, "Rolling out a new build").
 setWorkflowOptions({ versioningBehavior: 'PINNED' }, RebuildCatalog);
 
+/**
+ * Runs `step` shielded from the rebuild's cancellation (the `cancel` signal or Temporal's): a cancel
+ * waits for it to end. Histories recorded before patch `cancelled-rebuild-ends-cancelled` run it
+ * cancellable, as they did.
+ */
+function notCancelledInFlight<T>(step: () => Promise<T>): Promise<T> {
+  return patchApplies('cancelled-rebuild-ends-cancelled') ? CancellationScope.nonCancellable(step) : step();
+}
+
 /** Waits until the message handlers in progress (operator events being recorded) have finished. */
 function handlersFinished(): Promise<void> {
   return CancellationScope.nonCancellable(() => condition(allHandlersFinished));
@@ -107,9 +116,7 @@ async function plan(
     });
   // A cancel during the plan waits for it: a plan cancelled in flight still commits its version
   // (the activity does not stop), which the rebuild would then never know to abandon.
-  const planned = patchApplies('cancelled-rebuild-ends-cancelled')
-    ? await CancellationScope.nonCancellable(planRebuild)
-    : await planRebuild();
+  const planned = await notCancelledInFlight(planRebuild);
   if (planned.refresh) st.refresh = planned.refresh;
   if (planned.fullRebuildBecause) st.fullRebuildBecause = planned.fullRebuildBecause;
   if (planned.upToDate) {
@@ -184,9 +191,7 @@ async function publish(state: RebuildState, retention: number, workflowId: strin
     });
   // Once publishing, a cancel is too late: the flip may have committed, and a cancelled publish
   // would report an active version as abandoned. The publish runs to its end (published or refused).
-  const pub = patchApplies('cancelled-rebuild-ends-cancelled')
-    ? await CancellationScope.nonCancellable(publishChild)
-    : await publishChild();
+  const pub = await notCancelledInFlight(publishChild);
   state.note(
     `published version ${st.versionId}${pub.previousVersionId ? ` (replacing ${pub.previousVersionId})` : ''}`,
   );
