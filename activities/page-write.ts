@@ -188,13 +188,14 @@ export function pageReadWriter(
 ): RowWriter {
   return async (c) => {
     let rows: number;
-    const source = withHook(ctx, page, read.copyOut(input.versionId, input.pageNo));
     const digest = new RowDigestStream();
-    source.on('error', (err) => digest.destroy(err));
-    const stream = source.pipe(digest);
     try {
+      // The source's COPY starts once the savepoint is set, and all its streams run in one pipeline.
       rows = await withSavepoint(c, 'page_stream', () =>
-        copyRowsFromStream(c, input.versionId, stream, streamed.signal),
+        copyRowsFromStream(c, input.versionId, read.copyOut(input.versionId, input.pageNo), streamed.signal, [
+          ...heldByHook(ctx, page),
+          digest,
+        ]),
       );
     } catch (err) {
       await read.close(err as Error);
@@ -270,23 +271,23 @@ async function writeRowByRow(c: PoolClient, input: CopyPageInput, streamed: Stre
 }
 
 /**
- * The stream itself, or (test workers only, when `hooks.whileStreaming` is set) the stream held at
- * its first chunk until the hook returns, so a test can stop the worker in the middle of a unit.
+ * No stream, or (test workers only, when `hooks.whileStreaming` is set) a transform that holds the
+ * rows at their first chunk until the hook returns, so a test can stop the worker in the middle of a unit.
  */
-function withHook(ctx: ActivityContext, page: PageAttempt, rows: Readable): Readable {
+function heldByHook(ctx: ActivityContext, page: PageAttempt): Transform[] {
   const hook = ctx.hooks?.whileStreaming;
-  if (!hook) return rows;
+  if (!hook) return [];
   let first = true;
-  const held = new Transform({
-    transform(chunk: Buffer, _enc, done) {
-      if (!first) return done(null, chunk);
-      first = false;
-      hook(page).then(
-        () => done(null, chunk),
-        (err: unknown) => done(err as Error),
-      );
-    },
-  });
-  rows.on('error', (err) => held.destroy(err));
-  return rows.pipe(held);
+  return [
+    new Transform({
+      transform(chunk: Buffer, _enc, done) {
+        if (!first) return done(null, chunk);
+        first = false;
+        hook(page).then(
+          () => done(null, chunk),
+          (err: unknown) => done(err as Error),
+        );
+      },
+    }),
+  ];
 }

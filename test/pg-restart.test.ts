@@ -23,7 +23,8 @@ import type { PrivatePostgres } from '../dev/harness/private-postgres';
 import { freePgPort, postgresBinDir, startPrivatePostgres } from '../dev/harness/private-postgres';
 import { serverTimezone } from '../dev/harness/fixture';
 import { pageTransactions } from '../dev/harness/faults';
-import { waitFor, withDeadline } from '../dev/harness/wait';
+import { waitFor, within } from '../dev/harness/wait';
+import { stuckRebuildReport } from '../dev/harness/observe';
 
 const bin = postgresBinDir();
 let pg: PrivatePostgres | undefined;
@@ -85,11 +86,16 @@ test(
         await watch.end();
       }
       pg!.restart();
-      const result = await withDeadline(
-        waitForResult(handle),
-        180_000,
-        () => 'the rebuild did not finish within 180 s of the restart',
-      );
+      // The worker must live through the restarts: its death fails the test at once, with its output.
+      const died = workers[0].exited.then((code) => {
+        throw new Error(`the worker exited (${code}) during the restarts:\n${workers[0].output().slice(-4_000)}`);
+      });
+      const result = await within(Promise.race([waitForResult(handle), died]), 180_000);
+      if (result === 'timeout') {
+        assert.fail(
+          `the rebuild did not finish within 180 s of the restart:\n${await stuckRebuildReport(handle, workers)}`,
+        );
+      }
       assert.equal(result.published, true);
       assert.equal(result.rowsUpserted, 20_000);
       assert.ok(atRestart < result.pagesTotal, 'the restart happened during the copy phase');

@@ -171,3 +171,37 @@ export async function searchAttributesListed(
     { timeoutMs, intervalMs: 100 },
   );
 }
+
+/**
+ * What a rebuild that did not finish was doing, for a test's failure message: the latest run's
+ * status, its pending activities (type, state, attempt, last failure), the progress query when a
+ * worker answers, and the last `tailChars` characters of the workers' output.
+ */
+export async function stuckRebuildReport(
+  handle: WorkflowHandle,
+  workers: WorkerProcess[],
+  tailChars = 4_000,
+): Promise<string> {
+  const lines: string[] = [];
+  try {
+    const d = await latestRun(handle).describe();
+    lines.push(`run ${d.runId}: ${d.status.name}`);
+    for (const a of d.raw.pendingActivities ?? []) {
+      lines.push(
+        `pending ${a.activityType?.name} ${a.activityId}: state ${a.state} attempt ${a.attempt}` +
+          (a.lastFailure?.message ? `, last failure: ${a.lastFailure.message}` : '') +
+          (a.lastWorkerIdentity ? ` (on ${a.lastWorkerIdentity})` : ''),
+      );
+    }
+  } catch (err) {
+    lines.push(`describe failed: ${(err as Error).message}`);
+  }
+  try {
+    const p = await getProgress(handle);
+    lines.push(`progress: ${JSON.stringify(p)}`);
+  } catch (err) {
+    lines.push(`progress query failed: ${(err as Error).message}`);
+  }
+  for (const w of workers) lines.push(`--- worker ${w.pid} output (tail) ---`, w.output().slice(-tailChars));
+  return lines.join('\n');
+}

@@ -4,7 +4,7 @@
  * Identifiers are escaped with pg-format's %I; values are always parameters.
  */
 import { once } from 'node:events';
-import type { Readable } from 'node:stream';
+import type { Readable, Transform } from 'node:stream';
 import { finished, pipeline } from 'node:stream/promises';
 import format from 'pg-format';
 import type { PoolClient } from 'pg';
@@ -117,11 +117,13 @@ export async function copyRows(db: PoolClient, versionId: string, pageNo: number
 
 /**
  * Streams rows in COPY text form (`version_id, page_no`, then JOB_COLUMNS, then `row_hash`: a
- * source's page read) into the version's table with `COPY … FROM STDIN`, joined with
- * `stream.pipeline`: an error on
- * either side (or `signal`) ends both streams and rejects; the catalog side then sends CopyFail,
- * so the transaction is left aborted (roll back to a savepoint to go on). Only for keys that
- * cannot exist yet (a duplicate key fails with SQLSTATE 23505).
+ * source's page read) into the version's table with `COPY … FROM STDIN`. The source stream, the
+ * `through` transforms (a digest) and the catalog side are joined in ONE `stream.pipeline`: an
+ * error on any of them (or `signal`) ends every stream and rejects, and no stream is ever left
+ * without an error listener (a connection lost while another stream still runs cannot crash the
+ * worker). The catalog side then sends CopyFail, so the transaction is left aborted (roll back to
+ * a savepoint to go on). Only for keys that cannot exist yet (a duplicate key fails with SQLSTATE 23505).
+ * @param rows the source's rows, created by the caller only once the catalog is ready for them.
  * @returns rows inserted.
  */
 export async function copyRowsFromStream(
@@ -129,11 +131,13 @@ export async function copyRowsFromStream(
   versionId: string,
   rows: Readable,
   signal?: AbortSignal,
+  through: Transform[] = [],
 ): Promise<number> {
   const sink = db.query(
     copyFrom(format('COPY %I (version_id, page_no, %I, row_hash) FROM STDIN', partitionName(versionId), JOB_COLUMNS)),
   );
-  await pipeline(rows, sink, signal ? { signal } : {});
+  const streams: (NodeJS.ReadableStream | NodeJS.WritableStream)[] = [rows, ...through, sink];
+  await pipeline(streams, signal ? { signal } : {});
   return sink.rowCount;
 }
 
