@@ -66,8 +66,11 @@ function fakeRead(rows: () => PassThrough): PageRead & { copyOutCalls: number; c
     openFiles: () => Promise.reject(new Error('not used')),
     async close(err?: Error) {
       if (err) read.closedWith.push(err);
-      // pg's copy-to stream emits the client's end directly, whatever state the stream is in.
+      // pg's copy-to stream emits the client's end directly, on a later turn of the event loop,
+      // whatever state the stream is in. The close resolves once that turn and the errors it
+      // scheduled (process.nextTick, as streams emit them) have run: immediates run in order.
       if (stream) setImmediate(() => stream!.emit('error', new Error('Connection terminated')));
+      await new Promise((r) => setImmediate(r));
     },
   };
   return read;
@@ -116,7 +119,6 @@ test('catalog session lost before the savepoint: the source COPY never starts, t
   c.release(true);
   assert.equal(read.copyOutCalls, 0, 'the source COPY starts only once the savepoint is set');
   assert.equal(read.closedWith.length, 1, 'the page read was closed with the error (its connection discarded)');
-  await new Promise((r) => setTimeout(r, 50)); // let any late stream error surface
   assert.deepEqual(uncaught, []);
 });
 
@@ -137,6 +139,5 @@ test('catalog session lost mid-COPY, the source errors after: one pipeline ends 
   }
   c.release(true);
   assert.equal(read.closedWith.length, 1);
-  await new Promise((r) => setTimeout(r, 50));
   assert.deepEqual(uncaught, []);
 });
