@@ -144,6 +144,20 @@ export async function startRebuild(
   return { handle, attached: true, conflicts: flagConflicts(memo.flags ?? {}, flags) };
 }
 
+/**
+ * Whether the run of `handle` is being cancelled: its history holds the `cancel` signal or a
+ * Temporal cancellation request (the run then abandons its version and ends; a `start` meanwhile
+ * would attach to a rebuild about to end). Reads the run's history (one call per page of events).
+ */
+export async function beingCancelled(handle: WorkflowHandle): Promise<boolean> {
+  const history = await handle.fetchHistory();
+  return (history.events ?? []).some(
+    (e) =>
+      e.workflowExecutionCancelRequestedEventAttributes != null ||
+      e.workflowExecutionSignaledEventAttributes?.signalName === cancelSignal.name,
+  );
+}
+
 /** Handle of a catalog's rebuild (the latest run). */
 export function rebuildHandle(client: Client, catalog: string): WorkflowHandle {
   return client.workflow.getHandle(rebuildWorkflowId(catalog));

@@ -28,7 +28,7 @@ import {
   uniqueQueue,
 } from '../dev/harness/harness';
 import { waitFor, within } from '../dev/harness/wait';
-import { rebuildWorkflowId } from '../client';
+import { cancel, getProgress, rebuildWorkflowId, startRebuild } from '../client';
 import { decideStart, interruptedLines, noPollerLine, startCheckSettings } from '../client/commands/start';
 import { buildReceipt, formatReceipt } from '../client/receipt';
 
@@ -130,6 +130,7 @@ test('the start decision: recent names accept or refuse (sorted); no worker wait
     recordMaxAgeMs: 300_000,
     planWaitMs: 30_000,
     noPollerMs: 5_000,
+    cancelWaitMs: 60_000,
     pollMs: 1_000,
   });
   const overridden = startCheckSettings({
@@ -142,6 +143,7 @@ test('the start decision: recent names accept or refuse (sorted); no worker wait
     recordMaxAgeMs: 2_000,
     planWaitMs: 30_000,
     noPollerMs: 5_000,
+    cancelWaitMs: 60_000,
     pollMs: 1_000,
   });
 
@@ -302,6 +304,56 @@ test('start prints the receipt once planned: version, pages, rows, watermark; --
     answeredBy: 'database',
   });
   const done = await runCliAsync(['wait', '--catalog', jsonCatalog], env);
+  assert.equal(done.code, 0, `${done.stdout}\n${done.stderr}`);
+});
+
+test("start while the catalog's rebuild is being cancelled waits for it to end, then starts a new one: not attached", async () => {
+  const catalog = 'recancel';
+  catalogs.push(catalog);
+  const { handle } = await startRebuild(
+    tc.client,
+    { catalog, source: 'r18', pageSize: 100, concurrency: 1, pauseBetweenPagesMs: 60_000 },
+    { taskQueue: queue },
+  );
+  await waitFor('the first rebuild copying', async () => (await getProgress(handle)).phase === 'copying');
+  const first = await versionRow(catalog);
+  const firstRunId = (await handle.describe()).runId;
+  // The test holds the version row: the cancelled rebuild's endVersion waits for it, so the rebuild
+  // stays "being cancelled" until the test lets go.
+  const lock = await dbs.catalogPool.connect();
+  let cli: ReturnType<typeof startCli>;
+  try {
+    await lock.query('BEGIN');
+    await lock.query('SELECT 1 FROM version WHERE version_id = $1 FOR UPDATE', [first.version_id]);
+    await cancel(handle, 'test');
+    cli = startCli(['start', '--catalog', catalog, '--source', 'r18', '--page-size', '100', '--json'], env);
+    await waitFor('start says it waits for the cancelled rebuild', () =>
+      cli
+        .stderr()
+        .includes(
+          `the rebuild catalog-rebuild/${catalog} is being cancelled: waiting up to 60 s for it to end before a new one starts`,
+        ),
+    );
+    assert.equal((await handle.describe()).status.name, 'RUNNING', 'still being cancelled while the row is held');
+  } finally {
+    await lock.query('COMMIT');
+    lock.release();
+  }
+  const r = await cli.done;
+  assert.equal(r.code, 0, `${r.stdout}\n${r.stderr}`);
+  const receipt = JSON.parse(r.stdout);
+  const second = await versionRow(catalog);
+  assert.equal(receipt.attached, false);
+  assert.equal(receipt.versionId, second.version_id);
+  assert.ok(BigInt(second.version_id) > BigInt(first.version_id), 'a new version was planned');
+  const cancelled = tc.client.workflow.getHandle(rebuildWorkflowId(catalog), firstRunId);
+  assert.equal((await cancelled.describe()).status.name, 'CANCELLED');
+  const { rows } = await dbs.catalogPool.query<{ status: string }>(`SELECT status FROM version WHERE version_id = $1`, [
+    first.version_id,
+  ]);
+  // Abandoned by the cancel, then dropped by the new rebuild's plan (it drops superseded versions).
+  assert.ok(['abandoned', 'dropped'].includes(rows[0].status), rows[0].status);
+  const done = await runCliAsync(['wait', '--catalog', catalog], env);
   assert.equal(done.code, 0, `${done.stdout}\n${done.stderr}`);
 });
 

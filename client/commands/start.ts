@@ -8,9 +8,10 @@ import type { Pool } from 'pg';
 import { WorkflowNotFoundError } from '@temporalio/client';
 import type { WorkflowHandle } from '@temporalio/client';
 import type { TemporalSession } from '../index';
-import { getProgress, rebuildHandle, startRebuild } from '../index';
+import { beingCancelled, getProgress, rebuildHandle, startRebuild } from '../index';
 import type { LastWorkerSourceRecord } from '../../lib/catalog';
 import { findPlan, lastWorkerSourceRecord, recentWorkerSourceNames } from '../../lib/catalog';
+import type { RebuildCatalogInput } from '../../workflows/definitions';
 import type { Receipt } from '../receipt';
 import { awaitPlan, buildReceipt, formatReceipt } from '../receipt';
 import type { CommandContext } from './context';
@@ -57,6 +58,7 @@ export const START_ENV = {
   recordMaxAgeMs: 'CATALOG_REBUILD_START_SOURCE_MAX_AGE_MS',
   planWaitMs: 'CATALOG_REBUILD_START_PLAN_WAIT_MS',
   noPollerMs: 'CATALOG_REBUILD_START_NO_POLLER_MS',
+  cancelWaitMs: 'CATALOG_REBUILD_START_CANCEL_WAIT_MS',
 } as const;
 
 /** How long `start` waits and what it accepts (all ms). */
@@ -72,6 +74,11 @@ export interface StartCheckSettings {
    * queue (a live one takes it at once); `start` then says so within its wait; default 5,000.
    */
   noPollerMs: number;
+  /**
+   * Wait for a rebuild of the catalog that is being cancelled to end before a new one starts (it
+   * abandons its version and ends within seconds); default 60,000.
+   */
+  cancelWaitMs: number;
   /** Pause between two reads of the records while waiting; 1,000. */
   pollMs: number;
 }
@@ -88,6 +95,7 @@ export function startCheckSettings(env: NodeJS.ProcessEnv = process.env): StartC
     recordMaxAgeMs: ms(START_ENV.recordMaxAgeMs, 300_000),
     planWaitMs: ms(START_ENV.planWaitMs, 30_000),
     noPollerMs: ms(START_ENV.noPollerMs, 5_000),
+    cancelWaitMs: ms(START_ENV.cancelWaitMs, 60_000),
     pollMs: 1_000,
   };
 }
@@ -210,6 +218,41 @@ async function isRunning(handle: WorkflowHandle): Promise<boolean> {
   }
 }
 
+/**
+ * When the catalog's running rebuild is being cancelled (`cancel` signal or Temporal cancellation),
+ * says so on `note` and waits up to `settings.cancelWaitMs` for it to end, so that `start` starts a
+ * new rebuild instead of attaching to one about to end.
+ * @returns true when such a rebuild ended (a new one may start), false when none is being cancelled.
+ * @throws ExitCode 1 when it has not ended within the wait (naming `wait` to follow it).
+ */
+async function endCancelledRebuild(
+  handle: WorkflowHandle,
+  catalog: string,
+  settings: StartCheckSettings,
+  note: (line: string) => void,
+): Promise<boolean> {
+  if (!(await beingCancelled(handle))) return false;
+  const seconds = Math.round(settings.cancelWaitMs / 1000);
+  note(
+    `the rebuild ${handle.workflowId} is being cancelled: waiting up to ${seconds} s for it to end before a new one starts`,
+  );
+  let timer: NodeJS.Timeout | undefined;
+  const ended = await Promise.race([
+    handle.result().then(
+      () => 'ended' as const,
+      () => 'ended' as const,
+    ),
+    new Promise<'timeout'>((r) => (timer = setTimeout(() => r('timeout'), settings.cancelWaitMs))),
+  ]).finally(() => clearTimeout(timer));
+  if (ended === 'timeout' && (await isRunning(handle))) {
+    throw new ExitCode(
+      1,
+      `the rebuild ${handle.workflowId} is being cancelled and did not end within ${seconds} s; start again once \`catalog-rebuild wait --catalog ${catalog}\` returns`,
+    );
+  }
+  return true;
+}
+
 /** Waits for the plan (version row or `progress` query) and builds the receipt. */
 async function receiptOf(
   s: TemporalSession,
@@ -283,10 +326,7 @@ export async function startCommand(
         for (const line of o.json ? [JSON.stringify(plan)] : formatDryRun(plan)) ctx.out(line);
         return 0;
       }
-      if (!(await isRunning(rebuildHandle(s.client, o.catalog)))) {
-        await checkSource(catalogPool(), { source: o.source, taskQueue: s.taskQueue, settings, note });
-      }
-      const r = await startRebuild(s.client, {
+      const input: RebuildCatalogInput = {
         catalog: o.catalog,
         source: o.source,
         pageSize: o.pageSize,
@@ -298,7 +338,16 @@ export async function startCommand(
         retention: o.retention,
         maxPagesPerRun: o.maxPagesPerRun,
         heartbeatTimeoutMs: o.heartbeatTimeoutMs,
-      });
+      };
+      const current = rebuildHandle(s.client, o.catalog);
+      if (!(await isRunning(current)) || (await endCancelledRebuild(current, o.catalog, settings, note))) {
+        await checkSource(catalogPool(), { source: o.source, taskQueue: s.taskQueue, settings, note });
+      }
+      let r = await startRebuild(s.client, input);
+      // Cancelled between the check and the start: wait for it to end once more, then start anew.
+      if (r.attached && (await endCancelledRebuild(current, o.catalog, settings, note))) {
+        r = await startRebuild(s.client, input);
+      }
       if (r.attached && r.conflicts.length) {
         throw new ExitCode(
           1,
