@@ -30,7 +30,8 @@ export async function dryRunPlan(ctx: ActivityContext, input: DryRunInput): Prom
 }
 
 async function dryRun(ctx: ActivityContext, input: DryRunInput): Promise<DryRunResult> {
-  const prepared = await ctx.sources.prepare(input.source);
+  // A dry run changes nothing: a listing's new snapshots get their job keys computed, not recorded.
+  const prepared = await ctx.sources.prepare(input.source, { reserveKeys: false });
   const maxKey = prepared.watermark.maxKey;
   const active = await activeVersionId(ctx.pool, input.catalog);
   const rate = (await readCopyRate(ctx.pool, active)) ?? DEFAULT_ROWS_PER_SECOND;

@@ -90,12 +90,12 @@ export interface RefreshSettings {
 }
 
 /**
- * Why a refresh of a listing source (restic, borg) is a full rebuild: its job keys are the
- * snapshots' positions in the listing, which move when a snapshot is forgotten, so no version can
- * share rows with the next.
+ * Why a refresh of a listing source (restic, borg) is a full rebuild: its job keys stay the same
+ * across listings (migration 015), but the change detection of listings (their snapshot ids
+ * against the active version's) is not built: only director catalogs have one.
  */
 export const listingRefreshReason = (source: string): string =>
-  `source ${source} is a listing: its job keys are positions in the listing, so every refresh re-reads all its snapshots`;
+  `source ${source} is a listing: refresh detects changes in director catalogs only, so every refresh of a listing re-reads all its snapshots`;
 
 /** Why a refresh with `--verify full` is a full rebuild. */
 export const VERIFY_FULL_REASON =

@@ -33,3 +33,4 @@ export * from './status';
 export * from './versions';
 export * from './worker-sources';
 export * from './listing-files';
+export * from './listing-keys';

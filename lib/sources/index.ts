@@ -9,7 +9,10 @@ import { BareosSource } from './bareos';
 import { readListing, StagedSource, stageListing } from './staged';
 import { listingFilePages, StagedFileSource } from './staged-files';
 import type { FileSource, JobSource, RefreshSource, SourceWatermark } from './types';
-import { densePages, isFileSource as isFileRecordSource } from './types';
+import { isFileSource as isFileRecordSource } from './types';
+import type { PageRange } from './types';
+import type { ListingForStaging } from './listing-thread';
+import { listingJobKeys } from '../catalog/listing-keys';
 
 export { BareosSource } from './bareos';
 export { StagedSource } from './staged';
@@ -101,7 +104,7 @@ export class SourceRegistry {
    * @throws UnknownSourceError, SourceDataInvalidError (unreadable or malformed listing; naive times
    *   that contradict `JobTDate` in the zone in use).
    */
-  async prepare(name: string): Promise<PreparedSource> {
+  async prepare(name: string, opts: { reserveKeys?: boolean } = {}): Promise<PreparedSource> {
     const config = this.lookup(name);
     if (!isFileSource(config)) {
       const source = this.get(name);
@@ -125,26 +128,44 @@ export class SourceRegistry {
       };
     }
     const listing = await readListing(name, config);
+    const keyed = await this.keyListing(name, listing, opts.reserveKeys !== false);
     const n = listing.records;
     const now = new Date().toISOString().replace(/Z$/, '000Z');
     return {
-      watermark: { maxKey: n ? String(n) : null, time: now },
+      watermark: { maxKey: n ? keyed.sorted[n - 1] : null, time: now },
       timezone: config.timezone ?? 'UTC',
       snapshot: listing.sha256,
       duplicates: listing.duplicates,
-      planPages: async (maxKey, size) => densePages(maxKey, size),
+      planPages: async (maxKey, size) => keyPages(keyed.sorted, maxKey, size),
       // Not staged yet: the width of a record is that of its staged COPY text.
       averageRowBytes: async () => (n ? listing.copyText.length / n : null),
-      countRowsUpTo: async (maxKey, limit) => Math.min(Number(maxKey), limit),
+      countRowsUpTo: async (maxKey, limit) => Math.min(keysUpTo(keyed.sorted, maxKey), limit),
       decoded: { encoding: config.legacyEncoding ?? 'LATIN1', values: listing.decoded },
-      stage: (c, versionId) => stageListing(c, versionId, listing),
+      stage: (c, versionId) => stageListing(c, versionId, listing, keyed.keys),
       ...(config.filesCommand
         ? {
-            planFilePages: async (_maxKey, target) => listingFilePages(listing.files, target),
+            planFilePages: async (_maxKey, target) => listingFilePages(keyed.filesByKey, target, keyed.sorted),
             checkFileSchema: async () => undefined,
           }
         : {}),
     };
+  }
+
+  /**
+   * The stable job keys of a parsed listing's records (lib/catalog/listing-keys.ts): a record
+   * without an id is named by the listing's sha256 and its position. `reserve` records new keys.
+   * @returns keys in listing order, the keys ascending, and the records' file counts in key order.
+   */
+  private async keyListing(
+    name: string,
+    listing: ListingForStaging,
+    reserve: boolean,
+  ): Promise<{ keys: string[]; sorted: string[]; filesByKey: (string | null)[] }> {
+    if (!this.catalogPool) throw new Error(`source ${name} needs the catalog database to key its listing`);
+    const ids = listing.recordIds.map((id, i) => id ?? `#${listing.sha256}:${i + 1}`);
+    const keys = await listingJobKeys(this.catalogPool, name, ids, reserve);
+    const order = keys.map((_, i) => i).sort((a, b) => compareKeys(keys[a], keys[b]));
+    return { keys, sorted: order.map((i) => keys[i]), filesByKey: order.map((i) => listing.files[i]) };
   }
 
   /**
@@ -162,4 +183,29 @@ export class SourceRegistry {
     await Promise.all([...this.open.values()].map((s) => s.close()));
     this.open.clear();
   }
+}
+
+/** Orders decimal keys numerically. */
+const compareKeys = (a: string, b: string): number => (BigInt(a) < BigInt(b) ? -1 : BigInt(a) > BigInt(b) ? 1 : 0);
+
+/** Keys of `sorted` (ascending) at or below `maxKey`. */
+function keysUpTo(sorted: string[], maxKey: string): number {
+  const max = BigInt(maxKey);
+  let n = 0;
+  while (n < sorted.length && BigInt(sorted[n]) <= max) n++;
+  return n;
+}
+
+/**
+ * Pages of `pageSize` consecutive keys of `sorted` (ascending) at or below `maxKey`: a listing's
+ * keys have gaps (forgotten snapshots), so pages are cut from the keys themselves.
+ */
+export function keyPages(sorted: string[], maxKey: string, pageSize: number): PageRange[] {
+  const upTo = keysUpTo(sorted, maxKey);
+  const pages: PageRange[] = [];
+  for (let i = 0; i < upTo; i += pageSize) {
+    const last = Math.min(i + pageSize, upTo) - 1;
+    pages.push({ firstKey: sorted[i], lastKey: sorted[last], rows: last - i + 1 });
+  }
+  return pages;
 }

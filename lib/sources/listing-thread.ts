@@ -35,6 +35,8 @@ export interface ListingForStaging {
   copyText: Uint8Array;
   /** Ids of the staged records (when asked for). */
   ids: string[] | null;
+  /** Each staged record's id in listing order (null for a record without one): its job key's name. */
+  recordIds: (string | null)[];
   /** Each staged record's file count as listed (restic's `summary.total_files_processed`), null when none. */
   files: (string | null)[];
 }
@@ -118,6 +120,7 @@ if (!isMainThread && parentPort && (workerData as Job | undefined)?.kind) {
         decoded: l.decoded,
         copyText,
         ids,
+        recordIds: l.records.map((r) => r.jobId),
         files: l.records.map((r) => r.files),
       },
     };

@@ -31,30 +31,34 @@ import type {
 export const FILES_COMMAND_TIMEOUT_MS = 240_000;
 
 /**
- * Pages of a staged listing's jobs (keys 1..n) for a rebuild with files: a job weighs 1 + its
- * estimated file count (`files[k-1]`: restic's `summary.total_files_processed`), or the whole
+ * Pages of a staged listing's jobs for a rebuild with files, in key order (`keys` ascending, default
+ * 1..n; `files[i]` is the job of `keys[i]`): a job weighs 1 + its
+ * estimated file count (`files[i]`: restic's `summary.total_files_processed`), or the whole
  * `targetRows` when the listing gives none (borg), so such a job is a page of its own; jobs join a
  * page up to `targetRows`.
  */
-export function listingFilePages(files: (string | null)[], targetRows: number): PageRange[] {
+export function listingFilePages(
+  files: (string | null)[],
+  targetRows: number,
+  keys: string[] = files.map((_, i) => String(i + 1)),
+): PageRange[] {
   const pages: PageRange[] = [];
   let first = 0;
   let rows = 0;
   let weight = 0;
   const close = (last: number) => {
-    pages.push({ firstKey: String(first), lastKey: String(last), rows, ...(weight > rows ? { weight } : {}) });
+    pages.push({ firstKey: keys[first], lastKey: keys[last], rows, ...(weight > rows ? { weight } : {}) });
     rows = 0;
     weight = 0;
   };
   files.forEach((f, i) => {
-    const key = i + 1;
     const w = 1 + (f !== null && /^\d+$/.test(f) ? Math.min(Number(f), 1e12) : targetRows);
-    if (rows && weight + w > targetRows) close(key - 1);
-    if (!rows) first = key;
+    if (rows && weight + w > targetRows) close(i - 1);
+    if (!rows) first = i;
     rows++;
     weight += w;
   });
-  if (rows) close(files.length);
+  if (rows) close(files.length - 1);
   return pages;
 }
 

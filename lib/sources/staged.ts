@@ -9,6 +9,7 @@ import * as fs from 'node:fs/promises';
 import { finished } from 'node:stream/promises';
 import type { Pool, PoolClient } from 'pg';
 import { from as copyFrom } from 'pg-copy-streams';
+import format from 'pg-format';
 import type { FileSourceConfig } from '../config';
 import { NotPublishableError, SourceDataInvalidError } from '../errors';
 import { copyValue } from '../text-form';
@@ -36,7 +37,7 @@ import type {
   SourceWatermark,
   StatRow,
 } from './types';
-import { densePages, DST_RULE, ROW_WIDTH_SAMPLE, toBucketStat } from './types';
+import { DST_RULE, ROW_WIDTH_SAMPLE, toBucketStat } from './types';
 
 /** Largest listing read from a command's standard output (bytes). */
 const MAX_LISTING_BYTES = 1 << 30;
@@ -121,13 +122,24 @@ export async function readListing(name: string, config: FileSourceConfig, withId
 
 /**
  * Stages a parsed listing for a version with COPY, in 1 MiB chunks that wait for the server
- * (backpressure). Must run inside the plan transaction: the version id reaches the rows through the
- * transaction-local setting `catalog_rebuild.staging_version` (the column's default).
+ * (backpressure), into a transaction-local table numbered by listing position; then moves the
+ * records to `staged_record` with their job keys (`keys[i]` for position i + 1: the source's stable
+ * keys, lib/catalog/listing-keys.ts). Must run inside the plan transaction: the version id reaches
+ * the rows through the transaction-local setting `catalog_rebuild.staging_version` (the column's default).
+ * @param keys job keys (decimal text) aligned with the listing's records.
  */
-export async function stageListing(c: PoolClient, versionId: string, listing: ListingForStaging): Promise<void> {
+export async function stageListing(
+  c: PoolClient,
+  versionId: string,
+  listing: ListingForStaging,
+  keys: string[],
+): Promise<void> {
   if (!listing.records) return;
+  if (keys.length !== listing.records)
+    throw new Error(`${keys.length} job keys for ${listing.records} listing records`);
   await c.query(`SELECT set_config('catalog_rebuild.staging_version', $1, true)`, [versionId]);
-  const stream = c.query(copyFrom(`COPY staged_record (${STAGED_COPY_COLUMNS.join(', ')}) FROM STDIN`));
+  await c.query(`CREATE TEMP TABLE staged_listing (LIKE staged_record INCLUDING DEFAULTS) ON COMMIT DROP`);
+  const stream = c.query(copyFrom(`COPY pg_temp.staged_listing (${STAGED_COPY_COLUMNS.join(', ')}) FROM STDIN`));
   const done = finished(stream);
   done.catch(() => undefined);
   const text = listing.copyText;
@@ -139,6 +151,16 @@ export async function stageListing(c: PoolClient, versionId: string, listing: Li
   }
   stream.end();
   await done;
+  const others = STAGED_COPY_COLUMNS.filter((col) => col !== 'seq');
+  const columns = format('%I', others);
+  const values = others.map((col) => format('s.%I', col)).join(', ');
+  await c.query(
+    `INSERT INTO staged_record (version_id, seq, ${columns})
+     SELECT s.version_id, k.key, ${values}
+     FROM pg_temp.staged_listing s JOIN unnest($1::bigint[]) WITH ORDINALITY AS k(key, pos) ON k.pos = s.seq`,
+    [keys],
+  );
+  await c.query('DROP TABLE pg_temp.staged_listing');
 }
 
 const FMT = `'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'`;
@@ -148,7 +170,7 @@ const SELECT_STAGED = stagedSelect('$1', '$2');
 
 /**
  * A staged listing (one version's snapshot of a file source), read from the catalog database.
- * Paging key = record number in the listing. Every read of records (pages, reconciliation, repair)
+ * Paging key = the source's stable job key of the record (lib/catalog/listing-keys.ts). Every read of records (pages, reconciliation, repair)
  * leaves out the jobs a page found gone from the source after the plan; the watermark, the plan's
  * counts and the delta are the listing's as staged.
  */
@@ -181,9 +203,16 @@ export class StagedSource implements JobSource {
     return { maxKey: rows[0].max_key, time: rows[0].time };
   }
 
-  /** A staged listing's keys are 1..n without gaps (record numbers), so its pages are arithmetic. */
+  /** Pages of `pageSize` staged records in key order (keys are the source's stable job keys, with gaps). */
   async planPages(maxKey: string, pageSize: number): Promise<PageRange[]> {
-    return densePages(maxKey, pageSize);
+    const { rows } = await this.pool.query<{ first_key: string; last_key: string; n: number }>(
+      `SELECT min(seq)::text AS first_key, max(seq)::text AS last_key, count(*)::int AS n
+       FROM (SELECT seq, (row_number() OVER (ORDER BY seq) - 1) / $3 AS p
+             FROM staged_record WHERE version_id = $1 AND seq <= $2::bigint) s
+       GROUP BY p ORDER BY p`,
+      [this.versionId, maxKey, pageSize],
+    );
+    return rows.map((r) => ({ firstKey: r.first_key, lastKey: r.last_key, rows: r.n }));
   }
 
   async averageRowBytes(maxKey: string): Promise<number | null> {
