@@ -5,10 +5,14 @@
  * and the catalog's COPY run in one pipeline, so a source stream that errors after the catalog side
  * failed (its connection ended by the page read's close) always has a listener. Before, such an
  * error on the digest stream crashed the worker (`Unhandled 'error' event`), and with it the rebuild.
+ * And a director read session whose COPY the pipeline cut short is discarded, never committed: a
+ * COMMIT sent behind the cut COPY is never answered, and the page attempt hung, heartbeating, until
+ * its start-to-close timeout (lib/sources/read-session.ts).
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { PassThrough } from 'node:stream';
+import { PassThrough, Writable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
 import type { PoolClient } from 'pg';
 import format from 'pg-format';
 import { pageReadWriter } from '../activities/page-write';
@@ -18,7 +22,8 @@ import { JOB_COLUMNS } from '../lib/sources/types';
 import type { PageRead, PageSource } from '../lib/sources/types';
 import type { TestDatabases } from '../dev/harness/harness';
 import { testDatabases } from '../dev/harness/harness';
-import { waitFor } from '../dev/harness/wait';
+import { waitFor, within } from '../dev/harness/wait';
+import { ReadSession } from '../lib/sources/read-session';
 
 const VERSION = '990001';
 let dbs: TestDatabases;
@@ -140,4 +145,50 @@ test('catalog session lost mid-COPY, the source errors after: one pipeline ends 
   c.release(true);
   assert.equal(read.closedWith.length, 1);
   assert.deepEqual(uncaught, []);
+});
+
+test('a read session whose COPY was cut short is discarded at once, not committed; one read to its end commits', async () => {
+  const client = await dbs.sourcePool.connect();
+  await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
+  const pid = (client as unknown as { processID: number }).processID;
+  const session = new ReadSession(client);
+  // More rows than the socket buffers hold: the server is still sending when the catalog side fails
+  // and the pipeline destroys the source's stream while it waits for the catalog.
+  const rows = session.copyOut(`COPY (SELECT g, repeat('x', 200) FROM generate_series(1, 2000000) g) TO STDOUT`);
+  let chunks = 0;
+  const catalog = new Writable({
+    highWaterMark: 1024,
+    write(_chunk, _enc, done) {
+      if (++chunks === 3) done(new Error('the catalog connection was lost'));
+      else setImmediate(done);
+    },
+  });
+  await assert.rejects(pipeline(rows, catalog), /the catalog connection was lost/);
+  assert.equal(session.cut, true);
+  // A COMMIT behind the cut COPY would never be answered: the close must not send one.
+  const closed = await within(session.close(), 10_000);
+  assert.notEqual(closed, 'timeout', 'close returned');
+  await waitFor('the cut session’s backend to end', async () => {
+    const { rows: r } = await dbs.catalogPool.query<{ n: number }>(
+      'SELECT count(*)::int AS n FROM pg_stat_activity WHERE pid = $1',
+      [pid],
+    );
+    return r[0].n === 0;
+  });
+
+  const again = await dbs.sourcePool.connect();
+  await again.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
+  const whole = new ReadSession(again);
+  const out: Buffer[] = [];
+  for await (const chunk of whole.copyOut('COPY (SELECT g FROM generate_series(1, 3) g) TO STDOUT'))
+    out.push(chunk as Buffer);
+  assert.equal(Buffer.concat(out).toString(), '1\n2\n3\n');
+  assert.equal(whole.cut, false);
+  const idle = dbs.sourcePool.idleCount;
+  await whole.close();
+  assert.equal(dbs.sourcePool.idleCount, idle + 1, 'committed and back in the pool');
+  const { rows: tx } = await dbs.sourcePool.query<{ s: string }>(
+    `SELECT current_setting('transaction_read_only') AS s`,
+  );
+  assert.equal(tx[0].s, 'off', 'the pooled session is out of the read transaction');
 });

@@ -9,7 +9,7 @@
 import type { Readable } from 'node:stream';
 import type { Pool } from 'pg';
 import format from 'pg-format';
-import { to as copyTo } from 'pg-copy-streams';
+import { ReadSession } from './read-session';
 import { withLongSession } from '../db';
 import type { Queryable } from '../db';
 import { SourceDataInvalidError } from '../errors';
@@ -326,25 +326,15 @@ export async function openBareosFileRead(pool: Pool, s: FileReadSettings, jobIds
     throw err;
   }
   let streamed = false;
-  let closed = false;
+  const session = new ReadSession(client);
   return {
     legacyEncoding: s.mode.legacyEncoding,
     copyFilesOut(): Promise<Readable> {
       if (streamed) throw new Error('a file read streams its records once');
       streamed = true;
-      return Promise.resolve(client.query(copyTo(bareosFilesCopyQuery(s.schema, s.mode, { jobIds }))));
+      return Promise.resolve(session.copyOut(bareosFilesCopyQuery(s.schema, s.mode, { jobIds })));
     },
-    async close(err?: Error): Promise<void> {
-      if (closed) return;
-      closed = true;
-      if (err) return client.release(err);
-      try {
-        await client.query('COMMIT');
-        client.release();
-      } catch (e) {
-        // A COPY cut short leaves the connection mid-protocol: discard it.
-        client.release(e as Error);
-      }
-    },
+    // Committed when the COPY ended, else discarded (lib/sources/read-session.ts).
+    close: (err?: Error) => session.close(err),
   };
 }

@@ -6,7 +6,7 @@
  */
 import type { Readable } from 'node:stream';
 import type { Pool, PoolClient } from 'pg';
-import { to as copyTo } from 'pg-copy-streams';
+import { ReadSession } from './read-session';
 import { bareosFingerprintRow } from '../fingerprint';
 import type { KeyRange, SourceTextMode } from './bareos-columns';
 import {
@@ -105,14 +105,16 @@ function toReject(r: RawReject): PageRejectRecord {
 class BareosPageRead implements PageRead {
   private streamed = false;
   private filesStreamed = false;
-  private closed = false;
+  private readonly session: ReadSession;
 
   constructor(
     private readonly client: PoolClient,
     private readonly range: KeyRange,
     private readonly settings: PageReadSettings,
     private readonly check: PageCheck,
-  ) {}
+  ) {
+    this.session = new ReadSession(client);
+  }
 
   get rejects(): PageRejectRecord[] {
     return this.check.rejects;
@@ -133,8 +135,8 @@ class BareosPageRead implements PageRead {
     if (this.streamed) throw new Error('a page read streams its rows once');
     this.streamed = true;
     const { mode, zone } = this.settings;
-    return this.client.query(
-      copyTo(bareosPageCopyQuery(mode, zone, this.range, { versionId, pageNo, rejectIds: this.check.rejectIds })),
+    return this.session.copyOut(
+      bareosPageCopyQuery(mode, zone, this.range, { versionId, pageNo, rejectIds: this.check.rejectIds }),
     );
   }
 
@@ -147,7 +149,7 @@ class BareosPageRead implements PageRead {
     const query = bareosFilesCopyQuery(schema, this.settings.mode, jobs);
     return {
       legacyEncoding: this.settings.mode.legacyEncoding,
-      copyFilesOut: () => Promise.resolve(this.client.query(copyTo(query))),
+      copyFilesOut: () => Promise.resolve(this.session.copyOut(query)),
       close: async () => undefined, // the page read's snapshot: ended by the page read's close
     };
   }
@@ -207,24 +209,11 @@ class BareosPageRead implements PageRead {
     };
   }
 
-  async close(err?: Error): Promise<void> {
-    if (this.closed) return;
-    this.closed = true;
-    // A COPY cut short leaves the connection mid-protocol: discard it rather than reuse it.
-    if (err || !(await this.finish())) {
-      this.client.release(err ?? true);
-      return;
-    }
-    this.client.release();
-  }
-
-  /** Ends the read-only transaction; false when the connection could not (it is then discarded). */
-  private async finish(): Promise<boolean> {
-    try {
-      await this.client.query('COMMIT');
-      return true;
-    } catch {
-      return false;
-    }
+  /**
+   * Ends the read's snapshot (lib/sources/read-session.ts): committed when its COPY streams ended,
+   * else (an error, a COPY cut short) the connection is discarded.
+   */
+  close(err?: Error): Promise<void> {
+    return this.session.close(err);
   }
 }
