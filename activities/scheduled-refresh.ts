@@ -4,10 +4,10 @@
  * `catalog-rebuild start`: workflow id `catalog-rebuild/<catalog>`, conflict policy use-existing,
  * identifying flags in the memo), and `awaitRebuild` waits, heartbeating, for its outcome.
  */
-import { activityInfo, CancelledFailure, Context } from '@temporalio/activity';
+import { activityInfo, ApplicationFailure, CancelledFailure, Context } from '@temporalio/activity';
 import { WorkflowFailedError } from '@temporalio/client';
 import type { Client } from '@temporalio/client';
-import { startRebuild, waitForResult } from '../client';
+import { beingCancelled, startRebuild, waitForResult } from '../client';
 import { scheduleId } from '../workflows/names';
 import type {
   AwaitRebuildInput,
@@ -15,7 +15,7 @@ import type {
   LaunchRefreshInput,
   LaunchRefreshResult,
 } from '../workflows/schedule-definitions';
-import { ConfigError } from '../lib/errors';
+import { ConfigError, FailureType } from '../lib/errors';
 import type { ActivityContext } from './context';
 import { withHeartbeat } from './heartbeat';
 
@@ -28,7 +28,10 @@ function clientOf(ctx: ActivityContext): Client {
 /**
  * Starts a refresh of `input.catalog` (`RebuildCatalog` with `refresh`, on this activity's task
  * queue), or attaches to the running rebuild of the catalog. The launcher's workflow and run id are
- * the start token, so a retry of this activity finds the rebuild it started itself.
+ * the start token, so a retry of this activity finds the rebuild it started itself. A running
+ * rebuild that is being cancelled is not attached to: the activity fails, retryable, and a retry
+ * after the rebuild ended starts the refresh.
+ * @throws REBUILD_CANCELLING (retryable) when the running rebuild is being cancelled.
  * @returns the rebuild's id and first run id, whether it attached, and the differing identifying
  *   flags of a running rebuild (then nothing was started).
  */
@@ -43,6 +46,12 @@ export async function launchRefresh(ctx: ActivityContext, input: LaunchRefreshIn
     },
   );
   const desc = await r.handle.describe();
+  if (r.attached && (await beingCancelled(clientOf(ctx).workflow.getHandle(r.handle.workflowId)))) {
+    throw ApplicationFailure.retryable(
+      `the rebuild ${r.handle.workflowId} is being cancelled: the scheduled refresh starts once it ended`,
+      FailureType.REBUILD_CANCELLING,
+    );
+  }
   return {
     workflowId: r.handle.workflowId,
     firstRunId: desc.raw.workflowExecutionInfo?.firstRunId || desc.runId,

@@ -14,7 +14,11 @@ import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
+import { ApplicationFailure } from '@temporalio/activity';
 import { WorkflowNotFoundError } from '@temporalio/client';
+import { MockActivityEnvironment } from '@temporalio/testing';
+import type { ActivityContext } from '../activities/context';
+import { launchRefresh } from '../activities/scheduled-refresh';
 import type { Client } from '@temporalio/client';
 import type { TestDatabases, WorkerProcess } from '../dev/harness/harness';
 import {
@@ -307,7 +311,7 @@ test('start prints the receipt once planned: version, pages, rows, watermark; --
   assert.equal(done.code, 0, `${done.stdout}\n${done.stderr}`);
 });
 
-test("start while the catalog's rebuild is being cancelled waits for it to end, then starts a new one: not attached", async () => {
+test("start while the catalog's rebuild is being cancelled waits for it to end, then starts a new one: not attached; a scheduled launch is retried", async () => {
   const catalog = 'recancel';
   catalogs.push(catalog);
   const { handle } = await startRebuild(
@@ -335,6 +339,24 @@ test("start while the catalog's rebuild is being cancelled waits for it to end, 
         ),
     );
     assert.equal((await handle.describe()).status.name, 'RUNNING', 'still being cancelled while the row is held');
+    // A scheduled refresh's launch does not attach to it either: retryable, so a retry starts the refresh.
+    const launch = new MockActivityEnvironment({ taskQueue: queue }).run(
+      launchRefresh,
+      { client: tc.client } as ActivityContext,
+      {
+        catalog,
+        source: 'r18',
+        files: false,
+        launcherWorkflowId: `catalog-rebuild/${catalog}/scheduled-test`,
+        launcherRunId: 'run-1',
+      },
+    );
+    await assert.rejects(launch, (e: unknown) => {
+      assert.ok(e instanceof ApplicationFailure);
+      assert.equal(e.type, 'REBUILD_CANCELLING');
+      assert.equal(e.nonRetryable, false);
+      return true;
+    });
   } finally {
     await lock.query('COMMIT');
     lock.release();

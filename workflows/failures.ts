@@ -28,6 +28,8 @@ export const FailureType = {
   PAGE_CONFLICT: 'PAGE_CONFLICT',
   /** A scheduled refresh (`ScheduledRefresh`) whose rebuild failed, was terminated or timed out. */
   REFRESH_FAILED: 'REFRESH_FAILED',
+  /** The catalog's rebuild is being cancelled: a scheduled refresh starts once it ended (retried). */
+  REBUILD_CANCELLING: 'REBUILD_CANCELLING',
   /** `rollback` found no retired version with its rows to return to (CLI only). */
   NOTHING_TO_ROLL_BACK: 'NOTHING_TO_ROLL_BACK',
 } as const;
