@@ -7,7 +7,8 @@
 -- (`job key × 10^10 + position`). A key is now given once per source and listed id (the snapshot
 -- or archive id), the first time a plan sees it, in listing order, above every key the source has:
 -- the same snapshot keeps its key, and its files their ids, in every later version. A record
--- without an id (quarantined) is keyed by the listing's sha256 and its position.
+-- without an id, or quarantined (its id may repeat a good record's), is keyed by the listing's
+-- sha256 and its position.
 CREATE TABLE IF NOT EXISTS listing_job_key (
   source_name  text   NOT NULL,
   job_id       text   NOT NULL,

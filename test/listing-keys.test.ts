@@ -1,8 +1,8 @@
 /**
  * Job keys of listing sources stay the same across listings (migration 015, lib/catalog/listing-keys.ts):
  * a snapshot keeps its `job_key` in every version, so forgetting an old snapshot renumbers nothing;
- * a snapshot first seen gets a key above every key the source has; a record without an id is keyed
- * apart; a dry run records no key. The real activities (plan, page copies, seal) against PostgreSQL,
+ * a snapshot first seen gets a key above every key the source has; a record without an id, or
+ * quarantined (its id may repeat a good record's), is keyed apart; a dry run records no key. The real activities (plan, page copies, seal) against PostgreSQL,
  * without Temporal; the key pages are unit-tested.
  */
 import { after, before, test } from 'node:test';
@@ -54,10 +54,17 @@ async function keysOf(versionId: string): Promise<Record<string, string>> {
 test('a snapshot keeps its job key across listings; forgetting one renumbers nothing; a dry run records no key', async () => {
   fs.writeFileSync(
     listingFile,
-    JSON.stringify([snapshot('aaaa', 1), snapshot(null, 2), snapshot('bbbb', 3), snapshot('cccc', 4)]),
+    JSON.stringify([
+      snapshot('aaaa', 1),
+      snapshot(null, 2),
+      snapshot('bbbb', 3),
+      snapshot('cccc', 4),
+      // Quarantined (its time is not one), with the id of a good record: keyed apart, like one without an id.
+      { ...snapshot('bbbb', 5), time: 'not-a-time' },
+    ]),
   );
   const first = await copyVersion(fixture.acts, { catalog: 'keys', pageSize: 2, workflowId: 'wf-keys-1' });
-  // Position order on a source's first listing; the record without an id has its own key (quarantined).
+  // Position order on a source's first listing; the quarantined records have keys of their own (2, 5).
   assert.deepEqual(await keysOf(first), { aaaa: '1', bbbb: '3', cccc: '4' });
 
   // restic forget aaaa; a new snapshot dddd.
@@ -66,12 +73,12 @@ test('a snapshot keeps its job key across listings; forgetting one renumbers not
     (await fixture.dbs.catalogPool.query<{ n: number }>(`SELECT count(*)::int AS n FROM listing_job_key`)).rows[0].n;
   const before = await recorded();
   const dry = await runActivity(fixture.acts.dryRunPlan, { catalog: 'keys', source: 'director' });
-  assert.equal(dry.watermark.jobKey, '5', 'the dry run computes the new key');
+  assert.equal(dry.watermark.jobKey, '6', 'the dry run computes the new key');
   assert.equal(await recorded(), before, 'and records none');
 
   const second = await copyVersion(fixture.acts, { catalog: 'keys', pageSize: 2, workflowId: 'wf-keys-2' });
   const secondKeys = await keysOf(second);
-  assert.deepEqual(secondKeys, { bbbb: '3', cccc: '4', dddd: '5' });
+  assert.deepEqual(secondKeys, { bbbb: '3', cccc: '4', dddd: '6' });
   const { rows: pages } = await fixture.dbs.catalogPool.query<{ first_key: string; last_key: string }>(
     `SELECT first_key::text, last_key::text FROM plan_page WHERE version_id = $1 ORDER BY page_no`,
     [second],
@@ -79,10 +86,10 @@ test('a snapshot keeps its job key across listings; forgetting one renumbers not
   assert.deepEqual(
     pages.map((p) => [p.first_key, p.last_key]),
     [
-      ['3', '4'],
-      ['5', '5'],
+      ['3', '5'],
+      ['6', '6'],
     ],
-    'pages are cut from the keys that exist',
+    'pages of 2 keys that exist (3, 4 | 6), stored as ranges that tile the key space',
   );
 
   // The same listing again (the unpublished version before it is superseded): the same keys.

@@ -153,7 +153,8 @@ export class SourceRegistry {
 
   /**
    * The stable job keys of a parsed listing's records (lib/catalog/listing-keys.ts): a record
-   * without an id is named by the listing's sha256 and its position. `reserve` records new keys.
+   * without an id, or quarantined, is named by the listing's sha256 and its position. `reserve`
+   * records new keys.
    * @returns keys in listing order, the keys ascending, and the records' file counts in key order.
    */
   private async keyListing(

@@ -35,7 +35,11 @@ export interface ListingForStaging {
   copyText: Uint8Array;
   /** Ids of the staged records (when asked for). */
   ids: string[] | null;
-  /** Each staged record's id in listing order (null for a record without one): its job key's name. */
+  /**
+   * Each staged record's id in listing order, the name of its stable job key: null for a record
+   * without one and for a quarantined record (its id may repeat a good record's: only good records
+   * are unique by id).
+   */
   recordIds: (string | null)[];
   /** Each staged record's file count as listed (restic's `summary.total_files_processed`), null when none. */
   files: (string | null)[];
@@ -120,7 +124,7 @@ if (!isMainThread && parentPort && (workerData as Job | undefined)?.kind) {
         decoded: l.decoded,
         copyText,
         ids,
-        recordIds: l.records.map((r) => r.jobId),
+        recordIds: l.records.map((r) => (r.rejectReason === null ? r.jobId : null)),
         files: l.records.map((r) => r.files),
       },
     };
