@@ -7,7 +7,7 @@
 import { activityInfo, ApplicationFailure, CancelledFailure, Context } from '@temporalio/activity';
 import { WorkflowFailedError } from '@temporalio/client';
 import type { Client } from '@temporalio/client';
-import { beingCancelled, startRebuild, waitForResult } from '../client';
+import { beingCancelled, rebuildHandle, startRebuild, waitForResult } from '../client';
 import { scheduleId } from '../workflows/names';
 import type {
   AwaitRebuildInput,
@@ -46,7 +46,7 @@ export async function launchRefresh(ctx: ActivityContext, input: LaunchRefreshIn
     },
   );
   const desc = await r.handle.describe();
-  if (r.attached && (await beingCancelled(clientOf(ctx).workflow.getHandle(r.handle.workflowId)))) {
+  if (r.attached && (await beingCancelled(rebuildHandle(clientOf(ctx), input.catalog)))) {
     throw ApplicationFailure.retryable(
       `the rebuild ${r.handle.workflowId} is being cancelled: the scheduled refresh starts once it ended`,
       FailureType.REBUILD_CANCELLING,

@@ -310,42 +310,38 @@ export async function startCommand(
   return withTemporal(ctx, async (s) => {
     let pool: Pool | undefined;
     const catalogPool = () => (pool ??= ctx.catalogPool({ purpose: 'cli', max: 2 }));
+    // What the plan is asked for, by a dry run as by the rebuild.
+    const planned = {
+      catalog: o.catalog,
+      source: o.source,
+      concurrency: o.concurrency,
+      ...(o.files ? { files: true } : {}),
+      ...(o.refresh ? { refresh: true } : {}),
+      ...(o.verify === 'full' ? { verify: 'full' as const } : {}),
+    };
     try {
       if (o.dryRun) {
         // A worker plans it (only workers hold the sources' settings): its source must be served.
         await checkSource(catalogPool(), { source: o.source, taskQueue: s.taskQueue, settings, note });
-        const plan = await runDryRun(s, {
-          catalog: o.catalog,
-          source: o.source,
-          ...(o.pageSize !== undefined ? { pageSize: o.pageSize } : {}),
-          concurrency: o.concurrency,
-          ...(o.files ? { files: true } : {}),
-          ...(o.refresh ? { refresh: true } : {}),
-          ...(o.verify === 'full' ? { verify: 'full' as const } : {}),
-        });
+        const plan = await runDryRun(s, { ...planned, ...(o.pageSize !== undefined ? { pageSize: o.pageSize } : {}) });
         for (const line of o.json ? [JSON.stringify(plan)] : formatDryRun(plan)) ctx.out(line);
         return 0;
       }
       const input: RebuildCatalogInput = {
-        catalog: o.catalog,
-        source: o.source,
+        ...planned,
         pageSize: o.pageSize,
-        concurrency: o.concurrency,
         allowShrink: o.allowShrink,
-        ...(o.files ? { files: true } : {}),
-        ...(o.refresh ? { refresh: true } : {}),
-        ...(o.verify === 'full' ? { verify: 'full' as const } : {}),
         retention: o.retention,
         maxPagesPerRun: o.maxPagesPerRun,
         heartbeatTimeoutMs: o.heartbeatTimeoutMs,
       };
+      const check = () => checkSource(catalogPool(), { source: o.source, taskQueue: s.taskQueue, settings, note });
       const current = rebuildHandle(s.client, o.catalog);
-      if (!(await isRunning(current)) || (await endCancelledRebuild(current, o.catalog, settings, note))) {
-        await checkSource(catalogPool(), { source: o.source, taskQueue: s.taskQueue, settings, note });
-      }
+      if (!(await isRunning(current))) await check();
       let r = await startRebuild(s.client, input);
-      // Cancelled between the check and the start: wait for it to end once more, then start anew.
+      // Attached to a rebuild being cancelled: once it ended, a new rebuild starts (checked as any new one).
       if (r.attached && (await endCancelledRebuild(current, o.catalog, settings, note))) {
+        await check();
         r = await startRebuild(s.client, input);
       }
       if (r.attached && r.conflicts.length) {
