@@ -11,7 +11,7 @@ import type { ActivityContext } from './context';
 import { guard } from './failures';
 import { withHeartbeat } from './heartbeat';
 import type { RefreshSettings } from './plan-refresh';
-import { detectRefresh, listingRefreshReason, REFRESH_PAGE_KEYS, VERIFY_FULL_REASON } from './plan-refresh';
+import { detectListingRefresh, detectRefresh, REFRESH_PAGE_KEYS, VERIFY_FULL_REASON } from './plan-refresh';
 import { sizePages } from './plan-rebuild';
 import { workKeys } from '../lib/refresh';
 
@@ -47,19 +47,23 @@ async function dryRun(ctx: ActivityContext, input: DryRunInput): Promise<DryRunR
   const changeSource = ctx.sources.refreshSource(input.source);
   if (input.refresh && input.verify === 'full') {
     fullRebuildBecause = VERIFY_FULL_REASON;
-  } else if (input.refresh && maxKey && changeSource) {
+  } else if (input.refresh && maxKey && (changeSource || prepared.compareListing)) {
     const settings: RefreshSettings = {
       source: input.source,
       files: !!input.files,
       timezone: prepared.timezone,
       config: ctx.sources.config(input.source),
     };
-    const found = await detectRefresh(ctx.pool, changeSource, input.catalog, settings, maxKey);
+    const found = changeSource
+      ? await detectRefresh(ctx.pool, changeSource, input.catalog, settings, maxKey)
+      : await detectListingRefresh(ctx.pool, prepared, input.catalog, settings);
     if (!('fullRebuild' in found)) {
       const c = found.changes;
       const keys = workKeys(c);
       const rows = c.newKeys.length + c.changedKeys.length;
       const copied = [...c.newKeys, ...c.changedKeys];
+      // The file records that leave: a director's by job id (its key), a listing's by snapshot id.
+      const leaving = (found as { leavingJobIds?: string[] }).leavingJobIds ?? [...c.changedKeys, ...c.deletedKeys];
       return {
         ...common,
         refresh: true,
@@ -68,8 +72,10 @@ async function dryRun(ctx: ActivityContext, input: DryRunInput): Promise<DryRunR
         jobs: { new: c.newKeys.length, changed: c.changedKeys.length, gone: c.deletedKeys.length },
         fileRecords: input.files
           ? {
-              copy: await changeSource.fileRecordsOf(copied),
-              drop: await countActiveFiles(ctx.pool, input.catalog, [...c.changedKeys, ...c.deletedKeys]),
+              copy: changeSource
+                ? await changeSource.fileRecordsOf(copied)
+                : (prepared.listedFileRecords?.(copied) ?? 0),
+              drop: await countActiveFiles(ctx.pool, input.catalog, leaving),
             }
           : { copy: 0, drop: 0 },
         estimateSeconds: Math.ceil(rows / rate),
@@ -78,7 +84,7 @@ async function dryRun(ctx: ActivityContext, input: DryRunInput): Promise<DryRunR
     }
     fullRebuildBecause = found.fullRebuild;
   } else if (input.refresh) {
-    fullRebuildBecause = maxKey ? listingRefreshReason(input.source) : 'the source has no jobs';
+    fullRebuildBecause = 'the source has no jobs';
   }
   const rows = maxKey ? await prepared.countRowsUpTo(maxKey, Number.MAX_SAFE_INTEGER) : 0;
   const sizing = await sizePages(prepared, {
@@ -99,7 +105,11 @@ async function dryRun(ctx: ActivityContext, input: DryRunInput): Promise<DryRunR
     jobs: { new: rows, changed: 0, gone: 0 },
     fileRecords: input.files
       ? {
-          copy: changeSource && maxKey ? await changeSource.fileRecordsUpTo(maxKey) : 0,
+          copy: !maxKey
+            ? 0
+            : changeSource
+              ? await changeSource.fileRecordsUpTo(maxKey)
+              : (prepared.listedFileRecords?.(null) ?? 0),
           drop: await countActiveFiles(ctx.pool, input.catalog, null),
         }
       : { copy: 0, drop: 0 },

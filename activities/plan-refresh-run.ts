@@ -21,12 +21,18 @@ import type { ActivityContext } from './context';
 import { dropVersions } from './drop-versions';
 import { supersededMessage } from './messages';
 import type { RefreshFallback, RefreshSettings } from './plan-refresh';
-import { detectRefresh, REFRESH_PAGE_KEYS, refreshObstacle, storeRefreshPlan } from './plan-refresh';
+import {
+  detectListingRefresh,
+  detectRefresh,
+  REFRESH_PAGE_KEYS,
+  refreshObstacle,
+  storeRefreshPlan,
+} from './plan-refresh';
 
 /** What the refresh branch has of the plan so far. */
 export interface RefreshInputs {
   prepared: PreparedSource;
-  /** The source's change detection; null for listings. */
+  /** The source's change detection; null for listings (they compare their records: `prepared.compareListing`). */
   changeSource: RefreshSource | null;
   /** The source's horizon, taken before the watermark. */
   horizon: string;
@@ -49,12 +55,14 @@ export async function planRefresh(
     config: ctx.sources.config(input.source),
   };
   const maxKey = prepared.watermark.maxKey;
-  if (!r.changeSource || !maxKey)
+  if (!maxKey || (!r.changeSource && !prepared.compareListing))
     return {
       fullRebuild:
         refreshObstacle(await readRefreshBase(ctx.pool, input.catalog), settings) ?? 'the source has no jobs',
     };
-  const found = await detectRefresh(ctx.pool, r.changeSource, input.catalog, settings, maxKey);
+  const found = r.changeSource
+    ? await detectRefresh(ctx.pool, r.changeSource, input.catalog, settings, maxKey)
+    : await detectListingRefresh(ctx.pool, prepared, input.catalog, settings);
   if ('fullRebuild' in found) return found;
   const watermark = { jobKey: maxKey, time: prepared.watermark.time };
   const counts = {
@@ -69,7 +77,11 @@ export async function planRefresh(
       catalog: input.catalog,
       versionId: null,
       kind: 'refresh_up_to_date',
-      message: `refresh: up to date: nothing changed in source ${input.source} since version ${found.base.versionId} (watermark job ${maxKey}; ${found.unchanged} jobs rewritten unchanged)`,
+      message: `refresh: up to date: nothing changed in source ${input.source} since version ${found.base.versionId} (${
+        r.changeSource
+          ? `watermark job ${maxKey}; ${found.unchanged} jobs rewritten unchanged`
+          : `the listing's ${found.unchanged} jobs as the version holds them`
+      })`,
       details: { activeVersion: found.base.versionId, watermarkKey: maxKey, unchangedCandidates: found.unchanged },
     });
     return { versionId: '', pagesTotal: 0, sourceRows: '0', upToDate: true, refresh: counts, ...common };
@@ -91,6 +103,7 @@ export async function planRefresh(
       horizon: r.horizon,
       legacyEncoding: settings.config.legacyEncoding ?? 'LATIN1',
       pageKeys: REFRESH_PAGE_KEYS,
+      prepared,
     });
   });
   if (!stored) {

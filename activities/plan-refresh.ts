@@ -23,7 +23,9 @@ import {
   readRefreshBase,
   setPartitionTable,
   setSourceReadFacts,
+  setSourceSnapshot,
   setVersionFiles,
+  carryListingFileStats,
   storeRanges,
   versionKeyCells,
   versionKeysInRanges,
@@ -46,7 +48,7 @@ import {
   workKeys,
 } from '../lib/refresh';
 import { ROW_MAPPING_VERSION } from '../lib/sources/bareos-columns';
-import type { RefreshSource } from '../lib/sources';
+import type { PreparedSource, RefreshSource } from '../lib/sources';
 import type { PlanRebuildInput } from '../workflows/activity-types';
 import type { ActivityContext } from './context';
 
@@ -89,14 +91,6 @@ export interface RefreshSettings {
   config: SourceConfig;
 }
 
-/**
- * Why a refresh of a listing source (restic, borg) is a full rebuild: its job keys stay the same
- * across listings (migration 015), but the change detection of listings (their snapshot ids
- * against the active version's) is not built: only director catalogs have one.
- */
-export const listingRefreshReason = (source: string): string =>
-  `source ${source} is a listing: refresh detects changes in director catalogs only, so every refresh of a listing re-reads all its snapshots`;
-
 /** Why a refresh with `--verify full` is a full rebuild. */
 export const VERIFY_FULL_REASON =
   '--verify full re-reads every job and file record of the source, and its reconciliation compares both sides bucket by bucket';
@@ -112,13 +106,14 @@ export function refreshObstacle(base: RefreshBase | null, s: RefreshSettings): s
     return `the active version ${base.versionId} was rolled back to: a refresh builds on the newest version`;
   if (base.files !== s.files)
     return `the active version ${base.versionId} ${base.files ? 'has' : 'has no'} file records and this rebuild ${s.files ? 'has' : 'has none'}`;
-  if (isFileSource(s.config)) return listingRefreshReason(s.source);
   if (base.timezone !== s.timezone) return `the time zone changed (${base.timezone} → ${s.timezone})`;
   const enc = s.config.legacyEncoding ?? 'LATIN1';
   if (base.legacyEncoding !== enc) return `legacyEncoding changed (${base.legacyEncoding ?? 'not recorded'} → ${enc})`;
   if (base.rowMapping !== ROW_MAPPING_VERSION)
     return `the row mapping changed (version ${base.rowMapping} → ${ROW_MAPPING_VERSION})`;
-  if (!base.horizon) return `the active version ${base.versionId} recorded no source horizon`;
+  // A listing's detection compares its records with the version's jobs: it needs no horizon.
+  if (!isFileSource(s.config) && !base.horizon)
+    return `the active version ${base.versionId} recorded no source horizon`;
   return null;
 }
 
@@ -231,6 +226,50 @@ export async function detectRefresh(
   };
 }
 
+/**
+ * Detects what changed in a listing source (restic, borg) since the catalog's active version: its
+ * records (under their stable job keys, migration 015) against the version's jobs, row hash by row
+ * hash, in the catalog database (lib/catalog/listing-changes.ts). A listing whose sha256 is the
+ * version's changed nothing, and is not compared.
+ * @returns the changes, or why a full rebuild is needed instead.
+ * @throws the catalog's errors.
+ */
+export async function detectListingRefresh(
+  pool: Pool,
+  prepared: PreparedSource,
+  catalog: string,
+  settings: RefreshSettings,
+): Promise<(RefreshDetection & { leavingJobIds: string[] }) | RefreshFallback> {
+  const base = await readRefreshBase(pool, catalog);
+  const obstacle = refreshObstacle(base, settings);
+  if (obstacle || !base) return { fullRebuild: obstacle ?? 'no active version' };
+  if (!prepared.compareListing) return { fullRebuild: `source ${settings.source} is not a listing` };
+  const ranges = await readRanges(pool, base.versionId);
+  if (!ranges.length && base.watermarkKey !== null)
+    return { fullRebuild: `the active version ${base.versionId} stored no key ranges` };
+  const detectionMs: Record<string, number> = {};
+  const timed = stopwatch(detectionMs);
+  const same = prepared.snapshot !== null && prepared.snapshot === base.snapshot;
+  const found = same
+    ? {
+        newKeys: [],
+        changedKeys: [],
+        deletedKeys: [],
+        leavingJobIds: [],
+        unchanged: ranges.reduce((n, r) => n + r.jobs, 0),
+      }
+    : await timed('listing', () => prepared.compareListing!(base.versionId));
+  return {
+    base,
+    ranges,
+    changes: { newKeys: found.newKeys, changedKeys: found.changedKeys, deletedKeys: found.deletedKeys },
+    leavingJobIds: found.leavingJobIds,
+    unchanged: found.unchanged,
+    rangesCompared: 0,
+    detectionMs,
+  };
+}
+
 /** Keys a refresh page processes at most. */
 export const REFRESH_PAGE_KEYS = 2_000;
 
@@ -247,6 +286,8 @@ export interface RefreshToStore {
   horizon: string;
   legacyEncoding: string;
   pageKeys: number;
+  /** The source as the plan prepared it: a listing is staged for the version. */
+  prepared: PreparedSource;
 }
 
 /**
@@ -279,7 +320,7 @@ export async function storeRefreshPlan(
   });
   await setSourceReadFacts(c, versionId, {
     baseVersionId: d.base.versionId,
-    horizon: r.horizon,
+    horizon: r.horizon || null,
     legacyEncoding: r.legacyEncoding,
     rowMapping: ROW_MAPPING_VERSION,
   });
@@ -288,6 +329,12 @@ export async function storeRefreshPlan(
   if (input.files) {
     await setVersionFiles(c, versionId);
     await createFilePartition(c, versionId);
+  }
+  if (r.prepared.stage) {
+    // A listing: its records are staged for the pages, which read only the keys of the changes.
+    await r.prepared.stage(c, versionId);
+    await setSourceSnapshot(c, versionId, r.prepared.snapshot, r.prepared.duplicates);
+    if (input.files) await carryListingFileStats(c, versionId, d.base.versionId, keys);
   }
   const weight = input.files ? FILES_WEIGHT_PER_JOB : 1;
   await insertPlanPages(

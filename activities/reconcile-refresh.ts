@@ -10,7 +10,7 @@
 import type { VersionRow, VersionRange } from '../lib/catalog';
 import {
   countRejects,
-  deleteJobsByKey,
+  deleteJobsByKeyReturningIds,
   deleteJobFiles,
   lockVersion,
   readRanges,
@@ -24,9 +24,8 @@ import {
   versionRangeCounts,
 } from '../lib/catalog';
 import { isDataError, withTransaction } from '../lib/db';
-import { NotPublishableError } from '../lib/errors';
 import { rangeBounds } from '../lib/refresh';
-import type { JobSource, RefreshSource } from '../lib/sources/types';
+import type { JobSource, RangeKeySource } from '../lib/sources/types';
 import { validateRows } from '../lib/validate';
 import type { ReconcileInput } from '../workflows/activity-types';
 import type { ReconcileSummary } from '../workflows/definitions';
@@ -58,8 +57,7 @@ export async function reconcileRefresh(
   v: VersionRow,
   base: string,
 ): Promise<ReconcileSummary> {
-  const source = ctx.sources.refreshSource(input.source);
-  if (!source) throw new NotPublishableError(`source ${input.source} cannot be reconciled as a refresh`);
+  const source = ctx.sources.rangeKeySource(input.source, input.versionId);
   const jobs = ctx.sources.get(input.source, input.versionId);
   const maxKey = v.watermark_key ?? '0';
   let ranges = await readRanges(ctx.pool, input.versionId);
@@ -130,7 +128,7 @@ interface RepairInputs {
   ranges: VersionRange[];
   /** Source jobs per range index (0: below the first range). */
   counts: Map<number, number>;
-  source: RefreshSource;
+  source: RangeKeySource;
   jobs: JobSource;
   maxKey: string;
 }
@@ -163,8 +161,9 @@ async function repairSuspectRanges(ctx: ActivityContext, input: ReconcileInput, 
     if (extra.length) {
       await supersedeRows(c, input.versionId, r.base, extra, files);
       out.removed = extra.length;
-      await deleteJobsByKey(c, input.versionId, extra);
-      if (files) await deleteJobFiles(c, input.versionId, extra);
+      const ids = await deleteJobsByKeyReturningIds(c, input.versionId, extra);
+      // A director's job id is its key; a listing's files are found by its snapshot id.
+      if (files) await deleteJobFiles(c, input.versionId, [...new Set([...extra, ...ids])]);
     }
     if (read.valid.length) out.rewritten = await upsertRows(c, input.versionId, 0, read.valid);
   });

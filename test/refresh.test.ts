@@ -21,6 +21,7 @@ import type { RebuildFixture } from '../dev/harness/fixture';
 import { rebuildFixture } from '../dev/harness/fixture';
 import { privateTemporal, runCliAsync } from '../dev/harness/harness';
 import { waitFor } from '../dev/harness/wait';
+import { viewDifference } from '../dev/harness/views';
 
 let temporal: Awaited<ReturnType<typeof privateTemporal>>;
 before(async () => {
@@ -29,31 +30,6 @@ before(async () => {
 after(async () => {
   await temporal?.stop();
 });
-
-const JOB_COLUMNS = `job_id, job, job_name, client, type, level, status, sched_time, start_time, end_time, files, bytes,
-  pool, fileset, real_end_time, read_bytes, job_errors, prior_job_id, job_tdate, vol_session_id, vol_session_time,
-  comment, bucket, extra`;
-const FILE_COLUMNS = `job_id, file_id, path, name, path_bytes, name_bytes, file_index, delta_seq, deleted, size, mode,
-  uid, gid, mtime, md5, lstat`;
-
-/** Rows of one reader view for `catalog` that the other catalog's view does not have, both ways, and the counts. */
-async function viewDifference(pool: Pool, view: 'active_jobs' | 'active_files', a: string, b: string) {
-  const cols = view === 'active_jobs' ? JOB_COLUMNS : FILE_COLUMNS;
-  const q = (x: string, y: string) =>
-    format(
-      `SELECT count(*)::int AS n FROM (SELECT ${cols} FROM %I WHERE catalog_name = %L EXCEPT ALL SELECT ${cols} FROM %I WHERE catalog_name = %L) d`,
-      view,
-      x,
-      view,
-      y,
-    );
-  const [onlyA, onlyB, count] = await Promise.all([
-    pool.query<{ n: number }>(q(a, b)),
-    pool.query<{ n: number }>(q(b, a)),
-    pool.query<{ n: number }>(format('SELECT count(*)::int AS n FROM %I WHERE catalog_name = %L', view, a)),
-  ]);
-  return { onlyA: onlyA.rows[0].n, onlyB: onlyB.rows[0].n, rows: count.rows[0].n };
-}
 
 /** Runs `start --wait` through the CLI; its exit code and output. */
 async function start(fx: RebuildFixture, catalog: string, flags: string[]) {

@@ -34,3 +34,4 @@ export * from './versions';
 export * from './worker-sources';
 export * from './listing-files';
 export * from './listing-keys';
+export * from './listing-changes';

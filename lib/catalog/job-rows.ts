@@ -198,11 +198,24 @@ export async function deleteJobsById(db: Queryable, versionId: string, jobIds: s
  * @returns rows deleted.
  */
 export async function deleteJobsByKey(db: Queryable, versionId: string, jobKeys: string[]): Promise<number> {
-  if (!jobKeys.length) return 0;
-  const r = await db.query(format('DELETE FROM %I WHERE job_key = ANY($1::bigint[])', partitionName(versionId)), [
-    jobKeys,
-  ]);
-  return r.rowCount ?? 0;
+  return (await deleteJobsByKeyReturningIds(db, versionId, jobKeys)).length;
+}
+
+/**
+ * Deletes the job rows of `jobKeys` from version `versionId`'s own table, like {@link deleteJobsByKey}.
+ * @returns the job ids of the rows deleted (a listing's snapshot ids: its file records are found by them).
+ */
+export async function deleteJobsByKeyReturningIds(
+  db: Queryable,
+  versionId: string,
+  jobKeys: string[],
+): Promise<string[]> {
+  if (!jobKeys.length) return [];
+  const r = await db.query<{ job_id: string }>(
+    format('DELETE FROM %I WHERE job_key = ANY($1::bigint[]) RETURNING job_id', partitionName(versionId)),
+    [jobKeys],
+  );
+  return r.rows.map((x) => x.job_id);
 }
 
 /** Rows of one bucket of a version plus its quarantined job records of that bucket, in one statement. */

@@ -23,6 +23,8 @@ export interface RefreshBase {
   watermarkKey: string | null;
   /** A later version of the catalog was published and rolled back from: the active one is not the newest. */
   rolledBack: boolean;
+  /** sha256 of the listing it was built from (listing sources); null for director catalogs. */
+  snapshot: string | null;
 }
 
 /** The active version of `catalog` as a refresh base; null when the catalog has none. */
@@ -37,9 +39,10 @@ export async function readRefreshBase(db: Queryable, catalog: string): Promise<R
     source_horizon: string | null;
     watermark_key: string | null;
     rolled_back: boolean;
+    source_snapshot: string | null;
   }>(
     `SELECT v.version_id::text, v.source_name, v.source_timezone, v.legacy_encoding, v.row_mapping, v.files,
-            v.source_horizon, v.watermark_key::text,
+            v.source_horizon, v.watermark_key::text, v.source_snapshot,
             EXISTS (SELECT 1 FROM version n WHERE n.catalog_name = v.catalog_name AND n.version_id > v.version_id
                       AND n.published_at IS NOT NULL) AS rolled_back
      FROM active a JOIN version v USING (version_id) WHERE a.catalog_name = $1`,
@@ -57,6 +60,7 @@ export async function readRefreshBase(db: Queryable, catalog: string): Promise<R
     horizon: r.source_horizon,
     watermarkKey: r.watermark_key,
     rolledBack: r.rolled_back,
+    snapshot: r.source_snapshot,
   };
 }
 

@@ -48,7 +48,10 @@ export async function versionSegments(db: Queryable, versionId: string): Promise
 /**
  * In the transaction of `db`: the rows of `keys` (job keys, decimal text) that belong to version
  * `baseVersionId` leave the versions from `versionId` on (`superseded_by`), in every segment of the
- * base; with `files`, their file records too. Uses the segments' `job_key` indexes (built at seal).
+ * base; with `files`, their file records too, found by job id (the segments' `(job_id, file_id)`
+ * indexes): the ids of the job rows superseded (a listing's snapshot ids), and the keys themselves
+ * (a director's job id, also of a job the base quarantined but kept the files of). Uses the
+ * segments' `job_key` indexes (built at seal).
  * @returns the job rows superseded.
  */
 export async function supersedeRows(
@@ -59,27 +62,32 @@ export async function supersedeRows(
   files: boolean,
 ): Promise<number> {
   if (!keys.length) return 0;
+  const segments = await versionSegments(db, baseVersionId);
+  const jobIds = new Set(keys);
   let jobs = 0;
-  for (const s of await versionSegments(db, baseVersionId)) {
-    const r = await db.query(
+  for (const s of segments) {
+    const r = await db.query<{ job_id: string }>(
       format(
         `UPDATE %I SET superseded_by = $1 WHERE job_key = ANY ($2::bigint[])
-           AND (superseded_by IS NULL OR superseded_by > $3)`,
+           AND (superseded_by IS NULL OR superseded_by > $3) RETURNING job_id`,
         partitionName(s),
       ),
       [versionId, keys, baseVersionId],
     );
     jobs += r.rowCount ?? 0;
-    if (files && (await tableExists(db, filePartitionName(s))))
-      await db.query(
-        format(
-          `UPDATE %I SET superseded_by = $1 WHERE job_id = ANY ($2::text[])
-             AND (superseded_by IS NULL OR superseded_by > $3)`,
-          filePartitionName(s),
-        ),
-        [versionId, keys, baseVersionId],
-      );
+    for (const row of r.rows) jobIds.add(row.job_id);
   }
+  if (files)
+    for (const s of segments)
+      if (await tableExists(db, filePartitionName(s)))
+        await db.query(
+          format(
+            `UPDATE %I SET superseded_by = $1 WHERE job_id = ANY ($2::text[])
+               AND (superseded_by IS NULL OR superseded_by > $3)`,
+            filePartitionName(s),
+          ),
+          [versionId, [...jobIds], baseVersionId],
+        );
   return jobs;
 }
 

@@ -6,13 +6,16 @@ import type { Pool, PoolClient } from 'pg';
 import type { SourceConfig } from '../config';
 import { isFileSource } from '../config';
 import { BareosSource } from './bareos';
-import { readListing, StagedSource, stageListing } from './staged';
+import { copyListingToTemp, readListing, StagedSource, stageListing } from './staged';
 import { listingFilePages, StagedFileSource } from './staged-files';
-import type { FileSource, JobSource, RefreshSource, SourceWatermark } from './types';
+import type { FileSource, JobSource, RangeKeySource, RefreshSource, SourceWatermark } from './types';
 import { isFileSource as isFileRecordSource } from './types';
 import type { PageRange } from './types';
 import type { ListingForStaging } from './listing-thread';
 import { listingJobKeys } from '../catalog/listing-keys';
+import type { ListingChanges } from '../catalog/listing-changes';
+import { listingChanges } from '../catalog/listing-changes';
+import { withTransaction } from '../db';
 
 export { BareosSource } from './bareos';
 export { StagedSource } from './staged';
@@ -48,6 +51,18 @@ export interface PreparedSource {
   planFilePages?: FileSource['planFilePages'];
   /** Checks that the source's file records can be read (its schema version is known). */
   checkFileSchema?(): Promise<void>;
+  /**
+   * A listing's records against version `baseVersionId`'s jobs: a listing refresh's change
+   * detection (lib/catalog/listing-changes.ts), in a transaction of its own that writes nothing
+   * lasting (listings only).
+   */
+  compareListing?(baseVersionId: string): Promise<ListingChanges>;
+  /**
+   * The file records the listing says the jobs `keys` hold (restic's `summary.total_files_processed`),
+   * summed over those that say (listings with a `filesCommand`; borg says none): for `--dry-run`.
+   * `keys` null: every job.
+   */
+  listedFileRecords?(keys: string[] | null): number;
 }
 
 /** Named sources, opened lazily from the worker's configuration and shared by all activities. */
@@ -142,10 +157,16 @@ export class SourceRegistry {
       countRowsUpTo: async (maxKey, limit) => Math.min(keysUpTo(keyed.sorted, maxKey), limit),
       decoded: { encoding: config.legacyEncoding ?? 'LATIN1', values: listing.decoded },
       stage: (c, versionId) => stageListing(c, versionId, listing, keyed.keys),
+      compareListing: (baseVersionId) =>
+        withTransaction(this.catalogPool!, async (c) => {
+          await copyListingToTemp(c, '0', listing, keyed.keys);
+          return listingChanges(c, baseVersionId, config.timezone ?? 'UTC');
+        }),
       ...(config.filesCommand
         ? {
             planFilePages: async (_maxKey, target) => listingFilePages(keyed.filesByKey, target, keyed.sorted),
             checkFileSchema: async () => undefined,
+            listedFileRecords: (keys) => listedFiles(keyed.sorted, keyed.filesByKey, keys),
           }
         : {}),
     };
@@ -171,12 +192,24 @@ export class SourceRegistry {
 
   /**
    * The change detection of source `name` when it has one (director catalogs; lib/sources/bareos-refresh.ts),
-   * else null (listings: a refresh compares their snapshot ids).
+   * else null (listings: a refresh compares their records, {@link PreparedSource.compareListing}).
    * @throws UnknownSourceError when the configuration does not define it.
    */
   refreshSource(name: string): RefreshSource | null {
     if (isFileSource(this.lookup(name))) return null;
     return this.get(name) as BareosSource;
+  }
+
+  /**
+   * What a refresh's reconciliation compares per key range with version `versionId`: a director
+   * catalog's jobs, or the version's staged listing.
+   * @throws UnknownSourceError when the configuration does not define it.
+   */
+  rangeKeySource(name: string, versionId: string): RangeKeySource {
+    const s: JobSource & Partial<RangeKeySource> = this.get(name, versionId);
+    if (!s.rangeKeyCounts || !s.keysInRanges)
+      throw new Error(`source ${name} (${s.kind}) has no key ranges to compare`);
+    return s as JobSource & RangeKeySource;
   }
 
   /** Closes every opened database source. */
@@ -188,6 +221,17 @@ export class SourceRegistry {
 
 /** Orders decimal keys numerically. */
 const compareKeys = (a: string, b: string): number => (BigInt(a) < BigInt(b) ? -1 : BigInt(a) > BigInt(b) ? 1 : 0);
+
+/** The listed file counts (`files`, aligned with `sorted`) of `keys` (null: all), summed where given. */
+function listedFiles(sorted: string[], files: (string | null)[], keys: string[] | null): number {
+  const wanted = keys ? new Set(keys) : null;
+  let n = 0;
+  sorted.forEach((k, i) => {
+    const f = files[i];
+    if ((!wanted || wanted.has(k)) && f !== null && /^\d{1,15}$/.test(f)) n += Number(f);
+  });
+  return n;
+}
 
 /** Keys of `sorted` (ascending) at or below `maxKey`. */
 function keysUpTo(sorted: string[], maxKey: string): number {

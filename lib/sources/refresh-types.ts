@@ -21,10 +21,24 @@ export interface RefreshCandidates {
 }
 
 /**
+ * The key counts per range and the keys of ranges a refresh's reconciliation compares with the
+ * version's (director catalogs, and a staged listing: lib/sources/staged.ts).
+ */
+export interface RangeKeySource {
+  /**
+   * Jobs at or below `maxKey` per range starting at `firstKeys` (ascending): index i (1-based)
+   * from `firstKeys[i-1]` up to the next first key, index 0 below the first.
+   */
+  rangeKeyCounts(maxKey: string, firstKeys: string[]): Promise<Map<number, number>>;
+  /** The job keys at or below `maxKey` in the inclusive `ranges`, ascending. */
+  keysInRanges(maxKey: string, ranges: { firstKey: string; lastKey: string }[]): Promise<string[]>;
+}
+
+/**
  * The change detection of a refresh (director catalogs; lib/sources/bareos-refresh.ts): the jobs
  * written since a horizon, key counts per range, and the keys of ranges.
  */
-export interface RefreshSource {
+export interface RefreshSource extends RangeKeySource {
   /**
    * The jobs at or below `maxKey` written since the horizon `since` (an xid8 as text, taken by the
    * plan of the active version), with their row hashes; null when the source cannot say (the
@@ -33,13 +47,6 @@ export interface RefreshSource {
   candidates(maxKey: string, since: string): Promise<RefreshCandidates | null>;
   /** This source's horizon now (xid8 text), for the plan of a full rebuild. */
   horizon(): Promise<string>;
-  /**
-   * Jobs at or below `maxKey` per range starting at `firstKeys` (ascending): index i (1-based)
-   * from `firstKeys[i-1]` up to the next first key, index 0 below the first.
-   */
-  rangeKeyCounts(maxKey: string, firstKeys: string[]): Promise<Map<number, number>>;
-  /** The job keys at or below `maxKey` in the inclusive `ranges`, ascending. */
-  keysInRanges(maxKey: string, ranges: { firstKey: string; lastKey: string }[]): Promise<string[]>;
   /**
    * Jobs at or below `maxKey` and the sum of their keys per cell of `width` key values of each
    * range, keyed `<range index from 1>:<cell from the range's first key>`; cells without jobs absent.

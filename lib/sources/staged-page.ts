@@ -23,8 +23,8 @@ import { KNOWN_CODES, MAX_KEY_BYTES, validateRows } from '../validate';
 import { LISTING_STAGE_COLUMNS } from './file-listing';
 import type { CommandJob, FilesCommandSettings } from './files-command';
 import { filesCommandStream } from './files-command';
-import { stagedSelect } from './staged-select';
-import type { FileRead, GoneJob, PageRead, PageRejectRecord, ReadRow } from './types';
+import { STAGED_ROW_HASH, stagedSelect } from './staged-select';
+import type { FileRead, GoneJob, PageKeys, PageRead, PageRejectRecord, ReadRow } from './types';
 import { JOB_COLUMNS } from './types';
 
 /** What a staged page read needs to know of its listing. */
@@ -106,15 +106,14 @@ const UNKNOWN_CODE = (['type', 'level', 'status'] as const)
  * @throws the catalog's errors; what the command stream throws (SourceDataInvalidError for a
  *   listing that is not the job's, Error for a failed command).
  */
-export async function openStagedPageRead(
-  pool: Pool,
-  range: { firstKey: string; lastKey: string },
-  s: StagedPageSettings,
-): Promise<PageRead> {
-  for (const k of [range.firstKey, range.lastKey, s.versionId])
+export async function openStagedPageRead(pool: Pool, range: PageKeys, s: StagedPageSettings): Promise<PageRead> {
+  for (const k of [range.firstKey, range.lastKey, s.versionId, ...(range.keys ?? [])])
     if (!/^\d{1,19}$/.test(k)) throw new Error(`not a paging key: ${k}`);
   const select = stagedSelect(format('%L', s.zone), s.versionId);
-  const inRange = `x.seq BETWEEN ${range.firstKey} AND ${range.lastKey}`;
+  // A refresh's page reads only its own jobs (`keys`) within its bounds.
+  const inRange =
+    `x.seq BETWEEN ${range.firstKey} AND ${range.lastKey}` +
+    (range.keys ? ` AND x.seq = ANY ('{${range.keys.join(',')}}'::bigint[])` : '');
   const timeout = async (sql: string) => {
     const c = await pool.connect();
     try {
@@ -260,8 +259,8 @@ class StagedPageRead implements PageRead {
     if (!/^\d+$/.test(versionId) || !Number.isInteger(pageNo)) throw new Error('bad version or page number');
     this.streamed = true;
     const cols = JOB_COLUMNS.map((c) => `x.${c}`).join(', ');
-    // No row hash: a listing's refresh compares snapshot ids, not rows.
-    const sql = `COPY (SELECT ${versionId}, ${pageNo}, ${cols}, NULL::bigint FROM (${this.q.select}) x
+    // The row hash a listing refresh compares the next listing's records against.
+    const sql = `COPY (SELECT ${versionId}, ${pageNo}, ${cols}, ${STAGED_ROW_HASH} FROM (${this.q.select}) x
       WHERE ${this.q.inRange} AND x.seq <> ALL ('${this.q.skipped}'::bigint[]) ORDER BY x.seq) TO STDOUT`;
     const out = new PassThrough();
     this.out = out;

@@ -3,6 +3,8 @@
  * converted in SQL (offset times as instants, naive ones in the source's zone), never through
  * Node's local zone.
  */
+import { JOB_COLUMNS } from '../rows';
+
 const FMT = `'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'`;
 /** A staged time as an instant: offset times as written, naive ones in the source's zone (`zone`, SQL). */
 const instant = (col: string, zone: string) =>
@@ -18,9 +20,11 @@ export const NOT_GONE = `NOT EXISTS (SELECT 1 FROM gone_job g WHERE g.version_id
 
 /**
  * Staged records of a version as catalog rows (text), with `reject_reason`, `raw` and `seq`; jobs a
- * page found gone from the source are left out. `zone` and `version` are SQL (a parameter or a literal).
+ * page found gone from the source are left out. `zone` and `version` are SQL (a parameter or a
+ * literal); `table` is where the records are: `staged_record`, or the plan's transaction-local
+ * `pg_temp.staged_listing` (lib/sources/staged.ts `copyListingToTemp`) that a refresh compares.
  */
-export function stagedSelect(zone: string, version: string): string {
+export function stagedSelect(zone: string, version: string, table = 'staged_record'): string {
   return `
 SELECT s.seq::text AS job_key, s.job_id, s.job, s.job_name, s.client, s.type, s.level, s.status,
        NULL::text AS sched_time,
@@ -35,5 +39,15 @@ SELECT s.seq::text AS job_key, s.job_id, s.job, s.job_name, s.client, s.type, s.
        END AS bucket,
        s.extra::text AS extra,
        s.reject_reason, s.raw, s.seq
-FROM staged_record s WHERE s.version_id = ${version} AND ${NOT_GONE}`;
+FROM ${table} s WHERE s.version_id = ${version} AND ${NOT_GONE}`;
 }
+
+/**
+ * SQL (over a {@link stagedSelect} row `x`): the 64-bit row hash of the job as the catalog holds it,
+ * `hashtextextended` of every JOB_COLUMNS value in text form (NULL as `\\N`), the counterpart of a
+ * director's (lib/sources/bareos-columns.ts `bareosRowHash`): the page's COPY stores it
+ * (`job.row_hash`), a listing refresh compares the next listing's records against it.
+ */
+export const STAGED_ROW_HASH = `hashtextextended(concat_ws(E'\\x1f', ${JOB_COLUMNS.map(
+  (c) => `coalesce(x.${c}, E'\\\\N')`,
+).join(', ')}), 0)`;

@@ -30,6 +30,7 @@ import type {
   JobSource,
   KeySpan,
   PageKeys,
+  RangeKeySource,
   PageRange,
   PageRead,
   PageReadOptions,
@@ -121,24 +122,25 @@ export async function readListing(name: string, config: FileSourceConfig, withId
 }
 
 /**
- * Stages a parsed listing for a version with COPY, in 1 MiB chunks that wait for the server
- * (backpressure), into a transaction-local table numbered by listing position; then moves the
- * records to `staged_record` with their job keys (`keys[i]` for position i + 1: the source's stable
- * keys, lib/catalog/listing-keys.ts). Must run inside the plan transaction: the version id reaches
- * the rows through the transaction-local setting `catalog_rebuild.staging_version` (the column's default).
+ * COPYs a parsed listing, in 1 MiB chunks that wait for the server (backpressure), into the
+ * transaction-local table `pg_temp.staged_listing` (dropped at commit) under its job keys (`keys[i]`
+ * for the record at position i + 1: the source's stable keys, lib/catalog/listing-keys.ts), for
+ * version `versionId` (`'0'`: none yet, a refresh's change detection compares it). Must run inside
+ * a transaction.
  * @param keys job keys (decimal text) aligned with the listing's records.
+ * @throws Error when the keys and the records do not align; the catalog's errors.
  */
-export async function stageListing(
+export async function copyListingToTemp(
   c: PoolClient,
   versionId: string,
   listing: ListingForStaging,
   keys: string[],
 ): Promise<void> {
-  if (!listing.records) return;
   if (keys.length !== listing.records)
     throw new Error(`${keys.length} job keys for ${listing.records} listing records`);
   await c.query(`SELECT set_config('catalog_rebuild.staging_version', $1, true)`, [versionId]);
   await c.query(`CREATE TEMP TABLE staged_listing (LIKE staged_record INCLUDING DEFAULTS) ON COMMIT DROP`);
+  if (!listing.records) return;
   const stream = c.query(copyFrom(`COPY pg_temp.staged_listing (${STAGED_COPY_COLUMNS.join(', ')}) FROM STDIN`));
   const done = finished(stream);
   done.catch(() => undefined);
@@ -151,15 +153,29 @@ export async function stageListing(
   }
   stream.end();
   await done;
-  const others = STAGED_COPY_COLUMNS.filter((col) => col !== 'seq');
-  const columns = format('%I', others);
-  const values = others.map((col) => format('s.%I', col)).join(', ');
+  // The COPY numbers the records by position: each takes its job key.
   await c.query(
-    `INSERT INTO staged_record (version_id, seq, ${columns})
-     SELECT s.version_id, k.key, ${values}
-     FROM pg_temp.staged_listing s JOIN unnest($1::bigint[]) WITH ORDINALITY AS k(key, pos) ON k.pos = s.seq`,
+    `UPDATE pg_temp.staged_listing s SET seq = k.key
+     FROM unnest($1::bigint[]) WITH ORDINALITY AS k(key, pos) WHERE k.pos = s.seq`,
     [keys],
   );
+}
+
+/**
+ * Stages a parsed listing for a version: {@link copyListingToTemp}, then the records move to
+ * `staged_record`. Must run inside the plan transaction: the version id reaches the rows through the
+ * transaction-local setting `catalog_rebuild.staging_version` (the column's default).
+ * @param keys job keys (decimal text) aligned with the listing's records.
+ */
+export async function stageListing(
+  c: PoolClient,
+  versionId: string,
+  listing: ListingForStaging,
+  keys: string[],
+): Promise<void> {
+  if (!listing.records) return;
+  await copyListingToTemp(c, versionId, listing, keys);
+  await c.query(`INSERT INTO staged_record SELECT * FROM pg_temp.staged_listing`);
   await c.query('DROP TABLE pg_temp.staged_listing');
 }
 
@@ -174,7 +190,7 @@ const SELECT_STAGED = stagedSelect('$1', '$2');
  * leaves out the jobs a page found gone from the source after the plan; the watermark, the plan's
  * counts and the delta are the listing's as staged.
  */
-export class StagedSource implements JobSource {
+export class StagedSource implements JobSource, RangeKeySource {
   readonly kind: string;
 
   /**
@@ -328,6 +344,33 @@ export class StagedSource implements JobSource {
       [this.versionId, now.ids],
     );
     return known[0].n;
+  }
+
+  /**
+   * Staged records at or below `maxKey` per range starting at `firstKeys` (ascending): index i
+   * (1-based) from `firstKeys[i-1]` up to the next first key, index 0 below the first (a refresh's
+   * reconciliation, as {@link RangeKeySource}). Quarantined records count: they are in the source.
+   */
+  async rangeKeyCounts(maxKey: string, firstKeys: string[]): Promise<Map<number, number>> {
+    const { rows } = await this.pool.query<{ r: number; n: string }>(
+      `SELECT width_bucket(s.seq, $2::bigint[]) AS r, count(*)::text AS n FROM staged_record s
+       WHERE s.version_id = $1 AND s.seq <= $3::bigint AND ${NOT_GONE} GROUP BY 1`,
+      [this.versionId, firstKeys, maxKey],
+    );
+    return new Map(rows.map((r) => [r.r, Number(r.n)]));
+  }
+
+  /** The staged keys at or below `maxKey` in the inclusive `ranges`, ascending (as {@link RangeKeySource}). */
+  async keysInRanges(maxKey: string, ranges: { firstKey: string; lastKey: string }[]): Promise<string[]> {
+    if (!ranges.length) return [];
+    const { rows } = await this.pool.query<{ key: string }>(
+      `SELECT s.seq::text AS key FROM staged_record s
+       WHERE s.version_id = $1 AND s.seq <= $4::bigint AND ${NOT_GONE}
+         AND EXISTS (SELECT 1 FROM unnest($2::bigint[], $3::bigint[]) AS r(lo, hi) WHERE s.seq BETWEEN r.lo AND r.hi)
+       ORDER BY s.seq`,
+      [this.versionId, ranges.map((r) => r.firstKey), ranges.map((r) => r.lastKey), maxKey],
+    );
+    return rows.map((r) => r.key);
   }
 
   async close(): Promise<void> {

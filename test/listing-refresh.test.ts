@@ -1,0 +1,207 @@
+/**
+ * `start --refresh` on listing sources, through the real activities on PostgreSQL (no Temporal): on
+ * a real restic 0.14 repository (test/fixtures/restic-0.14-repo) changed by restic itself (`forget`,
+ * `tag`, which rewrites a snapshot under a new id, and a new `backup`), with file records; and on a
+ * listing file whose records change in place. The refresh compares the listing with the active
+ * version (its stable job keys and row hashes), writes only what changed, and publishes
+ * `active_jobs` and `active_files` equal to a full rebuild of the same listing; the dry run counts it
+ * exactly and changes nothing; a listing that did not change is `refresh: up to date`.
+ */
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import format from 'pg-format';
+import type { ActivityFixture } from '../dev/harness/activity-env';
+import { activityFixture, runActivity } from '../dev/harness/activity-env';
+import { viewDifference } from '../dev/harness/views';
+import type { SourceConfig } from '../lib/config';
+import { projectRoot } from '../lib/paths';
+
+const FIXTURES = path.join(projectRoot(), 'test', 'fixtures');
+const PASSWORD = 'fixture-password';
+const SNAPSHOTS = (
+  JSON.parse(fs.readFileSync(path.join(FIXTURES, 'restic-0.14-repo.snapshots.json'), 'utf8')) as { id: string }[]
+).map((s) => s.id);
+const hasRestic = spawnSync('restic', ['version'], { encoding: 'utf8' }).status === 0;
+const skip = hasRestic ? false : 'restic is missing (Debian package restic; .ci/run installs it)';
+
+let fx: ActivityFixture;
+let dir: string;
+let repo: string;
+let listingFile: string;
+/** What every source name resolves to now. */
+let config: SourceConfig;
+
+function restic(...args: string[]): string {
+  const r = spawnSync('restic', ['-r', repo, '--no-cache', ...args], {
+    encoding: 'utf8',
+    env: { ...process.env, RESTIC_PASSWORD: PASSWORD, TZ: 'Europe/Berlin' },
+  });
+  assert.equal(r.status, 0, `restic ${args.join(' ')}: ${r.stderr}`);
+  return r.stdout;
+}
+
+before(async () => {
+  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'catalog-rebuild-listing-refresh-'));
+  repo = path.join(dir, 'repo');
+  listingFile = path.join(dir, 'snapshots.json');
+  if (hasRestic) fs.cpSync(path.join(FIXTURES, 'restic-0.14-repo'), repo, { recursive: true });
+  process.env.RESTIC_PASSWORD = PASSWORD;
+  fx = await activityFixture('lrefresh', { jobs: 1, seed: 61, source: () => config });
+});
+
+after(async () => {
+  await fx?.close();
+  if (dir) fs.rmSync(dir, { recursive: true, force: true });
+  delete process.env.RESTIC_PASSWORD;
+});
+
+/**
+ * Plans `catalog` (a refresh with `refresh`), copies its pages, seals, reconciles (one round, which
+ * must pass) and publishes it, as the workflow does. @returns the plan.
+ */
+async function rebuild(catalog: string, o: { refresh?: boolean; files?: boolean; run: string; pageSize?: number }) {
+  const { acts } = fx;
+  const plan = await runActivity(acts.planRebuild, {
+    catalog,
+    source: 'listing',
+    ...(o.refresh ? { refresh: true } : {}),
+    ...(o.files ? { files: true } : {}),
+    ...(o.pageSize ? { pageSize: o.pageSize } : {}),
+    workflowId: `wf-${catalog}-${o.run}`,
+    firstRunId: 'r1',
+  });
+  if (plan.upToDate) return plan;
+  const versionId = plan.versionId;
+  for (let p = 1; p <= plan.pagesTotal; p++)
+    await runActivity(acts.copyPage, { catalog, source: 'listing', versionId, pageNo: p });
+  await runActivity(acts.sealVersion, { versionId });
+  const r = await runActivity(acts.reconcile, { catalog, source: 'listing', versionId, round: 1 });
+  assert.equal(r.ok, true, JSON.stringify(r));
+  await runActivity(acts.publishVersion, { catalog, versionId, allowShrink: false });
+  return plan;
+}
+
+/** Rows of a version's own tables (what it wrote itself). */
+async function ownRows(versionId: string, files: boolean) {
+  const pool = fx.dbs.catalogPool;
+  const n = async (t: string) =>
+    (await pool.query<{ n: number }>(format('SELECT count(*)::int AS n FROM %I', t))).rows[0].n;
+  return { jobs: await n(`job_v${versionId}`), files: files ? await n(`file_v${versionId}`) : 0 };
+}
+
+async function assertEqualViews(a: string, b: string, files: boolean) {
+  const pool = fx.dbs.catalogPool;
+  for (const view of files ? (['active_jobs', 'active_files'] as const) : (['active_jobs'] as const)) {
+    const d = await viewDifference(pool, view, a, b);
+    assert.deepEqual({ onlyA: d.onlyA, onlyB: d.onlyB }, { onlyA: 0, onlyB: 0 }, `${view} of ${a} and ${b} equal`);
+    assert.ok(d.rows > 0, `${view} has rows`);
+  }
+}
+
+test(
+  'a restic repository changed by forget, tag and backup: the refresh with files writes only the changed snapshots and equals a full rebuild; then it is up to date',
+  { skip },
+  async () => {
+    config = {
+      kind: 'restic-json',
+      command: ['restic', '-r', repo, '--no-cache', 'snapshots', '--json'],
+      filesCommand: ['restic', '-r', repo, '--no-cache', 'ls', '--json', '{id}'],
+      timezone: 'Europe/Berlin',
+    };
+    const pool = fx.dbs.catalogPool;
+    const first = await rebuild('rr', { refresh: true, files: true, run: '1' });
+    assert.match(first.fullRebuildBecause ?? '', /the catalog has no active version/);
+
+    restic('forget', SNAPSHOTS[0]);
+    restic('tag', '--add', 'audited', SNAPSHOTS[2]); // restic saves the snapshot anew, under a new id
+    const data = path.join(dir, 'data');
+    fs.mkdirSync(path.join(data, 'etc'), { recursive: true });
+    fs.writeFileSync(path.join(data, 'etc', 'hosts'), '127.0.0.1 localhost\n');
+    restic('backup', '--host', 'fixture-c', '--time', '2027-11-02 10:00:00', data);
+
+    const versions = async () => (await pool.query(`SELECT 1 FROM version WHERE catalog_name = 'rr'`)).rowCount;
+    const before = await versions();
+    const dry = await runActivity(fx.acts.dryRunPlan, { catalog: 'rr', source: 'listing', refresh: true, files: true });
+    assert.equal(dry.refresh, true, JSON.stringify(dry));
+    assert.deepEqual(
+      dry.jobs,
+      { new: 2, changed: 0, gone: 2 },
+      'the new backup and the retagged snapshot; two ids gone',
+    );
+    assert.equal(dry.fileRecords.drop, 32, 'the file records of the forgotten and of the retagged snapshot');
+    assert.equal(await versions(), before, 'the dry run made no version');
+
+    const second = await rebuild('rr', { refresh: true, files: true, run: '2' });
+    assert.equal(second.fullRebuildBecause, undefined);
+    assert.deepEqual([second.refresh?.newJobs, second.refresh?.changedJobs, second.refresh?.deletedJobs], [2, 0, 2]);
+    const own = await ownRows(second.versionId, true);
+    assert.equal(own.jobs, 2, 'the refresh wrote the two new snapshots alone');
+    assert.ok(own.files >= 16 + 2, `and their file records alone (${own.files})`);
+
+    await rebuild('rf', { files: true, run: '1' });
+    await assertEqualViews('rr', 'rf', true);
+    const jobs = await pool.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM active_jobs WHERE catalog_name = 'rr'`,
+    );
+    assert.equal(jobs.rows[0].n, 3);
+
+    const third = await rebuild('rr', { refresh: true, files: true, run: '3' });
+    assert.equal(third.upToDate, true, JSON.stringify(third));
+    const ev = await pool.query<{ message: string }>(
+      `SELECT message FROM event WHERE catalog_name = 'rr' AND kind = 'refresh_up_to_date'`,
+    );
+    assert.equal(ev.rows.length, 1);
+    assert.match(ev.rows[0].message, /refresh: up to date: nothing changed in source listing since version \d+/);
+  },
+);
+
+test('a listing whose records change in place, are forgotten, added and quarantined: the refresh equals a full rebuild', async () => {
+  config = { kind: 'restic-json', path: listingFile, maxRejects: 5 };
+  const snap = (id: string, day: number, host = 'web-1') => ({
+    id,
+    time: `2024-06-${String(day).padStart(2, '0')}T01:00:00Z`,
+    paths: ['/srv'],
+    hostname: host,
+  });
+  fs.writeFileSync(
+    listingFile,
+    JSON.stringify([snap('a1', 1), snap('b2', 2), snap('c3', 3), snap('d4', 4), snap('e5', 5)]),
+  );
+  const first = await rebuild('lr', { run: '1', pageSize: 2 });
+  assert.equal(first.pagesTotal, 3);
+  // a1 forgotten, c3 now listed under another host, f6 new, and a record the page quarantines.
+  fs.writeFileSync(
+    listingFile,
+    JSON.stringify([
+      snap('b2', 2),
+      snap('c3', 3, 'web-2'),
+      snap('d4', 4),
+      snap('e5', 5),
+      snap('f6', 6),
+      { ...snap('g7', 7), time: 'yesterday' },
+    ]),
+  );
+  const dry = await runActivity(fx.acts.dryRunPlan, { catalog: 'lr', source: 'listing', refresh: true });
+  assert.deepEqual(dry.jobs, { new: 2, changed: 1, gone: 1 }, JSON.stringify(dry));
+  const second = await rebuild('lr', { refresh: true, run: '2' });
+  assert.deepEqual([second.refresh?.newJobs, second.refresh?.changedJobs, second.refresh?.deletedJobs], [2, 1, 1]);
+  assert.equal((await ownRows(second.versionId, false)).jobs, 2, 'f6 and c3 written; the quarantined record not');
+  const rejects = await fx.dbs.catalogPool.query<{ n: number }>(
+    `SELECT count(*)::int AS n FROM reject WHERE version_id = $1`,
+    [second.versionId],
+  );
+  assert.equal(rejects.rows[0].n, 1, 'the refresh quarantined the bad record as a rebuild does');
+  await rebuild('lf', { run: '1', pageSize: 2 });
+  await assertEqualViews('lr', 'lf', false);
+  const hosts = await fx.dbs.catalogPool.query<{ job_id: string; client: string }>(
+    `SELECT job_id, client FROM active_jobs WHERE catalog_name = 'lr' ORDER BY job_id`,
+  );
+  assert.deepEqual(
+    hosts.rows.map((r) => `${r.job_id}@${r.client}`),
+    ['b2@web-1', 'c3@web-2', 'd4@web-1', 'e5@web-1', 'f6@web-1'],
+  );
+});
