@@ -189,6 +189,14 @@ test('a listing whose records change in place, are forgotten, added and quaranti
   assert.deepEqual(dry.jobs, { new: 2, changed: 1, gone: 1 }, JSON.stringify(dry));
   const second = await rebuild('lr', { refresh: true, run: '2' });
   assert.deepEqual([second.refresh?.newJobs, second.refresh?.changedJobs, second.refresh?.deletedJobs], [2, 1, 1]);
+  // A replay of the refresh's page after its commit (a worker lost the answer) changes nothing.
+  const replay = await runActivity(fx.acts.copyPage, {
+    catalog: 'lr',
+    source: 'listing',
+    versionId: second.versionId,
+    pageNo: 1,
+  });
+  assert.equal(replay.alreadyCommitted, true);
   assert.equal((await ownRows(second.versionId, false)).jobs, 2, 'f6 and c3 written; the quarantined record not');
   const rejects = await fx.dbs.catalogPool.query<{ n: number }>(
     `SELECT count(*)::int AS n FROM reject WHERE version_id = $1`,
