@@ -4,6 +4,7 @@
  * worker, so all of them see the same snapshot. Times are converted in SQL: offset times as
  * instants, naive ones in the source's zone; never through Node's local zone.
  */
+import { createHash } from 'node:crypto';
 import { once } from 'node:events';
 import * as fs from 'node:fs/promises';
 import { finished } from 'node:stream/promises';
@@ -113,9 +114,14 @@ function runListingCommand(name: string, argv: string[], timeoutMs: number): Pro
  * in `decoded`; the sha256 is over the bytes as read.
  */
 export async function readListing(name: string, config: FileSourceConfig, withIds = false): Promise<ListingForStaging> {
+  return parseListing(name, config, await readListingBytes(name, config), withIds);
+}
+
+/** Parses listing `bytes` of source `name` in a worker thread (see {@link readListing}). */
+function parseListing(name: string, config: FileSourceConfig, bytes: Buffer, withIds: boolean) {
   return parseListingInThread(
     config.kind,
-    await readListingBytes(name, config),
+    bytes,
     { source: name, client: config.client ?? null, legacyEncoding: config.legacyEncoding ?? 'LATIN1' },
     withIds,
   );
@@ -337,8 +343,10 @@ export class StagedSource implements JobSource, RangeKeySource {
       `SELECT source_snapshot AS snapshot FROM version WHERE version_id = $1`,
       [this.versionId],
     );
-    const now = await readListing(this.name, this.config, true);
-    if (now.sha256 === rows[0]?.snapshot) return 0;
+    // The bytes' sha256 first: an unchanged listing is not parsed again.
+    const bytes = await readListingBytes(this.name, this.config);
+    if (createHash('sha256').update(bytes).digest('hex') === rows[0]?.snapshot) return 0;
+    const now = await parseListing(this.name, this.config, bytes, true);
     const { rows: known } = await this.pool.query<{ n: number }>(
       `SELECT count(*)::int AS n FROM unnest($2::text[]) AS u(id) WHERE NOT EXISTS (SELECT 1 FROM staged_record s WHERE s.version_id = $1 AND s.job_id = u.id)`,
       [this.versionId, now.ids],
