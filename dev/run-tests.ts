@@ -3,8 +3,8 @@
  * when needed) and the migrated catalog template database (dev/harness/templates.ts), then runs
  * every compiled test file with node's test runner. Arguments filter the test files by name;
  * `--concurrency=<n>` (or CATALOG_REBUILD_TEST_CONCURRENCY) runs up to n test files at a time
- * (default 3: most test files wait on servers and workers, so three share the 2 cores well). A
- * summary of each file's time ends the output.
+ * (default 3: most test files wait on servers and workers, so three share the 2 cores well), the
+ * longest first. A summary of each file's time ends the output.
  */
 import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
@@ -13,6 +13,33 @@ import { ensureTemporalCli } from './env/temporal-cli';
 import { resolveAdminUrl } from './env/postgres';
 import { ensureCatalogTemplate } from './harness/templates';
 import { projectRoot } from '../lib/paths';
+
+/**
+ * Test files that take longest (a minute or more of wall time each on this 2-core machine, by the
+ * summary of a whole run): they start first, so that no long file starts last and runs alone.
+ */
+const LONGEST_FIRST = [
+  'crash.test.js',
+  'demo-clones.test.js',
+  'refresh.test.js',
+  'operator.test.js',
+  'reconcile.test.js',
+  'temporal-controls.test.js',
+  'e2e.test.js',
+  'schedule.test.js',
+  'files-crash.test.js',
+  'check.test.js',
+  'sources-listing.test.js',
+];
+
+/** Orders test files: {@link LONGEST_FIRST} first, in that order, then the rest by name. */
+function runOrder(files: string[]): string[] {
+  const rank = (f: string) => {
+    const i = LONGEST_FIRST.indexOf(path.basename(f));
+    return i < 0 ? LONGEST_FIRST.length : i;
+  };
+  return [...files].sort((a, b) => rank(a) - rank(b) || a.localeCompare(b));
+}
 
 function testFiles(dir: string, only: string[]): string[] {
   const files: string[] = [];
@@ -48,7 +75,7 @@ async function main(): Promise<void> {
   const args = process.argv.slice(2);
   const concurrency = testConcurrency(args, process.env);
   const only = args.filter((a) => !a.startsWith('--concurrency='));
-  const files = testFiles(path.join(projectRoot(), 'dist', 'test'), only);
+  const files = runOrder(testFiles(path.join(projectRoot(), 'dist', 'test'), only));
   if (!files.length) throw new Error(`no test files match ${only.join(' ')}`);
   const r = spawnSync(
     process.execPath,

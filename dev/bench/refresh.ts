@@ -1,8 +1,8 @@
 /**
  * `npm run bench -- --refresh`: after the product's full rebuild of catalog `bench`, the source is
  * changed as a director changes it, spread over the whole history (0.1 % of the jobs: a third new,
- * a third changed, a third deleted; with `--files`, 1 % new jobs and a few whose files the director
- * purged), then, in the same run and on the same workers' build:
+ * a third changed, a third deleted; with `--files`, 1 % new jobs with the file records of the jobs
+ * they copy, and a few whose files the director purged), then, in the same run and on the same workers' build:
  * - `refresh detection`: the wall time of `start --refresh --dry-run --json` (the change detection
  *   alone, nothing written), and that time per 10^6 jobs;
  * - `refresh`: the wall time of `start --refresh --wait`, and its ratio to the full rebuild's
@@ -23,6 +23,8 @@ import { CATALOG } from './product';
 /** What the changes did to the source. */
 interface Changes {
   added: number;
+  /** File records of the new jobs (with files). */
+  newFiles: number;
   changed: number;
   deleted: number;
   purged: number;
@@ -44,16 +46,32 @@ async function changeSource(ctx: BenchContext): Promise<Changes> {
   const step = Math.max(2, Math.floor(jobs / each));
   const pick = (offset: number) =>
     `SELECT jobid FROM (SELECT jobid, row_number() OVER (ORDER BY jobid) AS n FROM job) s WHERE n % ${step} = ${offset}`;
+  // New jobs: copies of jobs spread over the history, under the next ids; with files, with their
+  // JobFiles and a copy of their File rows (new FileIds), as a director writes a new backup's.
   const added = await db.query(
-    `INSERT INTO job (jobid, job, name, type, level, clientid, jobstatus, schedtime, starttime, endtime, realendtime,
-                      jobtdate, volsessionid, volsessiontime, jobfiles, jobbytes, readbytes, joberrors, poolid, filesetid,
-                      priorjobid, purgedfiles, comment)
-     SELECT $1::bigint + row_number() OVER (ORDER BY jobid), job || '.refreshed', name, type, level, clientid, jobstatus,
-            schedtime, starttime, endtime, realendtime, jobtdate, volsessionid, volsessiontime, 0, jobbytes, readbytes,
-            joberrors, poolid, filesetid, priorjobid, purgedfiles, comment
-     FROM job WHERE jobid IN (${pick(1)})`,
+    `WITH src AS (SELECT jobid AS old, $1::bigint + row_number() OVER (ORDER BY jobid) AS new FROM job
+                  WHERE jobid IN (${pick(1)})),
+          ins AS (
+       INSERT INTO job (jobid, job, name, type, level, clientid, jobstatus, schedtime, starttime, endtime, realendtime,
+                        jobtdate, volsessionid, volsessiontime, jobfiles, jobbytes, readbytes, joberrors, poolid, filesetid,
+                        priorjobid, purgedfiles, comment)
+       SELECT s.new, j.job || '.refreshed', j.name, j.type, j.level, j.clientid, j.jobstatus, j.schedtime, j.starttime,
+              j.endtime, j.realendtime, j.jobtdate, j.volsessionid, j.volsessiontime, ${files ? 'j.jobfiles' : '0'},
+              j.jobbytes, j.readbytes, j.joberrors, j.poolid, j.filesetid, j.priorjobid, j.purgedfiles, j.comment
+       FROM job j JOIN src s ON s.old = j.jobid RETURNING jobid)
+     ${
+       files
+         ? `INSERT INTO file (fileindex, jobid, pathid, deltaseq, markid, fhinfo, fhnode, lstat, md5, name)
+            SELECT f.fileindex, s.new, f.pathid, f.deltaseq, f.markid, f.fhinfo, f.fhnode, f.lstat, f.md5, f.name
+            FROM file f JOIN src s ON s.old = f.jobid WHERE EXISTS (SELECT 1 FROM ins)`
+         : 'SELECT 1 FROM ins'
+     }`,
     [rows[0].max],
   );
+  const newJobs = await db.query<{ n: string }>(`SELECT count(*)::text AS n FROM job WHERE jobid > $1::bigint`, [
+    rows[0].max,
+  ]);
+  const newFiles = files ? (added.rowCount ?? 0) : 0;
   const changed = files
     ? { rowCount: 0 }
     : await db.query(`UPDATE job SET comment = 'changed' WHERE jobid IN (${pick(2)})`);
@@ -67,7 +85,13 @@ async function changeSource(ctx: BenchContext): Promise<Changes> {
     purged = p.rowCount ?? 0;
   }
   await db.query('VACUUM ANALYZE job');
-  return { added: added.rowCount ?? 0, changed: changed.rowCount ?? 0, deleted: deleted.rowCount ?? 0, purged };
+  return {
+    added: Number(newJobs.rows[0].n),
+    newFiles,
+    changed: changed.rowCount ?? 0,
+    deleted: deleted.rowCount ?? 0,
+    purged,
+  };
 }
 
 /** Runs the CLI with `args`; its exit code, output and wall time (ms). */
@@ -90,7 +114,7 @@ function cli(args: string[], env: NodeJS.ProcessEnv): Promise<{ code: number | n
 export async function runRefresh(ctx: BenchContext, temporalAddress: string, fullMs: number): Promise<void> {
   const changes = await changeSource(ctx);
   ctx.log(
-    `source changed: ${fmtInt(changes.added)} new, ${fmtInt(changes.changed)} changed, ${fmtInt(changes.deleted)} deleted jobs, ${changes.purged} jobs' files purged`,
+    `source changed: ${fmtInt(changes.added)} new jobs (${fmtInt(changes.newFiles)} file records), ${fmtInt(changes.changed)} changed, ${fmtInt(changes.deleted)} deleted jobs, ${changes.purged} jobs' files purged`,
   );
   const env = testEnv({
     address: temporalAddress,
@@ -133,6 +157,25 @@ export async function runRefresh(ctx: BenchContext, temporalAddress: string, ful
       { equal, rows: cmp.catalogRows },
     );
     if (!equal) throw new Error('the refreshed catalog differs from the changed source');
+    if (files.length) {
+      // The file records of the refreshed catalog against the source's (of the jobs it has), counted.
+      const [cat, src] = await Promise.all([
+        ctx.dbs.catalogPool.query<{ n: string }>(
+          `SELECT count(*)::text AS n FROM active_files WHERE catalog_name = $1`,
+          [CATALOG],
+        ),
+        ctx.dbs.sourcePool.query<{ n: string }>(
+          `SELECT count(*)::text AS n FROM file f WHERE EXISTS (SELECT 1 FROM job j WHERE j.jobid = f.jobid)`,
+        ),
+      ]);
+      const same = cat.rows[0].n === src.rows[0].n;
+      ctx.figures.add(
+        'refresh: file records',
+        `${same ? 'equal' : 'DIFFERENT'}: active_files ${fmtInt(Number(cat.rows[0].n))} vs source ${fmtInt(Number(src.rows[0].n))}`,
+        { equal: same, catalog: Number(cat.rows[0].n), source: Number(src.rows[0].n) },
+      );
+      if (!same) throw new Error('the refreshed catalog has other file records than the changed source');
+    }
   } finally {
     for (const w of workers) w.kill('SIGTERM');
     for (const w of workers) await within(w.exited, 10_000).catch(() => undefined);
