@@ -25,6 +25,7 @@ import {
   writeRejects,
 } from '../lib/catalog';
 import { isDataError, withSavepoint } from '../lib/db';
+import { isFileSource as isListing } from '../lib/config';
 import type { PageRead, PageSource } from '../lib/sources/types';
 import type { RejectRecord } from '../lib/validate';
 import { validateRows } from '../lib/validate';
@@ -85,7 +86,11 @@ export async function writePage(
   await lockVersion(c, versionId, { mode: 'share', allowed: ['building'] });
   await tagPageSession(c, claim, statementTimeoutMs);
   // A refresh's page: the base's rows of its jobs leave the version first (rewritten, or deleted).
-  if (plan.baseVersionId && plan.keys) await supersedeRows(c, versionId, plan.baseVersionId, plan.keys, plan.files);
+  if (plan.baseVersionId && plan.keys)
+    await supersedeRows(c, versionId, plan.baseVersionId, plan.keys, {
+      files: plan.files,
+      keysAreJobIds: !isListing(ctx.sources.config(input.source)),
+    });
   const written = await write(c);
   await ctx.hooks?.insideTransaction?.({ pageNo, attempt }, c);
   const rejects = written.rejects.length;

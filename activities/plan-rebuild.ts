@@ -23,7 +23,7 @@ import { withTransaction } from '../lib/db';
 import type { PageSizeLimit, PageSizingInput } from '../lib/page-sizing';
 import { autoPageSize, describePageSize, PAGE_SIZING, sizingRowsThatMatter } from '../lib/page-sizing';
 import type { PageRange, PageWalkProgress, PreparedSource } from '../lib/sources';
-import { ROW_MAPPING_VERSION } from '../lib/sources/bareos-columns';
+import { rowMappingOf } from '../lib/sources/row-mapping';
 import { SourceDataInvalidError } from '../lib/errors';
 import type { PlanRebuildInput } from '../workflows/activity-types';
 import type { PageSizing, PlanResult } from '../workflows/definitions';
@@ -247,7 +247,7 @@ async function storePlan(
     baseVersionId: null,
     horizon: plan.horizon,
     legacyEncoding: config.legacyEncoding ?? 'LATIN1',
-    rowMapping: ROW_MAPPING_VERSION,
+    rowMapping: rowMappingOf(config),
   });
   const lastKeys = pageLastKeys(firstKeys, wm.maxKey);
   await insertPlanPages(

@@ -112,7 +112,7 @@ export async function planRefresh(
     return raced;
   }
   await dropVersions(ctx, input.catalog, await unpublishableVersionIds(ctx.pool, input.catalog));
-  const maxRows = Math.max(...stored.pages.map((p) => p.keys.length * (input.files ? 1_000 : 1)));
+  const maxRows = Math.max(...stored.pages.map((p) => p.weight));
   return {
     versionId: stored.versionId,
     pagesTotal: stored.pages.length,

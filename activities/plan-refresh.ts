@@ -35,7 +35,7 @@ import type { CellScan, RefreshBase, VersionRange } from '../lib/catalog';
 import type { SourceConfig } from '../lib/config';
 import { isFileSource } from '../lib/config';
 import { PAGE_SIZING } from '../lib/page-sizing';
-import type { RefreshChanges, RefreshPage } from '../lib/refresh';
+import type { RefreshChanges, WeightedRefreshPage } from '../lib/refresh';
 import {
   classifyCandidates,
   differingCells,
@@ -47,7 +47,7 @@ import {
   sortKeys,
   workKeys,
 } from '../lib/refresh';
-import { ROW_MAPPING_VERSION } from '../lib/sources/bareos-columns';
+import { rowMappingChange, rowMappingOf } from '../lib/sources/row-mapping';
 import type { PreparedSource, RefreshSource } from '../lib/sources';
 import type { PlanRebuildInput } from '../workflows/activity-types';
 import type { ActivityContext } from './context';
@@ -104,13 +104,15 @@ export function refreshObstacle(base: RefreshBase | null, s: RefreshSettings): s
     return `the active version ${base.versionId} was rebuilt from source ${base.sourceName}`;
   if (base.rolledBack)
     return `the active version ${base.versionId} was rolled back to: a refresh builds on the newest version`;
+  if (base.watermarkKey === null)
+    return `the active version ${base.versionId} has no jobs: every job of the source is new`;
   if (base.files !== s.files)
     return `the active version ${base.versionId} ${base.files ? 'has' : 'has no'} file records and this rebuild ${s.files ? 'has' : 'has none'}`;
   if (base.timezone !== s.timezone) return `the time zone changed (${base.timezone} → ${s.timezone})`;
   const enc = s.config.legacyEncoding ?? 'LATIN1';
   if (base.legacyEncoding !== enc) return `legacyEncoding changed (${base.legacyEncoding ?? 'not recorded'} → ${enc})`;
-  if (base.rowMapping !== ROW_MAPPING_VERSION)
-    return `the row mapping changed (version ${base.rowMapping} → ${ROW_MAPPING_VERSION})`;
+  const mapping = rowMappingOf(s.config);
+  if (base.rowMapping !== mapping) return rowMappingChange(s.config, base.rowMapping, mapping);
   // A listing's detection compares its records with the version's jobs: it needs no horizon.
   if (!isFileSource(s.config) && !base.horizon)
     return `the active version ${base.versionId} recorded no source horizon`;
@@ -301,10 +303,14 @@ export async function storeRefreshPlan(
   c: PoolClient,
   input: PlanRebuildInput,
   r: RefreshToStore,
-): Promise<{ versionId: string; pages: RefreshPage[] }> {
+): Promise<{ versionId: string; pages: WeightedRefreshPage[] }> {
   const { detection: d } = r;
   const keys = workKeys(d.changes);
-  const pages = refreshPages(keys, r.pageKeys);
+  // A listing's files: pages weighed by the listed file counts, as a full rebuild's; a director's: 1,000 a job.
+  const listingWeight = input.files ? r.prepared.fileWeightOf : undefined;
+  const pages = listingWeight
+    ? refreshPages(keys, r.pageKeys, (k) => listingWeight(k, PAGE_SIZING.maxRows), PAGE_SIZING.maxRows)
+    : refreshPages(keys, r.pageKeys, () => (input.files ? FILES_WEIGHT_PER_JOB : 1));
   const versionId = await insertVersion(c, {
     catalog: input.catalog,
     source: input.source,
@@ -322,7 +328,7 @@ export async function storeRefreshPlan(
     baseVersionId: d.base.versionId,
     horizon: r.horizon || null,
     legacyEncoding: r.legacyEncoding,
-    rowMapping: ROW_MAPPING_VERSION,
+    rowMapping: rowMappingOf(ctx.sources.config(input.source)),
   });
   await insertVersionSegments(c, versionId, d.base.versionId);
   await setPartitionTable(c, versionId, await createVersionPartition(c, versionId));
@@ -336,11 +342,10 @@ export async function storeRefreshPlan(
     await setSourceSnapshot(c, versionId, r.prepared.snapshot, r.prepared.duplicates);
     if (input.files) await carryListingFileStats(c, versionId, d.base.versionId, keys);
   }
-  const weight = input.files ? FILES_WEIGHT_PER_JOB : 1;
   await insertPlanPages(
     c,
     versionId,
-    pages.map((p) => ({ firstKey: p.firstKey, lastKey: p.lastKey, plannedRows: p.keys.length * weight })),
+    pages.map((p) => ({ firstKey: p.firstKey, lastKey: p.lastKey, plannedRows: p.weight })),
   );
   await insertPlanPageKeys(
     c,

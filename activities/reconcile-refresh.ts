@@ -26,6 +26,7 @@ import {
 import { isDataError, withTransaction } from '../lib/db';
 import { rangeBounds } from '../lib/refresh';
 import type { JobSource, RangeKeySource } from '../lib/sources/types';
+import { isFileSource as isListing } from '../lib/config';
 import { validateRows } from '../lib/validate';
 import type { ReconcileInput } from '../workflows/activity-types';
 import type { ReconcileSummary } from '../workflows/definitions';
@@ -159,11 +160,12 @@ async function repairSuspectRanges(ctx: ActivityContext, input: ReconcileInput, 
   await withTransaction(ctx.pool, async (c) => {
     await lockVersion(c, input.versionId, { mode: 'share', allowed: ['building', 'verifying'] });
     if (extra.length) {
-      await supersedeRows(c, input.versionId, r.base, extra, files);
+      const keysAreJobIds = !isListing(ctx.sources.config(input.source));
+      await supersedeRows(c, input.versionId, r.base, extra, { files, keysAreJobIds });
       out.removed = extra.length;
       const ids = await deleteJobsByKeyReturningIds(c, input.versionId, extra);
       // A director's job id is its key; a listing's files are found by its snapshot id.
-      if (files) await deleteJobFiles(c, input.versionId, [...new Set([...extra, ...ids])]);
+      if (files) await deleteJobFiles(c, input.versionId, [...new Set([...(keysAreJobIds ? extra : []), ...ids])]);
     }
     if (read.valid.length) out.rewritten = await upsertRows(c, input.versionId, 0, read.valid);
   });

@@ -102,13 +102,38 @@ export interface RefreshPage {
   keys: string[];
 }
 
-/** `keys` (ascending) in pages of at most `size` keys. */
-export function refreshPages(keys: string[], size: number): RefreshPage[] {
-  const pages: RefreshPage[] = [];
-  for (let i = 0; i < keys.length; i += size) {
-    const chunk = keys.slice(i, i + size);
-    pages.push({ firstKey: chunk[0], lastKey: chunk[chunk.length - 1], keys: chunk });
+/** A refresh's page: its bounds and keys, and the rows it is expected to write (its statement timeout follows them). */
+export interface WeightedRefreshPage extends RefreshPage {
+  /** Job and file rows expected. */
+  weight: number;
+}
+
+/**
+ * `keys` (ascending) in pages of at most `size` keys; with `weightOf` (the rows a job is expected to
+ * write: 1 + its file records), a page also ends before it would pass `target` rows, and a job
+ * heavier than that is a page of its own. Without `weightOf` a job weighs 1.
+ */
+export function refreshPages(
+  keys: string[],
+  size: number,
+  weightOf: (key: string) => number = () => 1,
+  target = Number.POSITIVE_INFINITY,
+): WeightedRefreshPage[] {
+  const pages: WeightedRefreshPage[] = [];
+  let chunk: string[] = [];
+  let weight = 0;
+  const close = () => {
+    if (chunk.length) pages.push({ firstKey: chunk[0], lastKey: chunk[chunk.length - 1], keys: chunk, weight });
+    chunk = [];
+    weight = 0;
+  };
+  for (const k of keys) {
+    const w = weightOf(k);
+    if (chunk.length && (chunk.length >= size || weight + w > target)) close();
+    chunk.push(k);
+    weight += w;
   }
+  close();
   return pages;
 }
 

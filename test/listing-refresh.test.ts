@@ -19,6 +19,7 @@ import { activityFixture, runActivity } from '../dev/harness/activity-env';
 import { viewDifference } from '../dev/harness/views';
 import type { SourceConfig } from '../lib/config';
 import { projectRoot } from '../lib/paths';
+import { refreshPages } from '../lib/refresh';
 
 const FIXTURES = path.join(projectRoot(), 'test', 'fixtures');
 const PASSWORD = 'fixture-password';
@@ -211,5 +212,42 @@ test('a listing whose records change in place, are forgotten, added and quaranti
   assert.deepEqual(
     hosts.rows.map((r) => `${r.job_id}@${r.client}`),
     ['b2@web-1', 'c3@web-2', 'd4@web-1', 'e5@web-1', 'f6@web-1'],
+  );
+});
+
+test('a refresh of an empty version, or after the listing settings changed, is a full rebuild that says why', async () => {
+  config = { kind: 'restic-json', path: listingFile };
+  fs.writeFileSync(listingFile, '[]');
+  const empty = await rebuild('le', { run: '1' });
+  assert.equal(empty.pagesTotal, 0);
+  const snap = (id: string, day: number) => ({ id, time: `2024-07-0${day}T01:00:00Z`, paths: ['/srv'], hostname: 'h' });
+  fs.writeFileSync(listingFile, JSON.stringify([snap('x1', 1), snap('x2', 2)]));
+  const afterEmpty = await rebuild('le', { refresh: true, run: '2' });
+  assert.match(afterEmpty.fullRebuildBecause ?? '', /the active version \d+ has no jobs/);
+  assert.equal((await rebuild('le', { refresh: true, run: '3' })).upToDate, true, 'the same listing: up to date');
+  // The same bytes under another client setting would give other rows: not up to date, a full rebuild.
+  config = { kind: 'restic-json', path: listingFile, client: 'fleet-a' };
+  const moved = await rebuild('le', { refresh: true, run: '4' });
+  assert.match(moved.fullRebuildBecause ?? '', /the listing's row mapping changed/);
+});
+
+test('refresh pages: at most `size` keys; weighed, a page ends before its target and a heavy job is a page of its own', () => {
+  const keys = ['1', '2', '3', '4', '5'];
+  assert.deepEqual(
+    refreshPages(keys, 2).map((p) => [p.keys, p.weight]),
+    [
+      [['1', '2'], 2],
+      [['3', '4'], 2],
+      [['5'], 1],
+    ],
+  );
+  const files: Record<string, number> = { '1': 3, '2': 4, '3': 20, '4': 1, '5': 1 };
+  assert.deepEqual(
+    refreshPages(keys, 100, (k) => 1 + files[k], 10).map((p) => [p.firstKey, p.lastKey, p.weight]),
+    [
+      ['1', '2', 9],
+      ['3', '3', 21],
+      ['4', '5', 4],
+    ],
   );
 });

@@ -48,10 +48,10 @@ export async function versionSegments(db: Queryable, versionId: string): Promise
 /**
  * In the transaction of `db`: the rows of `keys` (job keys, decimal text) that belong to version
  * `baseVersionId` leave the versions from `versionId` on (`superseded_by`), in every segment of the
- * base; with `files`, their file records too, found by job id (the segments' `(job_id, file_id)`
- * indexes): the ids of the job rows superseded (a listing's snapshot ids), and the keys themselves
- * (a director's job id, also of a job the base quarantined but kept the files of). Uses the
- * segments' `job_key` indexes (built at seal).
+ * base; with `o.files`, their file records too, found by job id (the segments' `(job_id, file_id)`
+ * indexes): the ids of the job rows superseded (a listing's snapshot ids), and with
+ * `o.keysAreJobIds` the keys themselves (a director's job id is its key: also a job the base
+ * quarantined but kept the files of). Uses the segments' `job_key` indexes (built at seal).
  * @returns the job rows superseded.
  */
 export async function supersedeRows(
@@ -59,11 +59,11 @@ export async function supersedeRows(
   versionId: string,
   baseVersionId: string,
   keys: string[],
-  files: boolean,
+  o: { files: boolean; keysAreJobIds: boolean },
 ): Promise<number> {
   if (!keys.length) return 0;
   const segments = await versionSegments(db, baseVersionId);
-  const jobIds = new Set(keys);
+  const jobIds = new Set(o.keysAreJobIds ? keys : []);
   let jobs = 0;
   for (const s of segments) {
     const r = await db.query<{ job_id: string }>(
@@ -77,7 +77,7 @@ export async function supersedeRows(
     jobs += r.rowCount ?? 0;
     for (const row of r.rows) jobIds.add(row.job_id);
   }
-  if (files)
+  if (o.files && jobIds.size)
     for (const s of segments)
       if (await tableExists(db, filePartitionName(s)))
         await db.query(

@@ -63,6 +63,12 @@ export interface PreparedSource {
    * `keys` null: every job.
    */
   listedFileRecords?(keys: string[] | null): number;
+  /**
+   * The rows job `key` is expected to write in a page with files: 1 + its listed file count, `unknown`
+   * when the listing gives none (borg), 1 for a key the listing does not have (a deleted job)
+   * (listings with a `filesCommand`).
+   */
+  fileWeightOf?(key: string, unknown: number): number;
 }
 
 /** Named sources, opened lazily from the worker's configuration and shared by all activities. */
@@ -167,6 +173,7 @@ export class SourceRegistry {
             planFilePages: async (_maxKey, target) => listingFilePages(keyed.filesByKey, target, keyed.sorted),
             checkFileSchema: async () => undefined,
             listedFileRecords: (keys) => listedFiles(keyed.sorted, keyed.filesByKey, keys),
+            fileWeightOf: listedFileWeight(keyed.sorted, keyed.filesByKey),
           }
         : {}),
     };
@@ -231,6 +238,16 @@ function listedFiles(sorted: string[], files: (string | null)[], keys: string[] 
     if ((!wanted || wanted.has(k)) && f !== null && /^\d{1,15}$/.test(f)) n += Number(f);
   });
   return n;
+}
+
+/** {@link PreparedSource.fileWeightOf} over the listed file counts `files`, aligned with `sorted`. */
+function listedFileWeight(sorted: string[], files: (string | null)[]) {
+  const byKey = new Map(sorted.map((k, i) => [k, files[i]]));
+  return (key: string, unknown: number): number => {
+    if (!byKey.has(key)) return 1;
+    const f = byKey.get(key);
+    return f !== null && f !== undefined && /^\d{1,15}$/.test(f) ? 1 + Number(f) : unknown;
+  };
 }
 
 /** Keys of `sorted` (ascending) at or below `maxKey`. */
