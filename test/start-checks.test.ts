@@ -135,12 +135,14 @@ test('the start decision: recent names accept or refuse (sorted); no worker wait
     planWaitMs: 30_000,
     noPollerMs: 5_000,
     cancelWaitMs: 60_000,
+    dryRunNoWorkerMs: 30_000,
     pollMs: 1_000,
   });
   const overridden = startCheckSettings({
     CATALOG_REBUILD_START_WORKER_WAIT_MS: '3000',
     CATALOG_REBUILD_START_SOURCE_MAX_AGE_MS: '2000',
     CATALOG_REBUILD_START_PLAN_WAIT_MS: 'x',
+    CATALOG_REBUILD_START_DRY_RUN_NO_WORKER_MS: '4000',
   });
   assert.deepEqual(overridden, {
     workerWaitMs: 3_000,
@@ -148,6 +150,7 @@ test('the start decision: recent names accept or refuse (sorted); no worker wait
     planWaitMs: 30_000,
     noPollerMs: 5_000,
     cancelWaitMs: 60_000,
+    dryRunNoWorkerMs: 4_000,
     pollMs: 1_000,
   });
 
@@ -479,4 +482,26 @@ test('start right after the only worker died says no worker polls the queue with
   assert.deepEqual(tail, interruptedLines(catalog, `catalog-rebuild/${catalog}`));
   const d = await tc.client.workflow.getHandle(rebuildWorkflowId(catalog)).describe();
   assert.equal(d.status.name, 'RUNNING', 'the rebuild goes on');
+
+  // A dry run changes nothing: no worker took it within its limit, it is ended and start exits 1.
+  const dry = await startCli(['start', '--catalog', catalog, '--source', 'r18', '--dry-run', '--json'], {
+    ...de,
+    CATALOG_REBUILD_START_DRY_RUN_NO_WORKER_MS: '3000',
+  }).done;
+  assert.equal(dry.code, 1, `${dry.stdout}\n${dry.stderr}`);
+  assert.equal(dry.stdout, '', '--json prints nothing but the plan');
+  assert.match(
+    dry.stderr,
+    new RegExp(
+      `no worker polls task queue ${deadQueue}: the dry run's workflow task waited \\d+ s and no worker took it .*it was ended, nothing changed`,
+    ),
+  );
+  await waitFor('the dry run to show as terminated', async () => {
+    const seen: string[] = [];
+    for await (const w of tc.client.workflow.list({
+      query: `WorkflowId STARTS_WITH 'catalog-rebuild/${catalog}/dry-run-'`,
+    }))
+      seen.push(w.status.name);
+    return seen.length === 1 && seen[0] === 'TERMINATED';
+  });
 });

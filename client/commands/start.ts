@@ -59,6 +59,7 @@ export const START_ENV = {
   planWaitMs: 'CATALOG_REBUILD_START_PLAN_WAIT_MS',
   noPollerMs: 'CATALOG_REBUILD_START_NO_POLLER_MS',
   cancelWaitMs: 'CATALOG_REBUILD_START_CANCEL_WAIT_MS',
+  dryRunNoWorkerMs: 'CATALOG_REBUILD_START_DRY_RUN_NO_WORKER_MS',
 } as const;
 
 /** How long `start` waits and what it accepts (all ms). */
@@ -79,6 +80,8 @@ export interface StartCheckSettings {
    * abandons its version and ends within seconds); default 60,000.
    */
   cancelWaitMs: number;
+  /** A dry run that no worker took for this long is ended, and `start --dry-run` exits 1; default 30,000. */
+  dryRunNoWorkerMs: number;
   /** Pause between two reads of the records while waiting; 1,000. */
   pollMs: number;
 }
@@ -96,6 +99,7 @@ export function startCheckSettings(env: NodeJS.ProcessEnv = process.env): StartC
     planWaitMs: ms(START_ENV.planWaitMs, 30_000),
     noPollerMs: ms(START_ENV.noPollerMs, 5_000),
     cancelWaitMs: ms(START_ENV.cancelWaitMs, 60_000),
+    dryRunNoWorkerMs: ms(START_ENV.dryRunNoWorkerMs, 30_000),
     pollMs: 1_000,
   };
 }
@@ -323,7 +327,11 @@ export async function startCommand(
       if (o.dryRun) {
         // A worker plans it (only workers hold the sources' settings): its source must be served.
         await checkSource(catalogPool(), { source: o.source, taskQueue: s.taskQueue, settings, note });
-        const plan = await runDryRun(s, { ...planned, ...(o.pageSize !== undefined ? { pageSize: o.pageSize } : {}) });
+        const plan = await runDryRun(
+          s,
+          { ...planned, ...(o.pageSize !== undefined ? { pageSize: o.pageSize } : {}) },
+          { ...settings, ...(o.json ? {} : { note }) },
+        );
         for (const line of o.json ? [JSON.stringify(plan)] : formatDryRun(plan)) ctx.out(line);
         return 0;
       }
