@@ -47,9 +47,9 @@ export interface FileReconciliation {
 }
 
 /** Default share of a version's file records that may be quarantined. */
-const FILE_REJECT_SHARE = 0.001;
+export const FILE_REJECT_SHARE = 0.001;
 /** Default least number of file records that may be quarantined. */
-const FILE_REJECT_MIN = 100;
+export const FILE_REJECT_MIN = 100;
 
 /**
  * The file records' figures of a round, or null for a version without file records.
@@ -111,7 +111,11 @@ export function fileReport(f: FileReconciliation): Record<string, unknown> {
 }
 
 /** Why a rebuild with more quarantined file records than `maxFileRejects` is not published. */
-export function fileRejectThresholdMessage(source: string, versionId: string, f: FileReconciliation): string {
+export function fileRejectThresholdMessage(
+  source: string,
+  versionId: string,
+  f: Pick<FileReconciliation, 'fileRejects' | 'maxFileRejects'>,
+): string {
   return (
     `version ${versionId} quarantined ${f.fileRejects} file records of source ${source}, more than maxFileRejects ` +
     `(${f.maxFileRejects}); it is not published: see catalog-rebuild rejects, fix the source or raise maxFileRejects`

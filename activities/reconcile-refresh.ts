@@ -9,7 +9,9 @@
  */
 import type { VersionRow, VersionRange } from '../lib/catalog';
 import {
+  countFileRejects,
   countRejects,
+  estimatedVersionFiles,
   deleteJobsByKeyReturningIds,
   deleteJobFiles,
   lockVersion,
@@ -24,6 +26,7 @@ import {
   versionRangeCounts,
 } from '../lib/catalog';
 import { isDataError, withTransaction } from '../lib/db';
+import { NotPublishableError } from '../lib/errors';
 import { rangeBounds } from '../lib/refresh';
 import type { JobSource, RangeKeySource } from '../lib/sources/types';
 import { isFileSource as isListing } from '../lib/config';
@@ -33,6 +36,7 @@ import type { ReconcileSummary } from '../workflows/definitions';
 import type { ActivityContext } from './context';
 import { readSource } from './failures';
 import { rejectThresholdError } from './messages';
+import { FILE_REJECT_MIN, FILE_REJECT_SHARE, fileRejectThresholdMessage } from './reconcile-files';
 import { compareSampleWithSource } from './reconcile-sample';
 
 /** What the key comparison of the suspect ranges found and did. */
@@ -96,13 +100,24 @@ export async function reconcileRefresh(
   const maxRejects = ctx.sources.config(input.source).maxRejects ?? 0;
   const overThreshold = summary.ok && rejects > maxRejects;
   if (overThreshold) summary.ok = false;
+  const fileRejects = await refreshFileRejects(ctx, input);
+  const overFileThreshold = summary.ok && !!fileRejects && fileRejects.fileRejects > fileRejects.maxFileRejects;
+  if (overFileThreshold) summary.ok = false;
   const rejectRows = rejects ? await rejectSample(ctx.pool, input.versionId) : [];
   const message =
     `round ${input.round}: refresh of version ${base}: ${ranges.length} key ranges, source ${sourceRows} jobs = ` +
     `catalog ${catalogRows} + ${repair.quarantined} quarantined; ${repair.compared} ranges compared key by key, ` +
     `${repair.rewritten} jobs written again, ${repair.removed} removed; delta ${delta} jobs after the watermark; ` +
     `sample ${sample.sampled} checked, ${sample.mismatches} differ`;
-  const report = { ...summary, refreshOf: base, repair, sampleDiffs: sample.diffs, watermarkKey: maxKey, maxRejects };
+  const report = {
+    ...summary,
+    refreshOf: base,
+    repair,
+    sampleDiffs: sample.diffs,
+    watermarkKey: maxKey,
+    maxRejects,
+    ...(fileRejects ? { files: fileRejects } : {}),
+  };
   await saveReconciliation(ctx.pool, input.versionId, input.round, summary.ok, report);
   await ctx.events.record(ctx.pool, {
     catalog: input.catalog,
@@ -111,6 +126,8 @@ export async function reconcileRefresh(
     message,
     details: report,
   });
+  if (overFileThreshold)
+    throw new NotPublishableError(fileRejectThresholdMessage(input.source, input.versionId, fileRejects));
   if (overThreshold)
     throw rejectThresholdError({
       source: input.source,
@@ -120,6 +137,25 @@ export async function reconcileRefresh(
       sample: rejectRows,
     });
   return summary;
+}
+
+/**
+ * The file records a refresh quarantined (its own pages' and repairs') against `maxFileRejects` (by
+ * default 0.1 % of the version's file records as the planner estimates them, at least 100), as a
+ * full rebuild's round checks them; null for a version without file records.
+ */
+async function refreshFileRejects(
+  ctx: ActivityContext,
+  input: ReconcileInput,
+): Promise<{ fileRejects: number; maxFileRejects: number } | null> {
+  if (!(await versionHasFiles(ctx.pool, input.versionId))) return null;
+  const fileRejects = await countFileRejects(ctx.pool, input.versionId);
+  const configured = ctx.sources.config(input.source).maxFileRejects;
+  const files = configured === undefined ? await estimatedVersionFiles(ctx.pool, input.versionId) : 0;
+  return {
+    fileRejects,
+    maxFileRejects: configured ?? Math.max(FILE_REJECT_MIN, Math.ceil(files * FILE_REJECT_SHARE)),
+  };
 }
 
 /** What the key comparison reads and writes with. */

@@ -80,6 +80,8 @@ async function rebuild(catalog: string, o: { refresh?: boolean; files?: boolean;
   for (let p = 1; p <= plan.pagesTotal; p++)
     await runActivity(acts.copyPage, { catalog, source: 'listing', versionId, pageNo: p });
   await runActivity(acts.sealVersion, { versionId });
+  // The reader index and the per-day job counts the shrink guard compares, as the workflow builds them.
+  await runActivity(acts.indexVersion, { versionId });
   const r = await runActivity(acts.reconcile, { catalog, source: 'listing', versionId, round: 1 });
   assert.equal(r.ok, true, JSON.stringify(r));
   await runActivity(acts.publishVersion, { catalog, versionId, allowShrink: false });
@@ -251,3 +253,47 @@ test('refresh pages: at most `size` keys; weighed, a page ends before its target
     ],
   );
 });
+
+test(
+  'a refresh whose pages quarantined more file records than maxFileRejects is not published, as a full rebuild would not be',
+  { skip },
+  async () => {
+    const listed = ['restic', '-r', repo, '--no-cache'];
+    config = {
+      kind: 'restic-json',
+      command: [...listed, 'snapshots', '--json'],
+      filesCommand: [...listed, 'ls', '--json', '{id}'],
+      timezone: 'Europe/Berlin',
+      maxFileRejects: 1,
+    };
+    await rebuild('rq', { refresh: true, files: true, run: '1' });
+    const data = path.join(dir, 'data-q');
+    fs.mkdirSync(data, { recursive: true });
+    fs.writeFileSync(path.join(data, 'a.txt'), 'a\n');
+    fs.writeFileSync(path.join(data, 'b.txt'), 'b\n');
+    restic('backup', '--host', 'fixture-q', '--time', '2027-11-05 10:00:00', data);
+    // The same source now lists files with times it cannot read: every record of the new snapshot is quarantined.
+    const ls = `restic -r '${repo}' --no-cache ls --json "$0" | sed 's/"mtime":"/"mtime":"garbage/'`;
+    config = { ...config, filesCommand: ['sh', '-c', ls, '{id}'] };
+    const { acts } = fx;
+    const plan = await runActivity(acts.planRebuild, {
+      catalog: 'rq',
+      source: 'listing',
+      refresh: true,
+      files: true,
+      workflowId: 'wf-rq-2',
+      firstRunId: 'r1',
+    });
+    assert.equal(plan.refresh?.newJobs, 1);
+    const versionId = plan.versionId;
+    for (let p = 1; p <= plan.pagesTotal; p++)
+      await runActivity(acts.copyPage, { catalog: 'rq', source: 'listing', versionId, pageNo: p });
+    await runActivity(acts.sealVersion, { versionId });
+    await assert.rejects(
+      runActivity(acts.reconcile, { catalog: 'rq', source: 'listing', versionId, round: 1 }),
+      new RegExp(
+        `version ${versionId} quarantined \\d+ file records of source listing, more than maxFileRejects \\(1\\)`,
+      ),
+    );
+  },
+);

@@ -87,15 +87,47 @@ export async function fileJobStats(
   return rows.map((r) => ({ jobId: r.job_id, files: Number(r.files), fingerprint: r.fingerprint }));
 }
 
+/** The file tables (`file_v<s>`) of version `versionId`'s segments that exist, by segment. */
+async function segmentFileTables(db: Queryable, versionId: string): Promise<string[]> {
+  const { rows } = await db.query<{ t: string }>(
+    `SELECT c.relname AS t FROM version v, unnest(v.segment_ids) s(segment_id)
+     JOIN pg_class c ON c.relname = 'file_v' || s.segment_id::text AND c.relkind = 'r'
+     WHERE v.version_id = $1 ORDER BY s.segment_id`,
+    [versionId],
+  );
+  return rows.map((r) => r.t);
+}
+
 /**
  * File records of a version per bucket (`null` = jobs without a start time), quarantined records
- * not included: what readers of `active_files` would see, for the shrink guard. One scan.
+ * not included: what readers of `active_files` would see, for the shrink guard. One scan of every
+ * segment of the version (a refresh shares its base's file records), superseded records left out.
  */
 export async function fileCountsByBucket(db: Queryable, versionId: string): Promise<Map<string | null, number>> {
+  const tables = await segmentFileTables(db, versionId);
+  if (!tables.length) return new Map();
+  const union = tables
+    .map((t) => format(`SELECT bucket FROM %I WHERE superseded_by IS NULL OR superseded_by > $1`, t))
+    .join(' UNION ALL ');
   const { rows } = await db.query<{ bucket: string | null; n: string }>(
-    format(`SELECT bucket::text AS bucket, count(*)::text AS n FROM %I GROUP BY 1`, filePartitionName(versionId)),
+    `SELECT bucket::text AS bucket, count(*)::text AS n FROM (${union}) f GROUP BY 1`,
+    [versionId],
   );
   return new Map(rows.map((r) => [r.bucket, Number(r.n)]));
+}
+
+/**
+ * File records of version `versionId` as the planner estimates them (its segments' file tables'
+ * `reltuples`, no scan; superseded records included): the base of a refresh's `maxFileRejects`.
+ */
+export async function estimatedVersionFiles(db: Queryable, versionId: string): Promise<number> {
+  const tables = await segmentFileTables(db, versionId);
+  if (!tables.length) return 0;
+  const { rows } = await db.query<{ n: string | null }>(
+    `SELECT sum(greatest(reltuples, 0))::bigint::text AS n FROM pg_class WHERE relname = ANY ($1::text[]) AND relkind = 'r'`,
+    [tables],
+  );
+  return Number(rows[0]?.n ?? 0);
 }
 
 /** Quarantined file records of a version (`reject` rows with a record key: what `maxFileRejects` limits). */
