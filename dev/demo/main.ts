@@ -74,6 +74,8 @@ import {
 
 /** The dev server's gRPC port (`--temporal-port`, default 7233) and address. */
 let grpcPort: number = DEMO.grpcPort;
+/** The dev server's Web UI port (`--temporal-ui-port`, default 8233). */
+let uiPort: number = DEMO.uiPort;
 let address = `127.0.0.1:${grpcPort}`;
 const t0 = Date.now();
 const step = (s: string): void => say(`==> ${s}`);
@@ -112,12 +114,12 @@ async function ensureDevServer(cli: string): Promise<{ pid: number | null; start
     return { pid: ours ? pid : null, started: false };
   }
   step(
-    `starting a Temporal dev server on ${address}, Web UI on 127.0.0.1:${DEMO.uiPort} (detached; data in .data/temporal-dev.db)`,
+    `starting a Temporal dev server on ${address}, Web UI on 127.0.0.1:${uiPort} (detached; data in .data/temporal-dev.db)`,
   );
   const server = await startDevServer({
     cli,
     port: grpcPort,
-    uiPort: DEMO.uiPort,
+    uiPort,
     dbFile: path.join(dataDir(), 'temporal-dev.db'),
     logFile: path.join(dataDir(), 'temporal-dev.log'),
     detached: true,
@@ -311,6 +313,7 @@ function handOver(handover: HandoverOptions): boolean {
 async function main(): Promise<void> {
   const opts = parseOptions();
   grpcPort = opts.temporalPort;
+  uiPort = opts.temporalUiPort;
   address = `127.0.0.1:${grpcPort}`;
   fs.mkdirSync(dataDir(), { recursive: true });
   const id = demoIdentity(projectRoot());
@@ -443,7 +446,7 @@ async function main(): Promise<void> {
 
     const { outcome, killedAtPage } = await followRebuild(handle, env, recordWorker);
     const rebuildMs = Date.now() - tRebuild;
-    const webUi = `http://127.0.0.1:${DEMO.uiPort}/namespaces/default/workflows/${encodeURIComponent(started.handle.workflowId)}`;
+    const webUi = `http://127.0.0.1:${uiPort}/namespaces/default/workflows/${encodeURIComponent(started.handle.workflowId)}`;
     const devServerLine = server.pid
       ? `pid ${server.pid} (in .data/temporal-dev.pid) keeps running; stop it with: kill ${server.pid}`
       : `reused a Temporal server the demo did not start (no live pid in .data/temporal-dev.pid); stop it the way it was started`;

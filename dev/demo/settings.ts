@@ -38,6 +38,8 @@ export interface DemoOptions {
   fileRows: number;
   /** gRPC port of the Temporal dev server on 127.0.0.1 the demo uses, or starts when nothing listens (default 7233). */
   temporalPort: number;
+  /** Web UI port on 127.0.0.1 of that dev server (default 8233): where it is started, and the links the demo prints. */
+  temporalUiPort: number;
 }
 
 /** The demo's options from the command line (prints the error and help, and exits 1, on a usage error). */
@@ -58,6 +60,12 @@ export function parseOptions(): DemoOptions {
       'gRPC port on 127.0.0.1 of the Temporal dev server to use (started there when nothing listens)',
       intAtLeast(1, 65_535),
       DEMO.grpcPort,
+    )
+    .option(
+      '--temporal-ui-port <n>',
+      'Web UI port on 127.0.0.1 of that dev server (where it is started, and the links printed)',
+      intAtLeast(1, 65_535),
+      DEMO.uiPort,
     )
     .showHelpAfterError();
   program.parse(process.argv);
