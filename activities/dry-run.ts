@@ -11,7 +11,13 @@ import type { ActivityContext } from './context';
 import { guard } from './failures';
 import { withHeartbeat } from './heartbeat';
 import type { RefreshSettings } from './plan-refresh';
-import { detectListingRefresh, detectRefresh, REFRESH_PAGE_KEYS, VERIFY_FULL_REASON } from './plan-refresh';
+import {
+  detectListingRefresh,
+  detectRefresh,
+  REFRESH_PAGE_KEYS,
+  refreshPlanPages,
+  VERIFY_FULL_REASON,
+} from './plan-refresh';
 import { sizePages } from './plan-rebuild';
 import { workKeys } from '../lib/refresh';
 
@@ -67,7 +73,7 @@ async function dryRun(ctx: ActivityContext, input: DryRunInput): Promise<DryRunR
       return {
         ...common,
         refresh: true,
-        pages: Math.ceil(keys.length / REFRESH_PAGE_KEYS),
+        pages: refreshPlanPages(keys, REFRESH_PAGE_KEYS, !!input.files, prepared).length,
         rows,
         jobs: { new: c.newKeys.length, changed: c.changedKeys.length, gone: c.deletedKeys.length },
         fileRecords: input.files

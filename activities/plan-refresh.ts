@@ -272,6 +272,23 @@ export async function detectListingRefresh(
   };
 }
 
+/**
+ * A refresh's pages of `keys` (ascending), at most `pageKeys` keys each; with `files`, a listing's
+ * are weighed by the listed file counts, as a full rebuild's pages are (a snapshot whose listing
+ * gives none is a page of its own), a director's at 1,000 file records a job.
+ */
+export function refreshPlanPages(
+  keys: string[],
+  pageKeys: number,
+  files: boolean,
+  prepared: Pick<PreparedSource, 'fileWeightOf'>,
+): WeightedRefreshPage[] {
+  const listingWeight = files ? prepared.fileWeightOf : undefined;
+  return listingWeight
+    ? refreshPages(keys, pageKeys, (k) => listingWeight(k, PAGE_SIZING.maxRows), PAGE_SIZING.maxRows)
+    : refreshPages(keys, pageKeys, () => (files ? FILES_WEIGHT_PER_JOB : 1));
+}
+
 /** Keys a refresh page processes at most. */
 export const REFRESH_PAGE_KEYS = 2_000;
 
@@ -306,11 +323,7 @@ export async function storeRefreshPlan(
 ): Promise<{ versionId: string; pages: WeightedRefreshPage[] }> {
   const { detection: d } = r;
   const keys = workKeys(d.changes);
-  // A listing's files: pages weighed by the listed file counts, as a full rebuild's; a director's: 1,000 a job.
-  const listingWeight = input.files ? r.prepared.fileWeightOf : undefined;
-  const pages = listingWeight
-    ? refreshPages(keys, r.pageKeys, (k) => listingWeight(k, PAGE_SIZING.maxRows), PAGE_SIZING.maxRows)
-    : refreshPages(keys, r.pageKeys, () => (input.files ? FILES_WEIGHT_PER_JOB : 1));
+  const pages = refreshPlanPages(keys, r.pageKeys, !!input.files, r.prepared);
   const versionId = await insertVersion(c, {
     catalog: input.catalog,
     source: input.source,

@@ -141,6 +141,7 @@ test(
     const second = await rebuild('rr', { refresh: true, files: true, run: '2' });
     assert.equal(second.fullRebuildBecause, undefined);
     assert.deepEqual([second.refresh?.newJobs, second.refresh?.changedJobs, second.refresh?.deletedJobs], [2, 0, 2]);
+    assert.equal(dry.pages, second.pagesTotal, 'the dry run counts the pages the refresh plans');
     const own = await ownRows(second.versionId, true);
     assert.equal(own.jobs, 2, 'the refresh wrote the two new snapshots alone');
     assert.ok(own.files >= 16 + 2, `and their file records alone (${own.files})`);
