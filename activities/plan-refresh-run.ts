@@ -55,6 +55,10 @@ export async function planRefresh(
     config: ctx.sources.config(input.source),
   };
   const maxKey = prepared.watermark.maxKey;
+  if (!maxKey) {
+    const empty = await emptyUpToDate(ctx, input, prepared);
+    if (empty) return empty;
+  }
   if (!maxKey || (!r.changeSource && !prepared.compareListing))
     return {
       fullRebuild:
@@ -120,5 +124,38 @@ export async function planRefresh(
     refresh: counts,
     ...common,
     ...(maxRows > 100_000 ? { maxPageRows: maxRows } : {}),
+  };
+}
+
+/**
+ * An empty source over an empty active version of it: nothing to do, as for any unchanged source
+ * (`refresh_up_to_date`, no version). @returns the up-to-date result, or null when the catalog has
+ * no such version.
+ */
+async function emptyUpToDate(
+  ctx: ActivityContext,
+  input: PlanRebuildInput,
+  prepared: PreparedSource,
+): Promise<PlanResult | null> {
+  const base = await readRefreshBase(ctx.pool, input.catalog);
+  if (!base || base.watermarkKey !== null || base.sourceName !== input.source || base.files !== !!input.files)
+    return null;
+  await ctx.events.record(ctx.pool, {
+    catalog: input.catalog,
+    versionId: null,
+    kind: 'refresh_up_to_date',
+    message: `refresh: up to date: source ${input.source} has no jobs, as version ${base.versionId} has none`,
+    details: { activeVersion: base.versionId, watermarkKey: null },
+  });
+  return {
+    versionId: '',
+    pagesTotal: 0,
+    sourceRows: '0',
+    upToDate: true,
+    refresh: { baseVersionId: base.versionId, newJobs: 0, changedJobs: 0, deletedJobs: 0 },
+    pageSize: REFRESH_PAGE_KEYS,
+    pageSizing: 'fixed',
+    watermark: { jobKey: null, time: prepared.watermark.time },
+    timezone: prepared.timezone,
   };
 }

@@ -223,6 +223,8 @@ test('a refresh of an empty version, or after the listing settings changed, is a
   fs.writeFileSync(listingFile, '[]');
   const empty = await rebuild('le', { run: '1' });
   assert.equal(empty.pagesTotal, 0);
+  const stillEmpty = await rebuild('le', { refresh: true, run: '1b' });
+  assert.equal(stillEmpty.upToDate, true, 'an empty listing over an empty version is up to date');
   const snap = (id: string, day: number) => ({ id, time: `2024-07-0${day}T01:00:00Z`, paths: ['/srv'], hostname: 'h' });
   fs.writeFileSync(listingFile, JSON.stringify([snap('x1', 1), snap('x2', 2)]));
   const afterEmpty = await rebuild('le', { refresh: true, run: '2' });
