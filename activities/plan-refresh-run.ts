@@ -76,20 +76,17 @@ export async function planRefresh(
     deletedJobs: found.changes.deletedKeys.length,
   };
   const common = { pageSize: REFRESH_PAGE_KEYS, pageSizing: 'fixed' as const, watermark, timezone: prepared.timezone };
-  if (!workKeys(found.changes).length) {
-    await ctx.events.record(ctx.pool, {
-      catalog: input.catalog,
-      versionId: null,
-      kind: 'refresh_up_to_date',
-      message: `refresh: up to date: nothing changed in source ${input.source} since version ${found.base.versionId} (${
+  if (!workKeys(found.changes).length)
+    return upToDate(ctx, input, {
+      refresh: counts,
+      message: `nothing changed in source ${input.source} since version ${found.base.versionId} (${
         r.changeSource
           ? `watermark job ${maxKey}; ${found.unchanged} jobs rewritten unchanged`
           : `the listing's ${found.unchanged} jobs as the version holds them`
       })`,
       details: { activeVersion: found.base.versionId, watermarkKey: maxKey, unchangedCandidates: found.unchanged },
+      ...common,
     });
-    return { versionId: '', pagesTotal: 0, sourceRows: '0', upToDate: true, refresh: counts, ...common };
-  }
   const stored = await withTransaction(ctx.pool, async (c) => {
     await lockCatalogForPublish(c, input.catalog);
     if (await planExists(c, input.workflowId, input.firstRunId)) return null;
@@ -128,9 +125,8 @@ export async function planRefresh(
 }
 
 /**
- * An empty source over an empty active version of it: nothing to do, as for any unchanged source
- * (`refresh_up_to_date`, no version). @returns the up-to-date result, or null when the catalog has
- * no such version.
+ * An empty source over an empty active version of it: nothing to do, as for any unchanged source.
+ * @returns the up-to-date result, or null when the catalog has no such version.
  */
 async function emptyUpToDate(
   ctx: ActivityContext,
@@ -140,22 +136,37 @@ async function emptyUpToDate(
   const base = await readRefreshBase(ctx.pool, input.catalog);
   if (!base || base.watermarkKey !== null || base.sourceName !== input.source || base.files !== !!input.files)
     return null;
-  await ctx.events.record(ctx.pool, {
-    catalog: input.catalog,
-    versionId: null,
-    kind: 'refresh_up_to_date',
-    message: `refresh: up to date: source ${input.source} has no jobs, as version ${base.versionId} has none`,
-    details: { activeVersion: base.versionId, watermarkKey: null },
-  });
-  return {
-    versionId: '',
-    pagesTotal: 0,
-    sourceRows: '0',
-    upToDate: true,
+  return upToDate(ctx, input, {
     refresh: { baseVersionId: base.versionId, newJobs: 0, changedJobs: 0, deletedJobs: 0 },
+    message: `source ${input.source} has no jobs, as version ${base.versionId} has none`,
+    details: { activeVersion: base.versionId, watermarkKey: null },
     pageSize: REFRESH_PAGE_KEYS,
     pageSizing: 'fixed',
     watermark: { jobKey: null, time: prepared.watermark.time },
     timezone: prepared.timezone,
-  };
+  });
+}
+
+/**
+ * A refresh that finds nothing to do: records `refresh_up_to_date` (`refresh: up to date: <message>`)
+ * and returns the plan result without a version.
+ */
+async function upToDate(
+  ctx: ActivityContext,
+  input: PlanRebuildInput,
+  o: Pick<PlanResult, 'pageSize' | 'pageSizing' | 'watermark' | 'timezone'> & {
+    refresh: NonNullable<PlanResult['refresh']>;
+    message: string;
+    details: Record<string, unknown>;
+  },
+): Promise<PlanResult> {
+  const { message, details, ...result } = o;
+  await ctx.events.record(ctx.pool, {
+    catalog: input.catalog,
+    versionId: null,
+    kind: 'refresh_up_to_date',
+    message: `refresh: up to date: ${message}`,
+    details,
+  });
+  return { versionId: '', pagesTotal: 0, sourceRows: '0', upToDate: true, ...result };
 }

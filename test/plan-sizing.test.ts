@@ -6,7 +6,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { autoPageSize, describePageSize, PAGE_SIZING, sizingRowsThatMatter } from '../lib/page-sizing';
-import { densePages } from '../lib/sources/types';
 import { pageLastKeys } from '../activities/plan-rebuild';
 import { pageStatementTimeoutMs } from '../lib/page-cost';
 import { startToCloseMs } from '../workflows/activity-options';
@@ -75,15 +74,6 @@ test('auto sizing is described in words', () => {
   assert.equal(describePageSize(autoPageSize(m), m), 'about 16 MiB of row text per page at 256 bytes a row');
   const small = { rows: 1_000_000, avgRowBytes: 250, concurrency: 4 };
   assert.equal(describePageSize(autoPageSize(small), small), '4 pages per page in flight (4) over 1,000,000 rows');
-});
-
-test('a staged listing (keys 1..n) is paged by arithmetic; the last page holds the rest', () => {
-  assert.deepEqual(densePages('5', 2), [
-    { firstKey: '1', lastKey: '2', rows: 2 },
-    { firstKey: '3', lastKey: '4', rows: 2 },
-    { firstKey: '5', lastKey: '5', rows: 1 },
-  ]);
-  assert.deepEqual(densePages('4', 2).length, 2);
 });
 
 test('stored pages cover every key from the first page to the watermark', () => {

@@ -7,7 +7,7 @@ import type { SourceConfig } from '../config';
 import { isFileSource } from '../config';
 import { BareosSource } from './bareos';
 import { copyListingToTemp, readListing, StagedSource, stageListing } from './staged';
-import { listingFilePages, StagedFileSource } from './staged-files';
+import { listedFileCount, listingFilePages, StagedFileSource } from './staged-files';
 import type { FileSource, JobSource, RangeKeySource, RefreshSource, SourceWatermark } from './types';
 import { isFileSource as isFileRecordSource } from './types';
 import type { PageRange } from './types';
@@ -234,8 +234,7 @@ function listedFiles(sorted: string[], files: (string | null)[], keys: string[] 
   const wanted = keys ? new Set(keys) : null;
   let n = 0;
   sorted.forEach((k, i) => {
-    const f = files[i];
-    if ((!wanted || wanted.has(k)) && f !== null && /^\d{1,15}$/.test(f)) n += Number(f);
+    if (!wanted || wanted.has(k)) n += listedFileCount(files[i]) ?? 0;
   });
   return n;
 }
@@ -244,9 +243,9 @@ function listedFiles(sorted: string[], files: (string | null)[], keys: string[] 
 function listedFileWeight(sorted: string[], files: (string | null)[]) {
   const byKey = new Map(sorted.map((k, i) => [k, files[i]]));
   return (key: string, unknown: number): number => {
-    if (!byKey.has(key)) return 1;
-    const f = byKey.get(key);
-    return f !== null && f !== undefined && /^\d{1,15}$/.test(f) ? 1 + Number(f) : unknown;
+    if (!byKey.has(key)) return 1; // a deleted job
+    const count = listedFileCount(byKey.get(key));
+    return count === null ? unknown : 1 + count;
   };
 }
 

@@ -31,6 +31,14 @@ import type {
 export const FILES_COMMAND_TIMEOUT_MS = 240_000;
 
 /**
+ * The file records a listing says a job holds (`files`: restic's `summary.total_files_processed`,
+ * text), at most 10^12; null when it says none (borg) or not a count.
+ */
+export function listedFileCount(files: string | null | undefined): number | null {
+  return typeof files === 'string' && /^\d+$/.test(files) ? Math.min(Number(files), 1e12) : null;
+}
+
+/**
  * Pages of a staged listing's jobs for a rebuild with files, in key order (`keys` ascending, default
  * 1..n; `files[i]` is the job of `keys[i]`): a job weighs 1 + its
  * estimated file count (`files[i]`: restic's `summary.total_files_processed`), or the whole
@@ -52,7 +60,7 @@ export function listingFilePages(
     weight = 0;
   };
   files.forEach((f, i) => {
-    const w = 1 + (f !== null && /^\d+$/.test(f) ? Math.min(Number(f), 1e12) : targetRows);
+    const w = 1 + (listedFileCount(f) ?? targetRows);
     if (rows && weight + w > targetRows) close(i - 1);
     if (!rows) first = i;
     rows++;

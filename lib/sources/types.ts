@@ -193,21 +193,6 @@ export interface PageWalkProgress {
 export const ROW_WIDTH_SAMPLE = 10_000;
 
 /**
- * Pages of a dense key range `1..maxKey` (every key exists, as in a staged listing): `pageSize` keys
- * each, the last page the rest. Arithmetic is right here only because no key is missing.
- */
-export function densePages(maxKey: string, pageSize: number): PageRange[] {
-  const pages: PageRange[] = [];
-  const max = BigInt(maxKey);
-  const size = BigInt(pageSize);
-  for (let k = 1n; k <= max; k += size) {
-    const last = k + size - 1n < max ? k + size - 1n : max;
-    pages.push({ firstKey: k.toString(), lastKey: last.toString(), rows: Number(last - k + 1n) });
-  }
-  return pages;
-}
-
-/**
  * The plan phase of a source: its zone, the watermark, the page walk and the plan's checks; and,
  * after the publish, the jobs above the watermark.
  */
