@@ -65,6 +65,9 @@ function runDemo(id: DemoIdentity): DemoRun {
       '2000',
       '--page-size',
       '200',
+      // The killed worker's pages wait for this before their retry (the default 15 s, four times over).
+      '--heartbeat-timeout-ms',
+      '3000',
       '--temporal-port',
       String(temporal.port),
     ],

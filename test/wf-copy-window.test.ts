@@ -125,6 +125,7 @@ test('at most N pages in flight; setThrottle narrows the window (no page starts 
       pages.every((a) => a.heartbeatTimeoutS === 15),
       'page heartbeat timeout defaults to 15 s',
     );
+    await assertLongStepHeartbeat(workflowId, 30);
     const accepted = events.filter((e) => e.workflowExecutionUpdateAcceptedEventAttributes);
     assert.equal(accepted.length, 2, 'only the two valid updates are in the history');
     assert.deepEqual(mock.inputErrors, []);
@@ -171,8 +172,26 @@ test('pauseBetweenPagesMs spaces page starts in workflow time; setThrottle to 0 
     );
     const pages = scheduledActivities(events, 'copyPage');
     assert.ok(pages.every((a) => a.heartbeatTimeoutS === 5));
+    await assertLongStepHeartbeat(workflowId, 10);
   });
 });
+
+/** Asserts that the rebuild's long steps (and its publish child's) heartbeat with timeout `seconds`. */
+async function assertLongStepHeartbeat(workflowId: string, seconds: number): Promise<void> {
+  const steps = [
+    ...scheduledActivities(await history(ctx, workflowId)),
+    ...scheduledActivities(await history(ctx, `${workflowId}/publish`)),
+  ].filter((a) => ['sealVersion', 'indexVersion', 'reconcile', 'publishVersion', 'retireVersions'].includes(a.type));
+  assert.deepEqual([...new Set(steps.map((a) => a.type))].sort(), [
+    'indexVersion',
+    'publishVersion',
+    'reconcile',
+    'retireVersions',
+    'sealVersion',
+  ]);
+  for (const a of steps)
+    assert.equal(a.heartbeatTimeoutS, seconds, `${a.type}: long steps heartbeat timeout is 2 × the page's`);
+}
 
 test('retryable page failures are retried by the page retry policy (one schedule each); retries counted', async () => {
   const catalog = uniqueCatalog('retry');

@@ -7,6 +7,7 @@ import type { Activities } from '../activities';
 import {
   AWAIT_REBUILD_MAX_WAIT_MS,
   LONG_RETRY,
+  LONG_STEP_HEARTBEAT_FACTOR,
   LONG_STEP_HEARTBEAT_TIMEOUT,
   LONG_STEP_START_TO_CLOSE,
   PAGE_RETRY,
@@ -16,7 +17,7 @@ import {
 } from './policies';
 
 /** Short database calls: plan, end, events. Bounded retries: an unreachable source fails the rebuild. */
-const shortCalls = proxyActivities<Activities>({
+export const short = proxyActivities<Activities>({
   startToCloseTimeout: '2 minutes',
   heartbeatTimeout: '30 seconds',
   retry: SHORT_RETRY,
@@ -34,20 +35,21 @@ export const long = proxyActivities<Activities>({
   retry: LONG_RETRY,
 });
 
-/** Activities called through {@link short} that are long steps (run with the options of {@link long}). */
-const LONG_STEPS: ReadonlySet<PropertyKey> = new Set<keyof Activities>([
-  'sealVersion',
-  'indexVersion',
-  'publishVersion',
-]);
-
 /**
- * The proxy of the workflows' short calls (plan, end, events); `sealVersion` and `publishVersion`
- * called through it are long steps and get the options of {@link long}.
+ * The long steps' proxy for a rebuild whose pages have heartbeat timeout `heartbeatTimeoutMs`: the
+ * options of {@link long} with a heartbeat timeout of {@link LONG_STEP_HEARTBEAT_FACTOR} × it (30 s
+ * at the default 15 s), so that a rebuild run with a shorter page heartbeat timeout also finds a
+ * worker that died in its seal, index, reconcile, repair or publish sooner. Without it, {@link long}.
+ * @param heartbeatTimeoutMs the rebuild's page heartbeat timeout (ms), from its validated settings
  */
-export const short: Activities = new Proxy(shortCalls, {
-  get: (target, name) => (LONG_STEPS.has(name) ? long : target)[name as keyof Activities],
-});
+export function longSteps(heartbeatTimeoutMs: number | undefined): Activities {
+  if (heartbeatTimeoutMs === undefined) return long;
+  return proxyActivities<Activities>({
+    startToCloseTimeout: LONG_STEP_START_TO_CLOSE,
+    heartbeatTimeout: LONG_STEP_HEARTBEAT_FACTOR * heartbeatTimeoutMs,
+    retry: LONG_RETRY,
+  });
+}
 
 /**
  * The `ScheduledRefresh` launcher's calls: `launchRefresh` (start or attach through the worker's

@@ -261,6 +261,8 @@ export interface RepairBucketInput {
   versionId: string;
   /** `YYYY-MM-DD`, or null for jobs without a start time. */
   bucket: string | null;
+  /** The rebuild's page heartbeat timeout (ms); the repair's heartbeat timeout is twice it (30 s when absent). */
+  heartbeatTimeoutMs?: number;
 }
 
 /** Result of `RepairBucket`. */
@@ -277,6 +279,8 @@ export interface PublishCatalogInput {
   versionId: string;
   allowShrink: boolean;
   retention: number;
+  /** The rebuild's page heartbeat timeout (ms); publish and retirement heartbeat timeout is twice it (30 s when absent). */
+  heartbeatTimeoutMs?: number;
 }
 
 /** Result of `PublishCatalog`. */

@@ -37,8 +37,15 @@ export const LONG_RETRY: RetryPolicy = { ...SHORT_RETRY };
  */
 export const LONG_STEP_START_TO_CLOSE = '24 hours';
 
-/** Heartbeat timeout of long steps (they heartbeat from a timer every quarter of it). */
+/**
+ * Heartbeat timeout of long steps (they heartbeat from a timer every quarter of it) where the caller
+ * has no rebuild settings (the dry run, the launcher); a rebuild's long steps use
+ * {@link LONG_STEP_HEARTBEAT_FACTOR} × its page heartbeat timeout, the same 30 s at the default.
+ */
 export const LONG_STEP_HEARTBEAT_TIMEOUT = '30 seconds';
+
+/** A rebuild's long steps' heartbeat timeout as a multiple of its page heartbeat timeout (15 s → 30 s). */
+export const LONG_STEP_HEARTBEAT_FACTOR = 2;
 
 /** Retries of page activities: no maximum attempts (design.md); deterministic errors are not retried. */
 export const PAGE_RETRY: RetryPolicy = {

@@ -16,7 +16,7 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import type { PublishCatalogResult, RebuildCatalogInput, RebuildCatalogResult } from './definitions';
-import { pageActivities, short } from './activity-options';
+import { longSteps, pageActivities, short } from './activity-options';
 import { copyPages } from './copy-window';
 import { publishWorkflowId } from './names';
 import { patchApplies } from './patches';
@@ -55,10 +55,14 @@ export async function RebuildCatalog(input: RebuildCatalogInput): Promise<Rebuil
       // The reader index is built beside the reconciliation: both are CPU-bound scans of the sealed
       // table, and together they keep both cores busy (docs/performance.md).
       await Promise.all([
-        reconcileAndRepair(state, { maxRounds: settings.maxRepairRounds, workflowId: info.workflowId }),
-        short.indexVersion({ versionId: state.carried.versionId }),
+        reconcileAndRepair(state, {
+          maxRounds: settings.maxRepairRounds,
+          workflowId: info.workflowId,
+          heartbeatTimeoutMs: settings.heartbeatTimeoutMs,
+        }),
+        longSteps(settings.heartbeatTimeoutMs).indexVersion({ versionId: state.carried.versionId }),
       ]);
-      const pub = await publish(state, settings.retention, info.workflowId);
+      const pub = await publish(state, settings, info.workflowId);
       return state.result({ published: true, previousVersionId: pub.previousVersionId });
     });
     await handlersFinished();
@@ -148,7 +152,8 @@ async function plan(
 async function seal(state: RebuildState, heartbeatTimeoutMs: number): Promise<void> {
   const st = state.carried;
   const input = { versionId: st.versionId };
-  let sealed = await short.sealVersion(input);
+  const steps = longSteps(heartbeatTimeoutMs);
+  let sealed = await steps.sealVersion(input);
   while (sealed?.missingPages?.length) {
     const message = `seal: ${sealed.missingPages.length} planned pages have no committed ledger row (${sealed.missingPages.slice(0, 20).join(', ')}); copying them again`;
     state.note(message);
@@ -173,7 +178,7 @@ async function seal(state: RebuildState, heartbeatTimeoutMs: number): Promise<vo
         pageNo,
       });
     }
-    sealed = await short.sealVersion(input);
+    sealed = await steps.sealVersion(input);
   }
 }
 
@@ -181,13 +186,26 @@ async function seal(state: RebuildState, heartbeatTimeoutMs: number): Promise<vo
  * Publishes the reconciled version with the `PublishCatalog` child (shrink guard, flip, retirement);
  * then phase `done`. Not cancellable: a cancel that arrives while publishing is too late.
  */
-async function publish(state: RebuildState, retention: number, workflowId: string): Promise<PublishCatalogResult> {
+async function publish(
+  state: RebuildState,
+  settings: { retention: number; heartbeatTimeoutMs: number },
+  workflowId: string,
+): Promise<PublishCatalogResult> {
   const { input, carried: st } = state;
+  const { retention, heartbeatTimeoutMs } = settings;
   state.setPhase('publishing');
   const publishChild = () =>
     executeChild(PublishCatalog, {
       workflowId: publishWorkflowId(workflowId),
-      args: [{ catalog: input.catalog, versionId: st.versionId, allowShrink: !!input.allowShrink, retention }],
+      args: [
+        {
+          catalog: input.catalog,
+          versionId: st.versionId,
+          allowShrink: !!input.allowShrink,
+          retention,
+          heartbeatTimeoutMs,
+        },
+      ],
     });
   // Once publishing, a cancel is too late: the flip may have committed, and a cancelled publish
   // would report an active version as abandoned. The publish runs to its end (published or refused).

@@ -1,14 +1,14 @@
 /** RepairBucket: re-copies one mismatched bucket from the source and verifies it. */
 import { log, setWorkflowOptions } from '@temporalio/workflow';
 import type { RepairBucketInput, RepairBucketResult } from './definitions';
-import { long } from './activity-options';
+import { longSteps } from './activity-options';
 
 /**
  * Child workflow `catalog-rebuild/<catalog>/bucket-<day>/r<round>`: one repair of one bucket.
  * Writes require the version to be building or verifying (fenced in the activity).
  */
 export async function RepairBucket(input: RepairBucketInput): Promise<RepairBucketResult> {
-  const result = await long.repairBucket(input);
+  const result = await longSteps(input.heartbeatTimeoutMs).repairBucket(input);
   log.info('bucket repaired', {
     bucket: input.bucket,
     upserted: result.upserted,

@@ -4,7 +4,7 @@
  * a bounded number of rounds. Deterministic: workflow code.
  */
 import { ApplicationFailure, executeChild } from '@temporalio/workflow';
-import { long } from './activity-options';
+import { longSteps } from './activity-options';
 import { FailureType } from './failures';
 import { repairWorkflowId } from './names';
 import { MAX_REPAIR_CHILDREN, REPAIR_CONCURRENCY } from './policies';
@@ -17,6 +17,8 @@ export interface RepairRoundsOptions {
   maxRounds: number;
   /** Workflow id of the rebuild: the parent of the `RepairBucket` children's ids. */
   workflowId: string;
+  /** The rebuild's page heartbeat timeout (ms): its long steps' heartbeat timeout is twice it. */
+  heartbeatTimeoutMs: number;
 }
 
 /**
@@ -31,7 +33,7 @@ export async function reconcileAndRepair(state: RebuildState, opts: RepairRounds
   for (;;) {
     round++;
     state.setPhase('reconciling');
-    const reconciliation = await long.reconcile({
+    const reconciliation = await longSteps(opts.heartbeatTimeoutMs).reconcile({
       catalog: input.catalog,
       source: input.source,
       versionId: st.versionId,
@@ -52,7 +54,7 @@ export async function reconcileAndRepair(state: RebuildState, opts: RepairRounds
     }
     state.setPhase('repairing');
     const buckets = reconciliation.mismatched.slice(0, MAX_REPAIR_CHILDREN);
-    await repairBuckets(state, buckets, round, opts.workflowId);
+    await repairBuckets(state, buckets, round, opts);
     state.note(`repaired ${buckets.length} buckets in round ${round}`);
   }
 }
@@ -62,7 +64,13 @@ export async function reconcileAndRepair(state: RebuildState, opts: RepairRounds
  * at once, in the order given; child ids `<workflowId>/bucket-<day>/r<round>`.
  * @throws ChildWorkflowFailure when a repair fails (e.g. an unreadable bucket).
  */
-async function repairBuckets(state: RebuildState, buckets: string[], round: number, workflowId: string): Promise<void> {
+async function repairBuckets(
+  state: RebuildState,
+  buckets: string[],
+  round: number,
+  opts: RepairRoundsOptions,
+): Promise<void> {
+  const { workflowId, heartbeatTimeoutMs } = opts;
   const { input, carried: st } = state;
   let idx = 0;
   const runOne = async (): Promise<void> => {
@@ -71,7 +79,7 @@ async function repairBuckets(state: RebuildState, buckets: string[], round: numb
       const bucket = b === 'none' ? null : b;
       await executeChild(RepairBucket, {
         workflowId: repairWorkflowId(workflowId, bucket, round),
-        args: [{ catalog: input.catalog, source: input.source, versionId: st.versionId, bucket }],
+        args: [{ catalog: input.catalog, source: input.source, versionId: st.versionId, bucket, heartbeatTimeoutMs }],
       });
     }
   };

@@ -431,6 +431,7 @@ async function main(): Promise<void> {
         catalog: id.catalog,
         source: id.source,
         pageSize: opts.pageSize,
+        heartbeatTimeoutMs: opts.heartbeatTimeoutMs,
         allowShrink,
         ...(opts.files ? { files: true } : {}),
       },

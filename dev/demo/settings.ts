@@ -32,6 +32,8 @@ function intAtLeast(min: number, max: number) {
 export interface DemoOptions {
   jobs: number;
   pageSize: number;
+  /** Page heartbeat timeout of the rebuild (ms): how long the killed worker's pages wait to be retried. */
+  heartbeatTimeoutMs: number;
   /** Rebuild file records too (`start --files`). */
   files: boolean;
   /** File records of the generated source, with `files`. */
@@ -48,6 +50,12 @@ export function parseOptions(): DemoOptions {
     .description('Rebuild a 200,000-job Bareos catalog on a local Temporal dev server, killing a worker on the way.')
     .option('--jobs <n>', 'jobs in the generated source', intAtLeast(1, 10_000_000), 200_000)
     .option('--page-size <n>', 'jobs per page', intAtLeast(LIMITS.pageSize.min, LIMITS.pageSize.max), 2_000)
+    .option(
+      '--heartbeat-timeout-ms <n>',
+      "the rebuild's page heartbeat timeout: the killed worker's pages are retried after it",
+      intAtLeast(LIMITS.heartbeatTimeoutMs.min, LIMITS.heartbeatTimeoutMs.max),
+      LIMITS.heartbeatTimeoutMs.default,
+    )
     .option('--files', 'generate file records (File/Path) too and rebuild with start --files', false)
     .option(
       '--file-rows <n>',
