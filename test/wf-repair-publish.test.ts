@@ -138,6 +138,8 @@ test('mismatched buckets: one RepairBucket child each, 4 at once, then reconcile
       versionId: '7',
       allowShrink: false,
       retention: 3,
+      // Its publish and retirement heartbeat with twice the rebuild's page heartbeat timeout.
+      heartbeatTimeoutMs: 15_000,
     });
     const publishChild = await ctx.env.client.workflow.getHandle(publishWorkflowId(workflowId)).result();
     assert.deepEqual(publishChild, { versionId: '7', previousVersionId: '5', retired: ['4'] });

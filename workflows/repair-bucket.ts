@@ -8,7 +8,8 @@ import { longSteps } from './activity-options';
  * Writes require the version to be building or verifying (fenced in the activity).
  */
 export async function RepairBucket(input: RepairBucketInput): Promise<RepairBucketResult> {
-  const result = await longSteps(input.heartbeatTimeoutMs).repairBucket(input);
+  const { heartbeatTimeoutMs, ...repair } = input;
+  const result = await longSteps(heartbeatTimeoutMs).repairBucket(repair);
   log.info('bucket repaired', {
     bucket: input.bucket,
     upserted: result.upserted,
