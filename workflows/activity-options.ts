@@ -29,11 +29,14 @@ export const short = proxyActivities<Activities>({
  * statement timeout and heartbeat from a timer, so a dead worker is found by the heartbeat timeout;
  * the start-to-close timeout only bounds a step that heartbeats but never ends.
  */
-export const long = proxyActivities<Activities>({
+const LONG_STEP_OPTIONS: ActivityOptions = {
   startToCloseTimeout: LONG_STEP_START_TO_CLOSE,
   heartbeatTimeout: LONG_STEP_HEARTBEAT_TIMEOUT,
   retry: LONG_RETRY,
-});
+};
+
+/** The long steps' proxy with the options of {@link LONG_STEP_OPTIONS} (30 s heartbeat timeout). */
+export const long = proxyActivities<Activities>(LONG_STEP_OPTIONS);
 
 /**
  * The long steps' proxy for a rebuild whose pages have heartbeat timeout `heartbeatTimeoutMs`: the
@@ -45,9 +48,8 @@ export const long = proxyActivities<Activities>({
 export function longSteps(heartbeatTimeoutMs: number | undefined): Activities {
   if (heartbeatTimeoutMs === undefined) return long;
   return proxyActivities<Activities>({
-    startToCloseTimeout: LONG_STEP_START_TO_CLOSE,
+    ...LONG_STEP_OPTIONS,
     heartbeatTimeout: LONG_STEP_HEARTBEAT_FACTOR * heartbeatTimeoutMs,
-    retry: LONG_RETRY,
   });
 }
 
