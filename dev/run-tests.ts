@@ -3,7 +3,8 @@
  * when needed) and the migrated catalog template database (dev/harness/templates.ts), then runs
  * every compiled test file with node's test runner. Arguments filter the test files by name;
  * `--concurrency=<n>` (or CATALOG_REBUILD_TEST_CONCURRENCY) runs up to n test files at a time
- * (default 3: most test files wait on servers and workers, so three share the 2 cores well), the
+ * (default 4: most test files wait on servers and workers, so four share the 2 cores well; a whole
+ * run took 573 s at 3, 422 s at 4 and 393 s at 5 on this 2-core machine), the
  * longest first. A summary of each file's time ends the output.
  */
 import { spawnSync } from 'node:child_process';
@@ -20,16 +21,18 @@ import { projectRoot } from '../lib/paths';
  */
 const LONGEST_FIRST = [
   'crash.test.js',
-  'demo-clones.test.js',
   'refresh.test.js',
-  'operator.test.js',
   'reconcile.test.js',
-  'temporal-controls.test.js',
+  'operator.test.js',
+  'demo-clones.test.js',
   'e2e.test.js',
+  'temporal-controls.test.js',
   'schedule.test.js',
-  'files-crash.test.js',
   'check.test.js',
   'sources-listing.test.js',
+  'start-checks.test.js',
+  'check-rebuild.test.js',
+  'files-crash.test.js',
 ];
 
 /** Orders test files: {@link LONGEST_FIRST} first, in that order, then the rest by name. */
@@ -53,12 +56,12 @@ function testFiles(dir: string, only: string[]): string[] {
 
 /**
  * Test files run at a time: `--concurrency=<n>` among the arguments, else
- * CATALOG_REBUILD_TEST_CONCURRENCY, else 3.
+ * CATALOG_REBUILD_TEST_CONCURRENCY, else 4.
  * @throws Error when the value is not an integer from 1 to 16.
  */
 function testConcurrency(args: string[], env: NodeJS.ProcessEnv): number {
   const given = args.find((a) => a.startsWith('--concurrency='))?.slice('--concurrency='.length);
-  const text = given ?? env.CATALOG_REBUILD_TEST_CONCURRENCY ?? '3';
+  const text = given ?? env.CATALOG_REBUILD_TEST_CONCURRENCY ?? '4';
   const n = Number(text);
   if (!Number.isInteger(n) || n < 1 || n > 16)
     throw new Error(`test concurrency must be an integer from 1 to 16, got ${text}`);

@@ -386,7 +386,7 @@ test('a rebuilt catalog: check agrees with the source, and a half-done rebuild n
     const env = testEnv({ address: temporal.address, configFile: writeConfig(dbs), taskQueue: uniqueQueue('check') });
     worker = await spawnWorker(env);
     const first = await runCliAsync(
-      ['start', '--catalog', 'gen', '--source', 'director', '--page-size', '100', '--wait'],
+      ['start', '--catalog', 'gen', '--source', 'director', '--page-size', '250', '--wait'],
       env,
     );
     assert.equal(first.code, 0, `${first.stdout}\n${first.stderr}`);
@@ -448,7 +448,7 @@ test('a rebuilt catalog: check agrees with the source, and a half-done rebuild n
     try {
       const { handle } = await startRebuild(
         session.client,
-        { catalog: 'gen', source: 'director', pageSize: 100, concurrency: 1, pauseBetweenPagesMs: 150 },
+        { catalog: 'gen', source: 'director', pageSize: 250, concurrency: 1, pauseBetweenPagesMs: 150 },
         { taskQueue: env.CATALOG_REBUILD_TASK_QUEUE },
       );
       const building = async () =>
