@@ -6,7 +6,7 @@
  * internal errors); `status --follow` ends like `wait` (0 published, 1 otherwise).
  */
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
-import { LIMITS } from '../workflows/definitions';
+import { LIMITS } from '../workflows/policies';
 import { CATALOG_NAME_PATTERN } from '../workflows/names';
 import {
   DEFAULT_LOOKBACK_SECONDS,
@@ -18,14 +18,8 @@ import {
 } from './check';
 import type { CommandContext } from './commands/context';
 import { ExitCode, processContext } from './commands/context';
-import { startCommand } from './commands/start';
-import { statusCommand } from './commands/status';
-import { checkCommand } from './commands/check';
 import { rebuildUnknownLine } from './rebuild-health';
-import { waitCommand } from './commands/wait';
 import type { SignalName } from './commands/signals';
-import { signalCommand } from './commands/signals';
-import { throttleCommand } from './commands/throttle';
 import { eventsCommand } from './commands/events';
 import { rejectsCommand } from './commands/rejects';
 import { rollbackCommand } from './commands/rollback';
@@ -41,6 +35,8 @@ import {
 } from './commands/files';
 
 export { ExitCode } from './commands/context';
+// The handlers of commands that talk to Temporal are loaded when their command runs (`import()` in
+// the actions): a command that reads only the catalog database never loads @temporalio/client.
 export { endProcess, quietOnClosedPipe, rawArgv } from './process-io';
 
 function intOption(name: string, min: number, max: number) {
@@ -150,7 +146,7 @@ function addStart(program: Command, ctx: CommandContext, err: (s: string) => voi
     )
     .option('--wait', 'wait for the rebuild to end; exit 1 unless published', false)
     .option('--json', 'print the receipt as one JSON object', false);
-  start.action(run((o) => startCommand(ctx, o, err)));
+  start.action(run(async (o) => (await import('./commands/start')).startCommand(ctx, o, err)));
 }
 
 function addStatus(program: Command, ctx: CommandContext): void {
@@ -166,7 +162,7 @@ function addStatus(program: Command, ctx: CommandContext): void {
         .default(600, '10m')
         .hideHelp(),
     )
-    .action(run((o) => statusCommand(ctx, o)));
+    .action(run(async (o) => (await import('./commands/status')).statusCommand(ctx, o)));
 }
 
 /** `check`: the Nagios/Icinga backup check; with `--rebuild`, the health check of the latest rebuild. */
@@ -201,7 +197,7 @@ function addCheck(program: Command, ctx: CommandContext): void {
     .addOption(
       new Option('--now <iso>', "reference time instead of the database's now()").argParser(isoTime).hideHelp(),
     )
-    .action(run((o) => checkCommand(ctx, o)));
+    .action(run(async (o) => (await import('./commands/check')).checkCommand(ctx, o)));
 }
 
 /** `wait`, `pause`, `resume`, `cancel`, `throttle`: commands on a running rebuild. */
@@ -210,7 +206,7 @@ function addControlCommands(program: Command, ctx: CommandContext): void {
     .command('wait')
     .description('wait for the rebuild to end; exit 0 when published, 1 otherwise')
     .requiredOption('--catalog <name>', 'catalog', catalogName)
-    .action(run((o) => waitCommand(ctx, o)));
+    .action(run(async (o) => (await import('./commands/wait')).waitCommand(ctx, o)));
 
   const signals: [SignalName, string][] = [
     ['pause', 'stop starting pages; pages in flight finish'],
@@ -222,7 +218,7 @@ function addControlCommands(program: Command, ctx: CommandContext): void {
       .command(name)
       .description(desc)
       .requiredOption('--catalog <name>', 'catalog', catalogName)
-      .action(run((o) => signalCommand(ctx, name, o)));
+      .action(run(async (o) => (await import('./commands/signals')).signalCommand(ctx, name, o)));
   }
 
   program
@@ -239,7 +235,7 @@ function addControlCommands(program: Command, ctx: CommandContext): void {
       'pause between page starts (ms)',
       intOption('--pause-ms', LIMITS.pauseBetweenPagesMs.min, LIMITS.pauseBetweenPagesMs.max),
     )
-    .action(run((o) => throttleCommand(ctx, o)));
+    .action(run(async (o) => (await import('./commands/throttle')).throttleCommand(ctx, o)));
 }
 
 /** `events`, `rollback`, `migrate`: commands on the catalog database. */

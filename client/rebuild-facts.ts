@@ -242,20 +242,6 @@ export function livePollersOf(
 }
 
 /**
- * The newest poll (ms since epoch) of a worker of the build the run is pinned to; of any worker when
- * the build is not known. Null when none is listed.
- */
-export function newestPollOfBuild(f: Pick<RebuildFacts, 'run' | 'pollers'>): number | null {
-  const build = f.run?.build?.buildId ?? null;
-  if (build === null || !f.pollers.seen) return f.pollers.lastPollAtMs;
-  let newest: number | null = null;
-  for (const p of f.pollers.seen)
-    if (p.buildId === build && p.lastPollAtMs !== null && (newest === null || p.lastPollAtMs > newest))
-      newest = p.lastPollAtMs;
-  return newest;
-}
-
-/**
  * Reads the facts about the latest rebuild of `catalog` (see the module comment). Never throws:
  * what Temporal cannot answer is `temporalError`, what the catalog database cannot answer is
  * `databaseError`. `session` null (with `opts.temporalError`) reads only the catalog database;

@@ -17,7 +17,6 @@ import { NagiosState } from './check';
 import type { RebuildThresholds } from './rebuild-thresholds';
 import { DEFAULT_REBUILD_THRESHOLDS } from './rebuild-thresholds';
 import type { PendingActivityFact, RebuildFacts, RunFact } from './rebuild-facts';
-import { newestPollOfBuild } from './rebuild-facts';
 import { heartbeatWarnings, pageList, sameErrorWarning, secondsSince, stallWarning } from './rebuild-warnings';
 
 export type { DatabaseFact, PendingActivityFact, ProgressFact, RebuildFacts, RunFact } from './rebuild-facts';
@@ -219,4 +218,18 @@ function runningVerdict(
   if (critical.length) return verdict('CRITICAL', [...critical, context].join('; '), perf);
   if (warning.length) return verdict('WARNING', [...warning, context].join('; '), perf);
   return verdict('OK', context, perf);
+}
+
+/**
+ * The newest poll (ms since epoch) of a worker of the build the run is pinned to; of any worker when
+ * the build is not known. Null when none is listed.
+ */
+export function newestPollOfBuild(f: Pick<RebuildFacts, 'run' | 'pollers'>): number | null {
+  const build = f.run?.build?.buildId ?? null;
+  if (build === null || !f.pollers.seen) return f.pollers.lastPollAtMs;
+  let newest: number | null = null;
+  for (const p of f.pollers.seen)
+    if (p.buildId === build && p.lastPollAtMs !== null && (newest === null || p.lastPollAtMs > newest))
+      newest = p.lastPollAtMs;
+  return newest;
 }

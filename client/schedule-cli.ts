@@ -4,7 +4,6 @@ import { InvalidArgumentError } from 'commander';
 import { CATALOG_NAME_PATTERN } from '../workflows/names';
 import type { CommandContext } from './commands/context';
 import { ExitCode } from './commands/context';
-import { scheduleCommand } from './commands/schedule';
 
 /** Declares `schedule` on `program`. */
 export function addSchedule(program: Command, ctx: CommandContext): void {
@@ -27,7 +26,7 @@ export function addSchedule(program: Command, ctx: CommandContext): void {
     .option('--delete', "delete the catalog's schedule (running refreshes keep running)", false)
     .option('--json', 'with --list or --describe: one JSON value', false)
     .action(async (o) => {
-      const code = await scheduleCommand(ctx, o);
+      const code = await (await import('./commands/schedule')).scheduleCommand(ctx, o);
       if (code) throw new ExitCode(code);
     });
 }

@@ -5,6 +5,7 @@
  * and `find` and their output over fake reads, and the `--files` flag of `start`.
  */
 import { test } from 'node:test';
+import { spawnSync } from 'node:child_process';
 import assert from 'node:assert/strict';
 import type { Pool } from 'pg';
 import { buildCli, ExitCode, runCli } from '../client/cli';
@@ -469,4 +470,43 @@ test('getProgress asks again when the server refuses a query with a full query b
   const askedAtTimeout = asked;
   await new Promise((r) => setTimeout(r, 500));
   assert.ok(askedAtTimeout >= 3 && asked <= askedAtTimeout + 1, `asked ${askedAtTimeout}, then ${asked}`);
+});
+
+test('commands that read only the catalog database never load @temporalio/client; Temporal commands do', () => {
+  // A fresh process per command: which modules its run loaded (the catalog database is unreachable,
+  // so each ends with its own error after loading what it needs).
+  const loaded = (args: string[]) => {
+    const script = `const { runCli } = require(${JSON.stringify(require.resolve('../client/cli'))});
+      runCli(${JSON.stringify(args)}, () => {}, () => {}).then((code) => {
+        const mods = Object.keys(require.cache);
+        console.log(JSON.stringify({ code, client: mods.some((m) => m.includes('@temporalio/client/')) }));
+        process.exit(0);
+      });`;
+    const r = spawnSync(process.execPath, ['-e', script], {
+      encoding: 'utf8',
+      env: {
+        ...process.env,
+        CATALOG_REBUILD_CONFIG: '',
+        CATALOG_DATABASE_URL: 'postgresql://nobody@127.0.0.1:1/none',
+        TEMPORAL_ADDRESS: '127.0.0.1:1',
+      },
+      timeout: 60_000,
+    });
+    assert.equal(r.status, 0, r.stderr);
+    return JSON.parse(r.stdout.trim().split('\n').at(-1)!) as { code: number; client: boolean };
+  };
+  for (const args of [
+    ['check', '--catalog', 'c'],
+    ['files', '--catalog', 'c', '--job', '1'],
+    ['find', '--catalog', 'c', '--path', '/etc/hosts'],
+    ['events', '--catalog', 'c'],
+    ['rejects', '--catalog', 'c'],
+    ['rollback', '--catalog', 'c'],
+  ]) {
+    const r = loaded(args);
+    assert.notEqual(r.code, 0, `${args[0]} fails on the unreachable database`);
+    assert.equal(r.client, false, `${args.join(' ')} loaded @temporalio/client`);
+  }
+  const status = loaded(['check', '--catalog', 'c', '--rebuild', '--timeout', '2s']);
+  assert.equal(status.client, true, 'check --rebuild talks to Temporal');
 });

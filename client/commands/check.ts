@@ -6,10 +6,8 @@
 import type { Pool } from 'pg';
 import { checkCatalog, NagiosState, unknownLine } from '../check';
 import type { TemporalSession } from '../index';
-import { readRebuildFacts } from '../rebuild-facts';
 import { evaluateRebuildHealth, rebuildUnknownLine } from '../rebuild-health';
 import { rebuildThresholds } from '../rebuild-thresholds';
-import { withScheduleHealth } from '../schedule-check';
 import type { CommandContext } from './context';
 
 /** How long `check --rebuild` waits for the `progress` query before it goes on without it (ms). */
@@ -112,6 +110,9 @@ async function rebuildCheckCommand(ctx: CommandContext, o: CheckCommandOptions):
     } catch (e) {
       poolError = (e as Error).message;
     }
+    // Loaded here: a check of the catalog alone never loads @temporalio/client.
+    const { readRebuildFacts } = await import('../rebuild-facts');
+    const { withScheduleHealth } = await import('../schedule-check');
     const thresholds = rebuildThresholds();
     const facts = await readRebuildFacts(held.session!, held.pool, o.catalog, {
       poolError,

@@ -1,9 +1,8 @@
 /** `catalog-rebuild events`: prints a catalog's event log from the catalog database. */
 import type { EventRow } from '../../lib/catalog/event-reads';
-import { listEvents, renumberedJobsOf } from '../../lib/catalog/event-reads';
+import { listEvents, renumberedJobsOf, renumberedSentence } from '../../lib/catalog/event-reads';
 import type { CommandContext } from './context';
 import { withCatalogPool } from './context';
-import { renumberedSentence } from './outcome';
 
 /** Options of `events`. */
 export interface EventsOptions {

@@ -8,7 +8,7 @@ import { WorkflowFailedError, WorkflowNotFoundError } from '@temporalio/client';
 import type { RebuildCatalogResult, ReconcileSummary, TemporalSession } from '../index';
 import { rebuildHandle, waitForResult } from '../index';
 import type { PublishReport, RenumberedJobsReport } from '../../lib/catalog/event-reads';
-import { prunedFilesSentence, readPublishReport } from '../../lib/catalog/event-reads';
+import { prunedFilesSentence, readPublishReport, renumberedSentence } from '../../lib/catalog/event-reads';
 import { goneJobsSentence } from '../../lib/catalog/gone-jobs';
 import { readLedgerProgress } from '../../lib/catalog/rebuild-health';
 import type { CommandContext } from './context';
@@ -52,20 +52,6 @@ export function formatRebuildResult(r: RebuildCatalogResult): string[] {
   // A refresh reconciles per key range of its version (activities/reconcile-refresh.ts).
   if (r.reconciliation) lines.push(formatReconciliation(r.reconciliation, r.refresh ? 'key ranges' : 'buckets'));
   return lines;
-}
-
-/**
- * The report of job ids renumbered at a publish:
- * `N jobs renumbered: the same unique job names now have other job ids (e.g. <job>: 17 → 5000017)`,
- * with the first job name (by name) as the example. The publish records at most 100 names; when it
- * found more, N is written `100+`.
- */
-export function renumberedSentence(r: RenumberedJobsReport): string {
-  const e = r.jobs[0];
-  return (
-    `${r.jobs.length}${r.truncated ? '+' : ''} job${r.jobs.length === 1 && !r.truncated ? '' : 's'} renumbered: ` +
-    `the same unique job names now have other job ids (e.g. ${e.job}: ${e.previousJobId} → ${e.jobId})`
-  );
 }
 
 /**

@@ -11,7 +11,8 @@ import type { DatabaseStatus } from '../status';
 import type { PinnedBuild, RebuildFacts } from '../rebuild-facts';
 import { livePollersOf } from '../rebuild-facts';
 import type { RebuildOutcome } from './outcome';
-import { formatRebuildResult, formatReconciliation, renumberedSentence } from './outcome';
+import { formatRebuildResult, formatReconciliation } from './outcome';
+import { renumberedSentence } from '../../lib/catalog/event-reads';
 
 /** A pending activity of the rebuild that an operator (or a pause rule) paused. */
 export interface OperatorPausedActivity {

@@ -190,3 +190,17 @@ export async function versionWasRepaired(db: Queryable, catalog: string, version
   );
   return rows[0].repaired;
 }
+
+/**
+ * The report of job ids renumbered at a publish:
+ * `N jobs renumbered: the same unique job names now have other job ids (e.g. <job>: 17 → 5000017)`,
+ * with the first job name (by name) as the example. The publish records at most 100 names; when it
+ * found more, N is written `100+`.
+ */
+export function renumberedSentence(r: RenumberedJobsReport): string {
+  const e = r.jobs[0];
+  return (
+    `${r.jobs.length}${r.truncated ? '+' : ''} job${r.jobs.length === 1 && !r.truncated ? '' : 's'} renumbered: ` +
+    `the same unique job names now have other job ids (e.g. ${e.job}: ${e.previousJobId} → ${e.jobId})`
+  );
+}
