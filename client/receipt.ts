@@ -97,8 +97,16 @@ export interface Receipt {
   pagesTotal: number | null;
   /** Jobs per page: as planned; before the plan, `--page-size` (null when the plan sizes them). */
   pageSize: number | null;
-  /** `fixed` by `--page-size`, else `auto` (sized by the plan from measured cost). */
+  /** `fixed` by `--page-size` or by a refresh, else `auto` (sized by the plan from measured cost). */
   pageSizing: PageSizing;
+  /**
+   * The start asked for a refresh (`--refresh`). A refresh plan's pages are `fixed` at its own
+   * size (at most that many changed jobs a page), whatever `--page-size` says; a refresh that
+   * falls back to a full rebuild sizes them as a rebuild does.
+   */
+  refresh: boolean;
+  /** `--page-size` as given; null without it. */
+  requestedPageSize: number | null;
   /** Source rows at or below the watermark; null when not planned or not known. */
   sourceRows: number | null;
   /** Highest job key (decimal text, null for an empty source) and source time at plan; null when not planned. */
@@ -110,12 +118,14 @@ export interface Receipt {
 /** The receipt of a rebuild from what `start` knows and the plan seen (null: not planned in time). */
 export function buildReceipt(
   known: Pick<Receipt, 'catalog' | 'workflowId' | 'taskQueue' | 'attached' | 'pageSize' | 'pageSizing'> &
-    Partial<Pick<Receipt, 'files'>>,
+    Partial<Pick<Receipt, 'files' | 'refresh'>>,
   plan: SeenPlan | null,
 ): Receipt {
   return {
     ...known,
     files: !!known.files,
+    refresh: !!known.refresh,
+    requestedPageSize: known.pageSize,
     pageSize: plan?.pageSize ?? known.pageSize,
     pageSizing: plan?.pageSizing ?? known.pageSizing,
     planned: !!plan,
@@ -129,12 +139,19 @@ export function buildReceipt(
 
 /**
  * What a page holds: `500 jobs per page`; a plan with files that sized its pages weighs each job as
- * 1 + its file records: `about 100000 rows (jobs and their files) per page`.
+ * 1 + its file records: `about 100000 rows (jobs and their files) per page`; a refresh plan holds
+ * `at most 2000 changed jobs per page`.
  */
 function pagesText(r: Receipt): string {
+  if (refreshPages(r)) return `at most ${r.pageSize} changed jobs per page`;
   return r.files && r.pageSizing !== 'fixed'
     ? `about ${r.pageSize} rows (jobs and their files) per page`
     : `${r.pageSize} jobs per page`;
+}
+
+/** A refresh plan's pages: fixed at the refresh's own size, whatever `--page-size` said. */
+function refreshPages(r: Receipt): boolean {
+  return r.pageSizing === 'fixed' && r.refresh && r.requestedPageSize !== r.pageSize;
 }
 
 /**
@@ -150,7 +167,12 @@ export function formatReceipt(r: Receipt, waitedMs: number): string[] {
       `rebuild of ${r.catalog} not planned within ${Math.round(waitedMs / 1000)} s; it runs on: follow it with catalog-rebuild status --catalog ${r.catalog}`,
     ];
   }
-  const sizing = r.pageSizing === 'fixed' ? 'fixed by --page-size' : 'sized by the plan from measured cost';
+  const sizing =
+    r.pageSizing !== 'fixed'
+      ? 'sized by the plan from measured cost'
+      : refreshPages(r)
+        ? "a refresh's fixed size"
+        : 'fixed by --page-size';
   const w = r.watermark;
   const watermark = !w ? 'unknown' : `${w.jobKey === null ? 'no jobs (empty source)' : `job ${w.jobKey}`} at ${w.time}`;
   return [

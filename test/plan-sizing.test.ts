@@ -102,6 +102,8 @@ test('the receipt of a plan with files says its pages hold jobs and their files'
     pagesTotal: 4,
     pageSize: 100_000,
     pageSizing: 'auto' as const,
+    refresh: false,
+    requestedPageSize: null,
     sourceRows: 20_000,
     watermark: { jobKey: '20000', time: '2026-11-01T20:00:00.000000Z' },
     answeredBy: 'database' as const,
@@ -111,7 +113,19 @@ test('the receipt of a plan with files says its pages hold jobs and their files'
     '  pages: 4 (about 100000 rows (jobs and their files) per page, sized by the plan from measured cost)',
   );
   assert.equal(
-    formatReceipt({ ...r, pageSize: 500, pageSizing: 'fixed' }, 0)[1],
+    formatReceipt({ ...r, pageSize: 500, pageSizing: 'fixed', requestedPageSize: 500 }, 0)[1],
+    '  pages: 4 (500 jobs per page, fixed by --page-size)',
+  );
+  // A refresh plan fixes its own page size, with or without --page-size; a refresh that fell back
+  // to a full rebuild honours --page-size.
+  const refresh = { ...r, files: false, refresh: true, pageSize: 2000, pageSizing: 'fixed' as const };
+  for (const requestedPageSize of [null, 500])
+    assert.equal(
+      formatReceipt({ ...refresh, requestedPageSize }, 0)[1],
+      "  pages: 4 (at most 2000 changed jobs per page, a refresh's fixed size)",
+    );
+  assert.equal(
+    formatReceipt({ ...refresh, pageSize: 500, requestedPageSize: 500 }, 0)[1],
     '  pages: 4 (500 jobs per page, fixed by --page-size)',
   );
 });

@@ -301,6 +301,8 @@ test('start prints the receipt once planned: version, pages, rows, watermark; --
     taskQueue: queue,
     attached: false,
     files: false,
+    refresh: false,
+    requestedPageSize: null,
     planned: true,
     versionId: w.version_id,
     pagesTotal: 2,

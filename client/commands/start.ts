@@ -281,6 +281,7 @@ async function receiptOf(
       taskQueue: s.taskQueue,
       attached: o.attached,
       files: !!o.files,
+      refresh: !!o.refresh,
       pageSize: o.pageSize ?? null,
       pageSizing: o.pageSize === undefined ? 'auto' : 'fixed',
     },
