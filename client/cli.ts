@@ -5,6 +5,8 @@
  * `check` follows Nagios (0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN, and 3 for its own usage and
  * internal errors); `status --follow` ends like `wait` (0 published, 1 otherwise).
  */
+// The handlers of commands that talk to Temporal are loaded when their command runs (`import()` in
+// the actions): a command that reads only the catalog database never loads @temporalio/client.
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { LIMITS } from '../workflows/policies';
 import { CATALOG_NAME_PATTERN } from '../workflows/names';
@@ -35,8 +37,6 @@ import {
 } from './commands/files';
 
 export { ExitCode } from './commands/context';
-// The handlers of commands that talk to Temporal are loaded when their command runs (`import()` in
-// the actions): a command that reads only the catalog database never loads @temporalio/client.
 export { endProcess, quietOnClosedPipe, rawArgv } from './process-io';
 
 function intOption(name: string, min: number, max: number) {
