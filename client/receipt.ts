@@ -4,6 +4,8 @@
  * plan is read from the catalog database's version row or from the workflow's `progress` query,
  * whichever answers first.
  */
+import type { Pool } from 'pg';
+import { baseVersionOf, findPlan } from '../lib/catalog';
 import type { PageSizing, PlanResult, RebuildProgress, Watermark } from '../workflows/definitions';
 
 export type { PageSizing } from '../workflows/definitions';
@@ -20,6 +22,11 @@ export interface SeenPlan {
   pageSize?: number | null;
   /** How the plan sized its pages; absent when not known. */
   pageSizing?: PageSizing;
+  /**
+   * The active version a refresh plan builds on; null for a full plan; absent when not known (the
+   * `progress` query does not say).
+   */
+  baseVersionId?: string | null;
   /** `database`: the version row; `workflow`: the `progress` query. */
   answeredBy: 'database' | 'workflow';
 }
@@ -30,11 +37,23 @@ export interface PlanReaders {
    * The version row of this rebuild (null while it is not planned).
    * @throws when the catalog database cannot be read; the `progress` query is asked instead.
    */
-  readPlan(): Promise<PlanResult | null>;
+  readPlan(): Promise<(PlanResult & Pick<SeenPlan, 'baseVersionId'>) | null>;
   /** The `progress` query, rejecting after `timeoutMs` (ms) when no worker answers. */
   queryProgress(timeoutMs: number): Promise<RebuildProgress>;
   /** Whether the rebuild has closed (failed at its plan, say): its plan will not come. */
   closed?(): Promise<boolean>;
+}
+
+/**
+ * {@link PlanReaders.readPlan} from the catalog database: the plan stored for (workflow id, first run
+ * id) and, for a refresh plan, the version it builds on.
+ * @param pool the catalog database (opened on first use).
+ */
+export function planOfVersionRow(pool: () => Pool, workflowId: string, firstRunId: string): PlanReaders['readPlan'] {
+  return async () => {
+    const p = await findPlan(pool(), workflowId, firstRunId);
+    return p && { ...p, baseVersionId: await baseVersionOf(pool(), p.versionId) };
+  };
 }
 
 /**
@@ -107,6 +126,11 @@ export interface Receipt {
   refresh: boolean;
   /** `--page-size` as given; null without it. */
   requestedPageSize: number | null;
+  /**
+   * The active version the plan refreshes; null for a full plan, or when only the `progress` query
+   * answered (then a refresh plan is told by its page size differing from `--page-size`).
+   */
+  baseVersionId: string | null;
   /** Source rows at or below the watermark; null when not planned or not known. */
   sourceRows: number | null;
   /** Highest job key (decimal text, null for an empty source) and source time at plan; null when not planned. */
@@ -126,6 +150,7 @@ export function buildReceipt(
     files: !!known.files,
     refresh: !!known.refresh,
     requestedPageSize: known.pageSize,
+    baseVersionId: plan?.baseVersionId ?? null,
     pageSize: plan?.pageSize ?? known.pageSize,
     pageSizing: plan?.pageSizing ?? known.pageSizing,
     planned: !!plan,
@@ -149,9 +174,15 @@ function pagesText(r: Receipt): string {
     : `${r.pageSize} jobs per page`;
 }
 
-/** A refresh plan's pages: fixed at the refresh's own size, whatever `--page-size` said. */
+/**
+ * A refresh plan's pages: fixed at the refresh's own size, whatever `--page-size` said. The version
+ * row says so (its base version); from the `progress` query alone, a `--refresh` whose page size is
+ * not the one asked for.
+ */
 function refreshPages(r: Receipt): boolean {
-  return r.pageSizing === 'fixed' && r.refresh && r.requestedPageSize !== r.pageSize;
+  if (r.pageSizing !== 'fixed') return false;
+  if (r.answeredBy === 'database') return r.baseVersionId !== null;
+  return r.refresh && r.requestedPageSize !== r.pageSize;
 }
 
 /**

@@ -104,6 +104,7 @@ test('the receipt of a plan with files says its pages hold jobs and their files'
     pageSizing: 'auto' as const,
     refresh: false,
     requestedPageSize: null,
+    baseVersionId: null,
     sourceRows: 20_000,
     watermark: { jobKey: '20000', time: '2026-11-01T20:00:00.000000Z' },
     answeredBy: 'database' as const,
@@ -116,16 +117,20 @@ test('the receipt of a plan with files says its pages hold jobs and their files'
     formatReceipt({ ...r, pageSize: 500, pageSizing: 'fixed', requestedPageSize: 500 }, 0)[1],
     '  pages: 4 (500 jobs per page, fixed by --page-size)',
   );
-  // A refresh plan fixes its own page size, with or without --page-size; a refresh that fell back
-  // to a full rebuild honours --page-size.
+  // A refresh plan (its version row names a base version) fixes its own page size, with or without
+  // --page-size, even one equal to it; a refresh that fell back to a full rebuild honours --page-size.
   const refresh = { ...r, files: false, refresh: true, pageSize: 2000, pageSizing: 'fixed' as const };
-  for (const requestedPageSize of [null, 500])
+  for (const requestedPageSize of [null, 500, 2000])
     assert.equal(
-      formatReceipt({ ...refresh, requestedPageSize }, 0)[1],
+      formatReceipt({ ...refresh, baseVersionId: '2', requestedPageSize }, 0)[1],
       "  pages: 4 (at most 2000 changed jobs per page, a refresh's fixed size)",
     );
   assert.equal(
-    formatReceipt({ ...refresh, pageSize: 500, requestedPageSize: 500 }, 0)[1],
-    '  pages: 4 (500 jobs per page, fixed by --page-size)',
+    formatReceipt({ ...refresh, pageSize: 2000, requestedPageSize: 2000 }, 0)[1],
+    '  pages: 4 (2000 jobs per page, fixed by --page-size)',
   );
+  // Only the progress query answered: a --refresh whose page size is not the one asked for.
+  const queried = { ...refresh, answeredBy: 'workflow' as const };
+  assert.match(formatReceipt({ ...queried, requestedPageSize: null }, 0)[1], /a refresh's fixed size/);
+  assert.match(formatReceipt({ ...queried, requestedPageSize: 2000 }, 0)[1], /fixed by --page-size/);
 });

@@ -95,6 +95,7 @@ test('a refresh equals a full rebuild of the changed source, writes only what ch
   const first = await start(fx, refreshed, ['--refresh']);
   assert.equal(first.code, 0, first.text);
   assert.match(first.text, /refresh ran as a full rebuild: the catalog has no active version/);
+  assert.match(first.stdout, /pages: \d+ \(300 jobs per page, fixed by --page-size\)/, 'the receipt of the full plan');
 
   const changed = await changeSource(fx.dbs.sourcePool);
   // A dry run says what the refresh will do and changes nothing.
@@ -116,6 +117,8 @@ test('a refresh equals a full rebuild of the changed source, writes only what ch
   const r = await start(fx, refreshed, ['--refresh']);
   assert.equal(r.code, 0, r.text);
   t.diagnostic(r.stdout.trim().split('\n').pop()!);
+  // The refresh plan's own page size, not the --page-size 300 the start passed.
+  assert.match(r.stdout, /pages: \d+ \(at most 2000 changed jobs per page, a refresh's fixed size\)/, r.stdout);
   const v2 = await newestVersion(pool, refreshed);
   assert.ok(v2.base, 'the second version is a refresh of the first');
   const m = /a refresh of version \d+: (\d+) new, (\d+) changed, (\d+) deleted jobs/.exec(r.text);

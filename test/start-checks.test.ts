@@ -303,6 +303,7 @@ test('start prints the receipt once planned: version, pages, rows, watermark; --
     files: false,
     refresh: false,
     requestedPageSize: null,
+    baseVersionId: null,
     planned: true,
     versionId: w.version_id,
     pagesTotal: 2,

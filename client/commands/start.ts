@@ -10,10 +10,10 @@ import type { WorkflowHandle } from '@temporalio/client';
 import type { TemporalSession } from '../index';
 import { beingCancelled, getProgress, rebuildHandle, startRebuild } from '../index';
 import type { LastWorkerSourceRecord } from '../../lib/catalog';
-import { findPlan, lastWorkerSourceRecord, recentWorkerSourceNames } from '../../lib/catalog';
+import { lastWorkerSourceRecord, recentWorkerSourceNames } from '../../lib/catalog';
 import type { RebuildCatalogInput } from '../../workflows/definitions';
 import type { Receipt } from '../receipt';
-import { awaitPlan, buildReceipt, formatReceipt } from '../receipt';
+import { awaitPlan, buildReceipt, formatReceipt, planOfVersionRow } from '../receipt';
 import type { CommandContext } from './context';
 import { ExitCode, withTemporal } from './context';
 import { formatDryRun, runDryRun } from './dry-run';
@@ -268,7 +268,7 @@ async function receiptOf(
   const firstRunId = desc.raw.workflowExecutionInfo?.firstRunId || desc.runId;
   const plan = await awaitPlan(
     {
-      readPlan: () => findPlan(pool(), handle.workflowId, firstRunId),
+      readPlan: planOfVersionRow(pool, handle.workflowId, firstRunId),
       queryProgress: (ms) => getProgress(handle, ms),
       closed: async () => !(await isRunning(handle)),
     },
