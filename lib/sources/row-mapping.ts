@@ -26,9 +26,17 @@ export function rowMappingOf(config: SourceConfig): number {
   return (createHash('sha256').update(text).digest().readUInt32BE(0) & 0x3fffffff) + 2;
 }
 
-/** Why a version's mapping `was` cannot be refreshed under `now` (one clause). */
+/**
+ * Why a version's mapping `was` cannot be refreshed under `now` (one clause). For a listing it names
+ * what maps its records now (kind, parser version, `client` setting): the numbers alone say only
+ * that something changed.
+ */
 export function rowMappingChange(config: SourceConfig, was: number, now: number): string {
-  return isFileSource(config)
-    ? `the listing's row mapping changed (its kind, the parser's version or the source's client setting: ${was} → ${now})`
-    : `the row mapping changed (version ${was} → ${now})`;
+  if (!isFileSource(config)) return `the row mapping changed (version ${was} → ${now})`;
+  const client = config.client === undefined ? 'no client setting' : `client setting "${config.client}"`;
+  return (
+    `the listing's row mapping changed: the active version was written under another kind, parser ` +
+    `version or client setting than this source's (${config.kind}, parser version ${LISTING_MAPPING_VERSION}, ` +
+    `${client}; mapping ${was} → ${now})`
+  );
 }
