@@ -440,7 +440,7 @@ test('files and find print one line per hit or one JSON array, and name a catalo
   );
 });
 
-test('getProgress asks again when the server refuses a query with a full query buffer; other errors and the timeout still reject', async () => {
+test('getProgress asks again when the server refuses a query with a full query buffer; other errors and the timeout still reject', async (t) => {
   const full = new Error(
     'querying workflow failed: consistent query buffer is full, this may be caused by too many queries',
   );
@@ -459,6 +459,17 @@ test('getProgress asks again when the server refuses a query with a full query b
   const broken = { query: async () => Promise.reject(new Error('workflow not found')) } as unknown as WorkflowHandle;
   await assert.rejects(getProgress(broken, 5_000), /workflow not found/);
 
+  // The timeout and the retries on mocked timers: asked at 0, 200, 400 and 600 ms, refused at 700 ms,
+  // and at most one more ask (the retry already waiting) after it.
+  t.mock.timers.enable({ apis: ['setTimeout'] });
+  const settle = () => new Promise((r) => setImmediate(r));
+  const advance = async (ms: number) => {
+    for (let at = 0; at < ms; at += 50) {
+      await settle();
+      t.mock.timers.tick(50);
+    }
+    await settle();
+  };
   let asked = 0;
   const alwaysFull = {
     query: async () => {
@@ -466,10 +477,12 @@ test('getProgress asks again when the server refuses a query with a full query b
       throw full;
     },
   } as unknown as WorkflowHandle;
-  await assert.rejects(getProgress(alwaysFull, 700), /no worker answered the progress query within 700 ms/);
-  const askedAtTimeout = asked;
-  await new Promise((r) => setTimeout(r, 500));
-  assert.ok(askedAtTimeout >= 3 && asked <= askedAtTimeout + 1, `asked ${askedAtTimeout}, then ${asked}`);
+  const refused = assert.rejects(getProgress(alwaysFull, 700), /no worker answered the progress query within 700 ms/);
+  await advance(700);
+  await refused;
+  assert.equal(asked, 4, 'asked at 0, 200, 400 and 600 ms');
+  await advance(1_000);
+  assert.ok(asked <= 5, `no asking after the timeout but the retry already waiting: asked ${asked}`);
 });
 
 test('commands that read only the catalog database never load @temporalio/client; Temporal commands do', () => {
