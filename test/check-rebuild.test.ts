@@ -16,30 +16,24 @@ import * as path from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { cancel, pause, resume, startRebuild } from '../client';
 import { runCli } from '../client/cli';
-import { freePort, startDevServer } from '../dev/env/dev-server';
+import { freePort } from '../dev/env/dev-server';
 import type { DevServer } from '../dev/env/dev-server';
-import { ensureTemporalCli } from '../dev/env/temporal-cli';
 import type { RebuildFixture } from '../dev/harness/fixture';
 import { rebuildFixture } from '../dev/harness/fixture';
-import { runCliAsync } from '../dev/harness/harness';
+import { privateTemporal, runCliAsync } from '../dev/harness/harness';
 import { waitFor } from '../dev/harness/wait';
 
 let server: DevServer;
 let cli: string;
 let dir: string;
 
-/** A private dev server (the harness's dev servers allow Temporal's own workflow pause). */
+/** A private dev server (it allows Temporal's own workflow pause). */
 before(async () => {
-  cli = ensureTemporalCli();
-  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'catalog-rebuild-check-rebuild-'));
-  server = await startDevServer({
-    cli,
-    port: await freePort(),
-    uiPort: 0,
-    dbFile: path.join(dir, 'temporal.db'),
-    logFile: path.join(dir, 'server.log'),
-    headless: true,
-  });
+  // privateTemporal picks another port when one of the server's ports was taken meanwhile.
+  const t = await privateTemporal();
+  server = t;
+  cli = t.cli;
+  dir = t.dir;
 });
 
 after(async () => {

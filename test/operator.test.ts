@@ -70,15 +70,24 @@ let dead: { env: NodeJS.ProcessEnv; killedAt: number; session: TemporalSession }
 before(async () => {
   temporalCli = ensureTemporalCli();
   serverDir = fs.mkdtempSync(path.join(os.tmpdir(), 'catalog-rebuild-operator-'));
-  uiPort = await freePort();
-  server = await startDevServer({
-    cli: temporalCli,
-    port: await freePort(),
-    uiPort,
-    dbFile: path.join(serverDir, 'temporal.db'),
-    logFile: path.join(serverDir, 'server.log'),
-    headless: false,
-  });
+  // Another process can take one of the server's ports between our check and its bind: then it is
+  // started again on other ports (3 tries).
+  for (let attempt = 1; ; attempt++) {
+    uiPort = await freePort();
+    try {
+      server = await startDevServer({
+        cli: temporalCli,
+        port: await freePort(),
+        uiPort,
+        dbFile: path.join(serverDir, `temporal-${attempt}.db`),
+        logFile: path.join(serverDir, 'server.log'),
+        headless: false,
+      });
+      break;
+    } catch (err) {
+      if (attempt >= 3) throw err;
+    }
+  }
   dbs = await testDatabases('operator');
   await generateBareosSource({ databaseUrl: dbs.sourceUrl, jobs: 3000, seed: 7 });
   sourceTz = await serverTimezone(dbs.sourcePool);
