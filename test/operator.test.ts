@@ -27,15 +27,15 @@ import * as path from 'node:path';
 import { promisify } from 'node:util';
 import type { Browser, Page } from 'playwright-core';
 import { generateBareosSource } from '../dev/bareos-generator';
-import { ensureTemporalCli } from '../dev/env/temporal-cli';
 import type { DevServer } from '../dev/env/dev-server';
-import { freePort, startDevServer } from '../dev/env/dev-server';
+import { freePort } from '../dev/env/dev-server';
 import { projectRoot } from '../lib/paths';
 import type { TemporalSession } from '../client';
 import { QUERY_BUFFER_FULL, connectTemporal, rebuildHandle, startRebuild } from '../client';
 import type { TestDatabases, WorkerProcess } from '../dev/harness/harness';
 import {
   compareCatalogToSource,
+  privateTemporal,
   runCliAsync,
   runCliProcess,
   spawnWorker,
@@ -56,7 +56,7 @@ const NO_POLLER_SECONDS = 15;
 
 let server: DevServer;
 let serverDir: string;
-let uiPort: number;
+let uiUrl: string;
 let temporalCli: string;
 let dbs: TestDatabases;
 let sourceTz: string;
@@ -68,26 +68,12 @@ const children: ChildProcess[] = [];
 let dead: { env: NodeJS.ProcessEnv; killedAt: number; session: TemporalSession };
 
 before(async () => {
-  temporalCli = ensureTemporalCli();
-  serverDir = fs.mkdtempSync(path.join(os.tmpdir(), 'catalog-rebuild-operator-'));
-  // Another process can take one of the server's ports between our check and its bind: then it is
-  // started again on other ports (3 tries).
-  for (let attempt = 1; ; attempt++) {
-    uiPort = await freePort();
-    try {
-      server = await startDevServer({
-        cli: temporalCli,
-        port: await freePort(),
-        uiPort,
-        dbFile: path.join(serverDir, `temporal-${attempt}.db`),
-        logFile: path.join(serverDir, 'server.log'),
-        headless: false,
-      });
-      break;
-    } catch (err) {
-      if (attempt >= 3) throw err;
-    }
-  }
+  // privateTemporal starts it again on other ports when one was taken between the check and the bind.
+  const t = await privateTemporal({ ui: true });
+  server = t;
+  temporalCli = t.cli;
+  serverDir = t.dir;
+  uiUrl = t.uiUrl!;
   dbs = await testDatabases('operator');
   await generateBareosSource({ databaseUrl: dbs.sourceUrl, jobs: 3000, seed: 7 });
   sourceTz = await serverTimezone(dbs.sourcePool);
@@ -123,6 +109,7 @@ after(async () => {
   await dead?.session.close().catch(() => undefined);
   await server?.stop();
   await dbs?.drop();
+  if (serverDir) fs.rmSync(serverDir, { recursive: true, force: true });
 });
 
 /** Committed pages of the newest version of a catalog (the ledger). */
@@ -386,7 +373,7 @@ test('(d) headless Chromium opens the Web UI page of the finished rebuild and fi
   const browser = await launchChromium();
   try {
     const { page, blocked } = await loopbackPage(browser);
-    const url = `http://127.0.0.1:${uiPort}/namespaces/default/workflows/${encodeURIComponent('catalog-rebuild/x')}`;
+    const url = `${uiUrl}/namespaces/default/workflows/${encodeURIComponent('catalog-rebuild/x')}`;
     await page.goto(url, { waitUntil: 'domcontentloaded', timeout: 60_000 });
     // The workflow page; its "User Metadata" tab shows the static summary and details (the UI
     // renders that markdown in a sandboxed iframe, so every frame is searched).
@@ -493,7 +480,7 @@ test('(e) a rebuild cancelled from the CLI ends Canceled in the temporal CLI and
     try {
       const { page } = await loopbackPage(browser);
       const query = encodeURIComponent('WorkflowId="catalog-rebuild/k"');
-      await page.goto(`http://127.0.0.1:${uiPort}/namespaces/default/workflows?query=${query}`, {
+      await page.goto(`${uiUrl}/namespaces/default/workflows?query=${query}`, {
         waitUntil: 'domcontentloaded',
         timeout: 60_000,
       });

@@ -27,7 +27,13 @@ import { catalogFromTemplate, sourceFromTemplate } from './templates';
  * with the search attributes unless `searchAttributes: false`).
  */
 export async function privateTemporal(
-  opts: { dbFile?: string; port?: number; searchAttributes?: boolean } = {},
+  opts: {
+    dbFile?: string;
+    port?: number;
+    searchAttributes?: boolean;
+    /** Serve the Web UI on a free port of its own (`uiUrl`); default headless. */
+    ui?: boolean;
+  } = {},
 ): Promise<DevServer & { dir: string; dbFile: string; port: number; cli: string }> {
   const cli = ensureTemporalCli();
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'catalog-rebuild-temporal-'));
@@ -40,10 +46,10 @@ export async function privateTemporal(
       const server = await startDevServer({
         cli,
         port,
-        uiPort: 0,
+        uiPort: opts.ui ? await freePort() : 0,
         dbFile,
         logFile: path.join(dir, 'server.log'),
-        headless: true,
+        headless: !opts.ui,
         searchAttributes: opts.searchAttributes,
       });
       return { ...server, dir, dbFile, port, cli };
