@@ -127,18 +127,20 @@ test('SIGKILL of the worker inside a page transaction, three times in one rebuil
   const WINDOW = 4;
   const ctx = await setup(t, 'kill3', JOBS);
   await Promise.all([ctx.fleet.spawn(), ctx.fleet.spawn()]);
-  // The pause between page starts stretches the 4-second copy so that three kills, spread over it
-  // and each followed by a replacement worker, land inside it; after the third it is lifted.
+  // The pause between page starts stretches the 4-second copy to 25 s so that three kills, each
+  // followed by a replacement worker and by the retry that names the killed worker, land inside
+  // it; after the third it is lifted.
   const handle = await ctx.start({
     pageSize: PAGE,
     concurrency: WINDOW,
     heartbeatTimeoutMs: 5_000,
-    pauseBetweenPagesMs: 100,
+    pauseBetweenPagesMs: 250,
   });
   const versionId = await versionOf(ctx, handle);
 
   const kills: { identity: string; at: number; checkpointAtKill: number; state: string }[] = [];
-  for (const committedPages of [10, 25, 40]) {
+  const thresholds = [10, 25, 40];
+  for (const committedPages of thresholds) {
     await waitFor(
       `${committedPages} pages committed`,
       async () => (await ledger(ctx.dbs.catalogPool, versionId)).length >= committedPages,
@@ -153,6 +155,18 @@ test('SIGKILL of the worker inside a page transaction, three times in one rebuil
       state: `${session.state}: ${session.query.slice(0, 60)}`,
     });
     await ctx.fleet.spawn(); // the replacement
+    // The next kill waits for the retry that names this one: a kill landing on that retry before it
+    // recorded its page_retry event would leave only "unknown worker" (the retry's own attempt left
+    // no heartbeat and no claim row) in the events this test reads.
+    if (kills.length < thresholds.length)
+      await waitFor(
+        `a page_retry event naming the killed worker ${worker.identity}`,
+        async () =>
+          (await events(ctx.dbs.catalogPool, versionId, 'page_retry')).some(
+            (e) => e.details.lastWorkerIdentity === worker.identity,
+          ),
+        { timeoutMs: 60_000, intervalMs: 100 },
+      );
   }
   // Three kills done: let the rest of the copy run at full speed.
   await setThrottle(handle, { pauseBetweenPagesMs: 0 });
@@ -369,6 +383,18 @@ test('a page slowed by one statement of 4 × the heartbeat timeout keeps its lea
   t.diagnostic(`page 3 held its lease for ${p3.committedAt! - p3.startedAt} ms with a ${HB} ms heartbeat timeout`);
 });
 
+/** A process's state letter from /proc (R running, S sleeping, T stopped…), or why it is unknown. */
+function processState(pid: number): string {
+  try {
+    return fs
+      .readFileSync(`/proc/${pid}/stat`, 'utf8')
+      .replace(/^.*\) /s, '')
+      .split(' ')[0];
+  } catch (err) {
+    return (err as Error).message;
+  }
+}
+
 /** Current statements of a worker's sessions inside a transaction. */
 async function pageTransactionsOf(pool: TestDatabases['catalogPool'], pid: number): Promise<string[]> {
   const r = await pool.query<{ query: string }>(
@@ -518,14 +544,18 @@ test('a worker frozen with SIGSTOP in the middle of a streamed page beyond the h
   proxy.heal();
   process.kill(-a.pid, 'SIGCONT');
   // Its catalog session was terminated: the woken attempt fails on its first write.
+  const wokeAt = Date.now();
   await waitFor(
     'the woken attempt to fail',
     () => /terminat|Connection terminated|ECONNRESET|cancelled/i.test(a.output().slice(logFrom)),
     {
-      timeoutMs: 30_000,
+      timeoutMs: 90_000,
       intervalMs: 100,
+      detail: () =>
+        `worker A (process state ${processState(a.pid)}) printed since the wake-up:\n${a.output().slice(logFrom).slice(-4000)}`,
     },
   );
+  t.diagnostic(`the woken attempt failed ${Date.now() - wokeAt} ms after SIGCONT`);
   assert.deepEqual(await ledger(pool, versionId), before.ledger, 'ledger unchanged');
   assert.deepEqual(await partitionFingerprint(pool, versionId), before.rows, 'no row written after the wake-up');
   await assertCatalogEqualsSource(ctx, JOBS);

@@ -14,13 +14,15 @@ export interface WaitOptions {
   intervalMs?: number;
   /** A call that throws ends the wait with its error (default: it counts as "not yet"). */
   rethrow?: boolean;
+  /** What to add to the timeout's message (e.g. a process's output), read when the wait gives up. */
+  detail?: () => string;
 }
 
 /**
  * Calls `fn` every `intervalMs` until it returns a value other than undefined, null or false, and
  * returns that value. A call that throws counts as "not yet" (its error is named on timeout), unless
  * `rethrow` is set.
- * @throws Error `timed out after <ms> ms waiting for <what>` (with the last error) after `timeoutMs`.
+ * @throws Error `timed out after <ms> ms waiting for <what>` (with the last error and `detail()`) after `timeoutMs`.
  */
 export async function waitFor<T>(
   what: string,
@@ -40,7 +42,8 @@ export async function waitFor<T>(
     }
     if (Date.now() > deadline) {
       throw new Error(
-        `timed out after ${timeoutMs} ms waiting for ${what}${lastError ? `: ${(lastError as Error).message}` : ''}`,
+        `timed out after ${timeoutMs} ms waiting for ${what}${lastError ? `: ${(lastError as Error).message}` : ''}` +
+          (opts.detail ? `\n${opts.detail()}` : ''),
       );
     }
     await sleep(opts.intervalMs ?? 50);
