@@ -5,7 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { activityInfo, ApplicationFailure, Context, log } from '@temporalio/activity';
-import type { AttemptClaim, PlannedPage } from '../lib/catalog';
+import type { AttemptClaim } from '../lib/catalog';
 import {
   attemptWorker,
   claimPageAttempt,
@@ -19,18 +19,15 @@ import {
   terminateBackends,
   unresumedPauses,
 } from '../lib/catalog';
-import { cancelOnAbort, withTransaction } from '../lib/db';
-import { FailureType, NotPublishableError } from '../lib/errors';
-import { pageStatementTimeoutMs } from '../lib/page-cost';
+import { FailureType, NotPublishableError, PageCancelledError } from '../lib/errors';
+import { copyPlannedPage } from '../lib/page/copy';
 import type { CopyPageInput, CopyPageResult, PageActivityReport } from '../workflows/definitions';
 import { pageActivityPausedSignal, pageActivityResumedSignal } from '../workflows/definitions';
-import type { ActivityContext, PageAttempt } from './context';
+import type { ActivityContext } from './context';
 import { guard } from './failures';
 import type { OperatorPauseWatch } from './heartbeat';
 import { cancelReason, onOperatorPause, withHeartbeat } from './heartbeat';
 import { pageRetryMessage, zombieEndedMessage } from './messages';
-import type { RowWriter } from './page-write';
-import { pageReadWriter, writePage } from './page-write';
 
 /** How far an attempt got (a hint for humans only: a retried page starts again at its first key). */
 interface AttemptProgress {
@@ -101,7 +98,6 @@ async function copyPageAttempt(
 ): Promise<CopyPageResult> {
   const started = Date.now();
   const attempt = claim.attempt;
-  const page: PageAttempt = { pageNo: input.pageNo, attempt };
   const plan = await readPlanPage(ctx.pool, input.versionId, input.pageNo);
   if (!plan) throw new NotPublishableError(`page ${input.pageNo} of version ${input.versionId} is not in the plan`);
   const recorded = async (): Promise<CopyPageResult | null> => {
@@ -134,86 +130,43 @@ async function copyPageAttempt(
   // An earlier attempt whose worker froze may still hold the page's transaction: end it.
   if (attempt > 1 || previous) await endZombieAttempts(ctx, input);
 
-  const statementTimeoutMs = pageStatementTimeoutMs(plan.plannedRows);
-  const signal = Context.current().cancellationSignal;
-  const source = ctx.sources.get(input.source, input.versionId);
-  // A refresh's page reads only its own jobs (plan.keys) within its bounds.
-  const range = { firstKey: plan.firstKey, lastKey: plan.lastKey, ...(plan.keys ? { keys: plan.keys } : {}) };
-  progress.stage = 'reading';
-  const read = await source.openPageRead(range, { statementTimeoutMs, files: plan.files, signal });
-  const write = pageReadWriter(ctx, input, page, read, {
-    source,
-    range,
-    statementTimeoutMs,
-    signal,
-    files: plan.files,
-  });
-  try {
-    await ctx.hooks?.afterRead?.(page);
-    progress.stage = 'writing';
-    const result = await writeInTransaction(ctx, input, claim, plan, statementTimeoutMs, write, previousFailure);
-    if (!result) {
-      const other = await recorded();
-      if (!other)
-        throw ApplicationFailure.retryable(
-          `page ${input.pageNo}: ledger row held by an attempt that did not commit`,
-          FailureType.PAGE_CONFLICT,
-        );
-      return other;
-    }
-    progress.rowsRead = result.rows + result.rejects;
-    result.durationMs = Date.now() - started;
-    ctx.onPageCommitted?.(result);
-    return result;
-  } finally {
-    await read.close();
+  const copy = { claim, plan, previousFailure, signal: Context.current().cancellationSignal, progress };
+  const result = await copyPlannedPage({ ...ctx, log }, input, copy).catch(cancelledAsFailure);
+  if (!result) {
+    const other = await recorded();
+    if (!other)
+      throw ApplicationFailure.retryable(
+        `page ${input.pageNo}: ledger row held by an attempt that did not commit`,
+        FailureType.PAGE_CONFLICT,
+      );
+    return other;
   }
+  progress.rowsRead = result.rows + result.rejects;
+  result.durationMs = Date.now() - started;
+  ctx.onPageCommitted?.(result);
+  return result;
 }
 
 /**
- * The page transaction, given up when the activity is cancelled (worker shutdown past its grace
- * time, a cancelled rebuild): the statement in flight is cancelled, the transaction rolls back,
- * another attempt retries.
- * @returns null when another attempt holds the ledger row.
- * @throws PAGE_CANCELLED (retryable) when cancelled before or while writing.
+ * A page given up because the activity was cancelled (worker shutdown past its grace time, a
+ * cancelled rebuild, an operator's pause): the retryable PAGE_CANCELLED failure, with Temporal's
+ * reason; any other error is thrown as it is.
+ * @throws always.
  */
-async function writeInTransaction(
-  ctx: ActivityContext,
-  input: CopyPageInput,
-  claim: AttemptClaim,
-  plan: PlannedPage,
-  statementTimeoutMs: number,
-  write: RowWriter,
-  previousFailure: string | null,
-): Promise<CopyPageResult | null> {
-  const signal = Context.current().cancellationSignal;
-  if (signal.aborted) {
-    const reason = cancelReason();
+function cancelledAsFailure(err: unknown): never {
+  if (!(err instanceof PageCancelledError)) throw err;
+  const reason = cancelReason();
+  if (!err.writing)
     log.warn('page given up before writing: activity cancelled', {
-      pageNo: input.pageNo,
-      attempt: claim.attempt,
+      pageNo: err.pageNo,
+      attempt: activityInfo().attempt,
       reason,
     });
-    throw ApplicationFailure.retryable(
-      `page ${input.pageNo} given up before writing: activity cancelled (${reason})`,
-      FailureType.PAGE_CANCELLED,
-    );
-  }
-  return withTransaction(ctx.pool, async (c) => {
-    try {
-      return await cancelOnAbort(ctx.pool, c, signal, () =>
-        writePage(ctx, c, input, claim, plan, statementTimeoutMs, write, previousFailure),
-      );
-    } catch (err) {
-      if (signal.aborted) {
-        throw ApplicationFailure.retryable(
-          `page ${input.pageNo} given up while writing: activity cancelled (${cancelReason()}: ${(err as Error).message})`,
-          FailureType.PAGE_CANCELLED,
-        );
-      }
-      throw err;
-    }
-  });
+  const cause = err.cause instanceof Error ? `: ${err.cause.message}` : '';
+  throw ApplicationFailure.retryable(
+    `page ${err.pageNo} given up ${err.writing ? 'while' : 'before'} writing: activity cancelled (${reason}${cause})`,
+    FailureType.PAGE_CANCELLED,
+  );
 }
 
 /**

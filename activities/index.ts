@@ -31,7 +31,8 @@ import type {
   RepairBucketInput,
   RepairBucketResult,
 } from '../workflows/definitions';
-import type { ActivityContext, PageHooks } from './context';
+import type { ActivityContext } from './context';
+import type { PageHooks } from '../lib/page';
 import { cancelRun } from './cancel-run';
 import { copyPage } from './copy-page';
 import { planRebuild } from './plan-rebuild';
@@ -50,7 +51,8 @@ import type {
   LaunchRefreshResult,
 } from '../workflows/schedule-definitions';
 
-export type { ActivityContext, PageAttempt, PageHooks } from './context';
+export type { ActivityContext } from './context';
+export type { PageAttempt, PageHooks } from '../lib/page';
 
 /** What the activities need; built once per worker process. */
 export interface ActivityDeps {

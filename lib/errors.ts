@@ -73,6 +73,26 @@ export class SourceDataInvalidError extends CatalogRebuildError {
   }
 }
 
+/**
+ * Thrown (retryable) when a page attempt's cancellation signal fired: before its transaction began
+ * (`writing` false), or while it wrote, the statement in flight cancelled and the transaction rolled
+ * back (`writing` true, `cause` the error the cancel produced). Another attempt retries the page.
+ */
+export class PageCancelledError extends CatalogRebuildError {
+  constructor(
+    readonly pageNo: number,
+    readonly writing: boolean,
+    options?: { cause?: unknown },
+  ) {
+    const detail = options?.cause instanceof Error ? `: ${options.cause.message}` : '';
+    super(
+      FailureType.PAGE_CANCELLED,
+      `page ${pageNo} given up ${writing ? 'while' : 'before'} writing: activity cancelled${detail}`,
+      { ...options, retryable: true },
+    );
+  }
+}
+
 /** SQLSTATE classes and codes after which retrying can succeed (restart, connection loss, conflicts). */
 const RETRYABLE_SQLSTATE = new Set(['40001', '40P01', '57P01', '57P02', '57P03', '55P03', '57014']);
 const RETRYABLE_NODE_CODES = new Set(['ECONNRESET', 'ECONNREFUSED', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EHOSTUNREACH']);

@@ -6,9 +6,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { ReconcileOutcome, ReconcileWarnings } from '../activities/messages';
+import { describeRejects, pageGoneMessage } from '../lib/page/messages';
 import {
-  describeRejects,
-  pageGoneMessage,
   plannedMessage,
   publishedMessage,
   reconciledMessage,

@@ -15,8 +15,8 @@ import { PassThrough, Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { PoolClient } from 'pg';
 import format from 'pg-format';
-import { pageReadWriter } from '../activities/page-write';
-import type { ActivityContext } from '../activities/context';
+import { pageReadWriter } from '../lib/page';
+import type { PageContext } from '../lib/page';
 import { partitionName } from '../lib/catalog/partitions';
 import { JOB_COLUMNS } from '../lib/sources/types';
 import type { PageRead, PageSource } from '../lib/sources/types';
@@ -96,7 +96,7 @@ async function pageSession(): Promise<{ c: PoolClient; terminate(): Promise<void
 }
 
 function writer(read: PageRead) {
-  const ctx = {} as ActivityContext;
+  const ctx = {} as PageContext;
   return pageReadWriter(
     ctx,
     { catalog: 'loss', source: 'director', versionId: VERSION, pageNo: 1 },

@@ -8,9 +8,8 @@
  */
 import { Transform } from 'node:stream';
 import type { Readable } from 'node:stream';
-import { log } from '@temporalio/activity';
 import type { PoolClient } from 'pg';
-import type { AttemptClaim, FilesWritten, GoneJobRecord, PlannedPage } from '../lib/catalog';
+import type { AttemptClaim, FilesWritten, GoneJobRecord, PlannedPage } from '../catalog';
 import {
   claimPage,
   completePage,
@@ -23,17 +22,17 @@ import {
   upsertRowsQuarantining,
   writeFileRead,
   writeRejects,
-} from '../lib/catalog';
-import { isDataError, withSavepoint } from '../lib/db';
-import { isFileSource as isListing } from '../lib/config';
-import type { PageRead, PageSource } from '../lib/sources/types';
-import type { RejectRecord } from '../lib/validate';
-import { validateRows } from '../lib/validate';
-import type { CopyPageInput, CopyPageResult } from '../workflows/definitions';
-import type { ActivityContext, PageAttempt } from './context';
+} from '../catalog';
+import { isDataError, withSavepoint } from '../db';
+import { isFileSource as isListing } from '../config';
+import type { PageRead, PageSource } from '../sources/types';
+import type { RejectRecord } from '../validate';
+import { validateRows } from '../validate';
+import type { CopyPageInput, CopyPageResult } from '../../workflows/definitions';
+import type { RowDigest } from './digest';
+import { RowDigestStream } from './digest';
 import { pageDuplicatesMessage, pageFileRejectsMessage, pageGoneMessage, pageRejectsMessage } from './messages';
-import type { RowDigest } from './page-digest';
-import { RowDigestStream } from './page-digest';
+import type { PageAttempt, PageContext } from './types';
 
 /** What a page's write put in the catalog (rows) and set aside (rejects), with its counts. */
 export interface WrittenRows {
@@ -51,7 +50,7 @@ export interface WrittenRows {
   files?: FilesWritten;
   /** Jobs of the page gone from the source after the plan: left out (no row, no file), recorded by the page. */
   gone?: GoneJobRecord[];
-  /** The written rows' digest (activities/page-digest.ts), `''` when the rows were not streamed. */
+  /** The written rows' digest (lib/page/digest.ts), `''` when the rows were not streamed. */
   digest?: string;
 }
 
@@ -66,7 +65,7 @@ export type RowWriter = (c: PoolClient) => Promise<WrittenRows>;
  * @returns null when another attempt holds the ledger row (the caller rolls back and reads its result).
  */
 export async function writePage(
-  ctx: ActivityContext,
+  ctx: PageContext,
   c: PoolClient,
   input: CopyPageInput,
   claim: AttemptClaim,
@@ -185,7 +184,7 @@ export interface StreamedPage {
  * of the source as rows: validated in Node, upserted, each refused row quarantined alone.
  */
 export function pageReadWriter(
-  ctx: ActivityContext,
+  ctx: PageContext,
   input: CopyPageInput,
   page: PageAttempt,
   read: PageRead,
@@ -206,7 +205,7 @@ export function pageReadWriter(
       await read.close(err as Error);
       const code = (err as { code?: unknown } | null)?.code;
       if (!isDataError(err) && code !== '23505') throw err;
-      log.warn('page written row by row: the catalog refused its streamed rows', {
+      ctx.log.warn('page written row by row: the catalog refused its streamed rows', {
         pageNo: input.pageNo,
         code,
         error: (err as Error).message,
@@ -279,7 +278,7 @@ async function writeRowByRow(c: PoolClient, input: CopyPageInput, streamed: Stre
  * No stream, or (test workers only, when `hooks.whileStreaming` is set) a transform that holds the
  * rows at their first chunk until the hook returns, so a test can stop the worker in the middle of a unit.
  */
-function heldByHook(ctx: ActivityContext, page: PageAttempt): Transform[] {
+function heldByHook(ctx: PageContext, page: PageAttempt): Transform[] {
   const hook = ctx.hooks?.whileStreaming;
   if (!hook) return [];
   let first = true;
