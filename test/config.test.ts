@@ -16,6 +16,7 @@ import { Connection } from '@temporalio/client';
 import type { TestDatabases, WorkerProcess } from '../dev/harness/harness';
 import { privateTemporal, spawnWorker, testDatabases, testEnv, uniqueQueue, writeConfig } from '../dev/harness/harness';
 import { runWorkerToExit } from '../dev/harness/entrypoint';
+import { freePort } from '../dev/env/dev-server';
 import { searchAttributesListed } from '../dev/harness/observe';
 
 let server: Awaited<ReturnType<typeof privateTemporal>> | undefined;
@@ -152,7 +153,7 @@ test('source kinds and listing sources: an unknown kind, path and command togeth
   );
 });
 
-test('a worker without CATALOG_REBUILD_CONFIG, or with a catalog database that does not exist, exits 1 saying what to do', async () => {
+test('a worker without CATALOG_REBUILD_CONFIG, with a catalog database that does not exist or that does not answer, exits 1 saying which and what to do', async () => {
   const env = envFor(writeConfig(dbs));
   await expectConfigFailure(
     { ...env, CATALOG_REBUILD_CONFIG: '', CATALOG_DATABASE_URL: dbs.catalogUrl },
@@ -161,7 +162,18 @@ test('a worker without CATALOG_REBUILD_CONFIG, or with a catalog database that d
   const missingDb = dbs.catalogUrl.replace(/\/[^/?]+(\?|$)/, '/catalog_rebuild_no_such_db$1');
   await expectConfigFailure(
     { ...env, CATALOG_DATABASE_URL: missingDb },
-    /catalog database: database "catalog_rebuild_no_such_db" does not exist .*create it \(e\.g\. createdb/,
+    /^catalog-rebuild worker: catalog database [^ ]+\/catalog_rebuild_no_such_db \(CATALOG_DATABASE_URL\): database "catalog_rebuild_no_such_db" does not exist: create it \(e\.g\. createdb/m,
+  );
+  // A server that does not answer (a closed port), with a password in the URL: the error names the
+  // database and the setting, never the password (expectConfigFailure).
+  const port = await freePort();
+  const closed = `postgres://postgres:s3cret-pw@127.0.0.1:${port}/nowhere`;
+  await expectConfigFailure(
+    { ...env, CATALOG_DATABASE_URL: closed },
+    new RegExp(
+      `^catalog-rebuild worker: catalog database 127\\.0\\.0\\.1:${port}/nowhere \\(CATALOG_DATABASE_URL\\): connect ECONNREFUSED`,
+      'm',
+    ),
   );
 });
 

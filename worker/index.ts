@@ -13,7 +13,7 @@ import { NativeConnection, Worker } from '@temporalio/worker';
 import type { PageHooks } from '../activities';
 import { createActivities } from '../activities';
 import type { Config } from '../lib/config';
-import { getSource, loadConfig, redactUrl, taskQueue as defaultTaskQueue } from '../lib/config';
+import { catalogDatabaseDescription, getSource, loadConfig, taskQueue as defaultTaskQueue } from '../lib/config';
 import { createPool, migrate } from '../lib/db';
 import { ConfigError } from '../lib/errors';
 import { removeStaleSpools, SourceRegistry } from '../lib/sources';
@@ -112,6 +112,10 @@ export async function createWorker(
     applicationName: `catalog-rebuild:worker:${process.pid}`,
     statementTimeoutMs: Number(env.CATALOG_REBUILD_STATEMENT_TIMEOUT_MS || 30_000),
     max: 16,
+    // Errors about reaching the catalog name it and its setting (never a password); statement
+    // errors keep their own words.
+    describe: catalogDatabaseDescription(config.catalogDatabaseUrl, env),
+    describeOnlyConnectionErrors: true,
   });
   const sources = new SourceRegistry((name) => getSource(config, name), pool);
   const stopGauges = metricsAddress ? runtimeRebuildGauges(pool, env) : () => undefined;
@@ -124,7 +128,7 @@ export async function createWorker(
     await migrate(pool).catch((err: unknown) => {
       if ((err as { code?: string }).code === '3D000') {
         throw new ConfigError(
-          `catalog database: ${(err as Error).message} (${redactUrl(config.catalogDatabaseUrl)}): create it (e.g. createdb -O <owner> <name>) or fix catalogDatabaseUrl / CATALOG_DATABASE_URL`,
+          `${(err as Error).message}: create it (e.g. createdb -O <owner> <name>) or fix that setting`,
         );
       }
       throw err;
