@@ -58,7 +58,16 @@ import { demoIdentity } from './identity';
 import { say, wrapLine } from './lines';
 import { DEMO, parseOptions } from './settings';
 import type { DemoState } from './state';
-import { decideRunningRebuild, demoStateFile, leftovers, readDemoState, writeDemoState } from './state';
+import {
+  acquireDemoLock,
+  decideRunningRebuild,
+  demoLockFile,
+  demoStateFile,
+  leftovers,
+  readDemoState,
+  releaseDemoLock,
+  writeDemoState,
+} from './state';
 import { checkAndSummarize } from './summary';
 import type { DemoWorker } from './workers';
 import {
@@ -310,6 +319,10 @@ function handOver(handover: HandoverOptions): boolean {
   return check.code === 0;
 }
 
+/** The refusal of a second demo of the checkout while the one with `pid` runs. */
+const anotherDemoRuns = (pid: number): string =>
+  `another demo of this checkout is running (pid ${pid}); let it finish or stop it (kill ${pid}), then run the demo again`;
+
 async function main(): Promise<void> {
   const opts = parseOptions();
   grpcPort = opts.temporalPort;
@@ -318,12 +331,14 @@ async function main(): Promise<void> {
   fs.mkdirSync(dataDir(), { recursive: true });
   const id = demoIdentity(projectRoot());
   const stateFile = demoStateFile(dataDir());
+  // One demo per checkout at a time, even when two start at the same instant: the lock first.
+  const lockFile = demoLockFile(dataDir());
+  const holder = acquireDemoLock(lockFile, id.projectRoot);
+  if (holder !== null) throw new Error(anotherDemoRuns(holder));
+  process.on('exit', () => releaseDemoLock(lockFile));
   const earlier = readDemoState(stateFile);
   const left = leftovers(earlier, id.projectRoot);
-  if (left.runningDemo !== null)
-    throw new Error(
-      `another demo of this checkout is running (pid ${left.runningDemo}); let it finish or stop it (kill ${left.runningDemo}), then run the demo again`,
-    );
+  if (left.runningDemo !== null) throw new Error(anotherDemoRuns(left.runningDemo));
   const state: DemoState = {
     demoPid: process.pid,
     workers: [],

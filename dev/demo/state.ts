@@ -59,6 +59,49 @@ export const workerMarker = (projectRoot: string): string => path.join(projectRo
 /** The command-line marker of the checkout's demo entrypoint (`<root>/dist/dev/demo/main.js`). */
 export const demoMarker = (projectRoot: string): string => path.join(projectRoot, 'dist', 'dev', 'demo', 'main.js');
 
+/** `.data/demo.lock` of the checkout whose data folder is `dataDir`: the pid of the demo that runs. */
+export const demoLockFile = (dataDir: string): string => path.join(dataDir, 'demo.lock');
+
+/**
+ * Takes the checkout's demo lock: creates `file` holding this process's pid, exclusively (`wx`), so
+ * of two demos started at the same instant only one goes on. A lock whose pid no longer runs the
+ * checkout's demo entrypoint (a demo killed with SIGKILL) is stale: it is removed, once, and taken.
+ * @returns null when this process holds the lock; else the pid of the running demo that holds it.
+ * @throws the file system's error other than EEXIST (e.g. EACCES); an Error when the lock keeps
+ *   changing hands without a running holder (three tries).
+ */
+export function acquireDemoLock(file: string, projectRoot: string, self = process.pid): number | null {
+  for (let tries = 0; tries < 3; tries++) {
+    try {
+      fs.writeFileSync(file, `${self}\n`, { flag: 'wx' });
+      return null;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+    }
+    const holder = lockHolder(file);
+    if (holder === self) return null;
+    if (holder !== null && processRuns(holder, demoMarker(projectRoot))) return holder;
+    // Stale (or being written): remove it only while it still names the same holder.
+    if (holder !== null && lockHolder(file) === holder) fs.rmSync(file, { force: true });
+  }
+  throw new Error(`the demo lock ${file} could not be taken: if no demo of this checkout runs, remove it`);
+}
+
+/** Removes the demo lock if this process holds it. */
+export function releaseDemoLock(file: string, self = process.pid): void {
+  if (lockHolder(file) === self) fs.rmSync(file, { force: true });
+}
+
+/** The pid in the lock file; null when it is missing or not (yet) a pid. */
+function lockHolder(file: string): number | null {
+  try {
+    const pid = Number(fs.readFileSync(file, 'utf8').trim());
+    return Number.isInteger(pid) && pid > 0 ? pid : null;
+  } catch {
+    return null;
+  }
+}
+
 /** What an earlier demo of the checkout left running, by the state file. */
 export interface Leftovers {
   /** Pid of a demo of this checkout that still runs (not this process); null when none. */
