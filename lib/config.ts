@@ -242,7 +242,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, opts: { require
     try {
       text = fs.readFileSync(file, 'utf8');
     } catch (err) {
-      throw new ConfigError(`CATALOG_REBUILD_CONFIG: cannot read ${file}: ${(err as Error).message}`);
+      const where = path.isAbsolute(file) ? '' : ` (relative to the working directory ${process.cwd()})`;
+      throw new ConfigError(`CATALOG_REBUILD_CONFIG: cannot read ${file}${where}: ${(err as Error).message}`);
     }
     try {
       raw = JSON.parse(text);

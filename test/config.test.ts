@@ -194,7 +194,12 @@ test('CATALOG_REBUILD_CONFIG naming a missing file or invalid JSON: exit 1 namin
   const missing = path.join(tmp, 'does-not-exist.json');
   await expectConfigFailure(
     envFor(missing),
-    new RegExp(`CATALOG_REBUILD_CONFIG: cannot read ${missing.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')}`),
+    new RegExp(`CATALOG_REBUILD_CONFIG: cannot read ${missing.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')}: ENOENT`),
+  );
+  // A relative name is read from the working directory, which the message names.
+  await expectConfigFailure(
+    envFor('no-such-folder/config.json'),
+    /CATALOG_REBUILD_CONFIG: cannot read no-such-folder\/config\.json \(relative to the working directory \/[^)]*\): ENOENT/,
   );
   const broken = configFile('broken.json', '{ "catalogDatabaseUrl": "postgres://x", ');
   await expectConfigFailure(envFor(broken), /CATALOG_REBUILD_CONFIG: .*broken\.json is not valid JSON/);

@@ -96,3 +96,20 @@ test('a catalog database without the catalog schema: the statement error names t
     `catalog-rebuild: catalog database ${u.hostname}:${u.port || '5432'}${u.pathname} (catalogDatabaseUrl in ${configFile}): relation "event" does not exist`,
   );
 });
+
+test('events of a catalog never rebuilt in this catalog database: exit 1 saying so, not an empty list', async (t) => {
+  const dbs = await testDatabases('dbevt');
+  t.after(() => dbs.drop());
+  const configFile = writeConfig(dbs);
+  const r = runCliProcess(
+    ['events', '--catalog', 'never-rebuilt'],
+    { ...process.env, CATALOG_REBUILD_CONFIG: configFile, CATALOG_DATABASE_URL: '' },
+    60_000,
+  );
+  assert.equal(r.code, 1, r.stdout);
+  assert.equal(r.stdout, '');
+  assert.match(
+    r.stderr,
+    /^catalog-rebuild: catalog never-rebuilt has no events and no version in this catalog database: it was never rebuilt here/,
+  );
+});

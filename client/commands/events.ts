@@ -1,8 +1,8 @@
 /** `catalog-rebuild events`: prints a catalog's event log from the catalog database. */
 import type { EventRow } from '../../lib/catalog/event-reads';
-import { listEvents, renumberedJobsOf, renumberedSentence } from '../../lib/catalog/event-reads';
+import { catalogHasVersion, listEvents, renumberedJobsOf, renumberedSentence } from '../../lib/catalog/event-reads';
 import type { CommandContext } from './context';
-import { withCatalogPool } from './context';
+import { ExitCode, withCatalogPool } from './context';
 
 /** Options of `events`. */
 export interface EventsOptions {
@@ -39,11 +39,20 @@ export function eventLines(r: EventRow, json: boolean): string[] {
 /**
  * Prints the newest `limit` events of the catalog, oldest first.
  * @returns 0.
- * @throws the configuration or database error.
+ * @throws ExitCode 1 when the catalog has neither an event nor a version in this catalog database
+ *   (a misspelt name, another catalog database, a rebuild that failed before its plan); the
+ *   configuration or database error as it is.
  */
 export async function eventsCommand(ctx: CommandContext, o: EventsOptions): Promise<number> {
   return withCatalogPool(ctx, async (pool) => {
-    for (const r of await listEvents(pool, o.catalog, o.limit)) for (const l of eventLines(r, o.json)) ctx.out(l);
+    const events = await listEvents(pool, o.catalog, o.limit);
+    if (!events.length && !(await catalogHasVersion(pool, o.catalog)))
+      throw new ExitCode(
+        1,
+        `catalog ${o.catalog} has no events and no version in this catalog database: it was never rebuilt here ` +
+          `(a rebuild that fails before its plan records none; catalog-rebuild status --catalog ${o.catalog} asks Temporal)`,
+      );
+    for (const r of events) for (const l of eventLines(r, o.json)) ctx.out(l);
     return 0;
   });
 }

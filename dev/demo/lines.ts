@@ -24,7 +24,7 @@ export function wrapLine(line: string, width = 80): string[] {
   for (const word of words) {
     const candidate = empty ? cur + word : `${cur} ${word}`;
     if (!empty && candidate.length > width) {
-      out.push(cur);
+      out.push(cur.trimEnd()); // no trailing blanks from a run of spaces before the break
       cur = hang + word;
     } else cur = candidate;
     empty = false;

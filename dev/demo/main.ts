@@ -60,6 +60,7 @@ import { DEMO, parseOptions } from './settings';
 import type { DemoState } from './state';
 import {
   acquireDemoLock,
+  anotherDemoRuns,
   decideRunningRebuild,
   demoLockFile,
   demoStateFile,
@@ -195,6 +196,15 @@ async function settleRunningRebuild(
 
 type Outcome = { ok: true; result: RebuildCatalogResult } | { ok: false; error: unknown };
 
+/** How a worker process ended (its exit code or signal), or null while it runs. */
+const exitOf = (w: DemoWorker): string | null =>
+  w.child.exitCode !== null ? `code ${w.child.exitCode}` : w.child.signalCode;
+
+/** Why the demo stops when a worker it did not kill ended while the rebuild ran. */
+const workerLost = (w: DemoWorker): string =>
+  `worker ${w.n} (pid ${w.pid}) ended (${exitOf(w)}) while the rebuild ran, and the demo kills only worker 1; ` +
+  `its log: ${w.logFile}. The rebuild waits in Temporal for a worker: the next demo of this checkout ends it`;
+
 /** Polls `progress` until the rebuild ends; kills worker 1 at the kill point and starts worker 2. */
 async function followRebuild(
   handle: WorkflowHandle,
@@ -239,6 +249,8 @@ async function followRebuild(
         );
         replacement.catch(() => undefined);
       }
+      const lost = workers.find((w) => (w.n !== 1 || killedAtPage === null) && exitOf(w) !== null);
+      if (lost && !outcome) throw new Error(workerLost(lost));
       await Promise.race([done, sleep(DEMO.pollMs)]);
     }
     if (replacement) await replacement;
@@ -319,10 +331,6 @@ function handOver(handover: HandoverOptions): boolean {
   return check.code === 0;
 }
 
-/** The refusal of a second demo of the checkout while the one with `pid` runs. */
-const anotherDemoRuns = (pid: number): string =>
-  `another demo of this checkout is running (pid ${pid}); let it finish or stop it (kill ${pid}), then run the demo again`;
-
 async function main(): Promise<void> {
   const opts = parseOptions();
   grpcPort = opts.temporalPort;
@@ -352,6 +360,10 @@ async function main(): Promise<void> {
   const onSignal = (signal: NodeJS.Signals) => {
     for (const w of workers) signalGroup(w, 'SIGKILL');
     console.error(`\ndemo: ${signal}: stopped its workers; the dev server keeps running`);
+    if (state.rebuild)
+      console.error(
+        `demo: its rebuild ${state.rebuild.workflowId} stays open in Temporal with no worker; the next demo of this checkout ends it`,
+      );
     process.exit(130);
   };
   process.once('SIGINT', onSignal);

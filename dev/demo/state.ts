@@ -44,11 +44,18 @@ export function writeDemoState(file: string, state: DemoState): void {
   fs.renameSync(tmp, file);
 }
 
-/** Whether `pid` is alive and its command line contains `marker` (false when it cannot be read). */
+/**
+ * Whether `pid` is alive and runs the script `marker` (an absolute path): one of its arguments,
+ * resolved against its working directory, is `marker`. So `node dist/dev/demo/main.js` started by
+ * `npm run demo` in the checkout counts, another clone's or a reused pid does not. False when /proc
+ * cannot tell.
+ */
 export function processRuns(pid: number, marker: string): boolean {
   try {
     process.kill(pid, 0);
-    return fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').replace(/\0/g, ' ').includes(marker);
+    const args = fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').filter(Boolean);
+    const cwd = fs.readlinkSync(`/proc/${pid}/cwd`);
+    return args.some((a) => path.resolve(cwd, a) === marker);
   } catch {
     return false;
   }
@@ -86,6 +93,20 @@ export function acquireDemoLock(file: string, projectRoot: string, self = proces
   }
   throw new Error(`the demo lock ${file} could not be taken: if no demo of this checkout runs, remove it`);
 }
+
+/**
+ * The pid of the demo of the checkout at `projectRoot` that runs now, by its lock or (a demo of an
+ * older build, without the lock) its state file; null when none runs. Changes nothing.
+ */
+export function runningDemo(dataDir: string, projectRoot: string, self = process.pid): number | null {
+  const holder = lockHolder(demoLockFile(dataDir));
+  if (holder !== null && holder !== self && processRuns(holder, demoMarker(projectRoot))) return holder;
+  return leftovers(readDemoState(demoStateFile(dataDir)), projectRoot, self).runningDemo;
+}
+
+/** The refusal of a second demo of the checkout while the one with `pid` runs. */
+export const anotherDemoRuns = (pid: number): string =>
+  `another demo of this checkout is running (pid ${pid}); let it finish or stop it (kill ${pid}), then run the demo again`;
 
 /** Removes the demo lock if this process holds it. */
 export function releaseDemoLock(file: string, self = process.pid): void {

@@ -196,8 +196,14 @@ export async function checkAndSummarize(
       `  files = source  ${files.equal ? 'yes' : 'NO'}: ${files.catalogRows} file records (digest ${files.catalog}) vs source ${files.sourceRows} (digest ${files.source})`,
     );
   }
-  out(`  page retries    ${retries.rowCount} event(s) of type page_retry:`);
+  out(`  page retries    ${retries.rowCount} event(s) of type page_retry${retries.rowCount ? ':' : ''}`);
   for (const e of retries.rows) out(`    ${e.created_at.toISOString()}  ${e.message}`);
+  if (killedAtPage !== null && !retries.rowCount)
+    out(
+      `                  none: worker 1 ran no page activity when it died (its pages counted in flight ` +
+        `had completed, the next ones not started; a workflow task it held, if any, timed out and ran ` +
+        `again on worker 2: see the Web UI's history), so no page had to be retried`,
+    );
   out(`  Web UI          ${webUi}`);
   out(`                  (all rebuilds of the catalog: search CatalogName='${id.catalog}')`);
   out(`  dev server      ${devServerLine}`);

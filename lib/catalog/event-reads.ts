@@ -40,6 +40,19 @@ export async function listEvents(db: Queryable, catalog: string, limit: number):
 }
 
 /**
+ * Whether the catalog has any version row (of any status) in this catalog database.
+ * @param db pool or client on the catalog database.
+ * @param catalog catalog name.
+ */
+export async function catalogHasVersion(db: Queryable, catalog: string): Promise<boolean> {
+  const { rows } = await db.query<{ found: boolean }>(
+    `SELECT EXISTS (SELECT 1 FROM version WHERE catalog_name = $1) AS found`,
+    [catalog],
+  );
+  return rows[0].found;
+}
+
+/**
  * Reads the message of a catalog's newest event.
  * @param db pool or client on the catalog database.
  * @param catalog catalog name.
