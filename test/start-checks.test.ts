@@ -134,6 +134,7 @@ test('the start decision: recent names accept or refuse (sorted); no worker wait
     recordMaxAgeMs: 300_000,
     planWaitMs: 30_000,
     noPollerMs: 5_000,
+    noPollerRepeatMs: 60_000,
     cancelWaitMs: 60_000,
     dryRunNoWorkerMs: 30_000,
     pollMs: 1_000,
@@ -143,12 +144,14 @@ test('the start decision: recent names accept or refuse (sorted); no worker wait
     CATALOG_REBUILD_START_SOURCE_MAX_AGE_MS: '2000',
     CATALOG_REBUILD_START_PLAN_WAIT_MS: 'x',
     CATALOG_REBUILD_START_DRY_RUN_NO_WORKER_MS: '4000',
+    CATALOG_REBUILD_START_NO_POLLER_REPEAT_MS: '2000',
   });
   assert.deepEqual(overridden, {
     workerWaitMs: 3_000,
     recordMaxAgeMs: 2_000,
     planWaitMs: 30_000,
     noPollerMs: 5_000,
+    noPollerRepeatMs: 2_000,
     cancelWaitMs: 60_000,
     dryRunNoWorkerMs: 4_000,
     pollMs: 1_000,
@@ -445,7 +448,7 @@ test('the no-poller line: only for a task no worker took for noPollerMs; the Ctr
   ]);
 });
 
-test('start right after the only worker died says no worker polls the queue within its wait; Ctrl-C says the rebuild goes on', async () => {
+test('start right after the only worker died says no worker polls the queue within its wait, and again while --wait waits; Ctrl-C says the rebuild goes on', async () => {
   const deadQueue = uniqueQueue('dead');
   const de = testEnv({ address: temporal.address, configFile, taskQueue: deadQueue });
   const w = await spawnWorker({ ...de, CATALOG_REBUILD_SOURCE_RECORD_INTERVAL_MS: '500' });
@@ -464,18 +467,30 @@ test('start right after the only worker died says no worker polls the queue with
   const t0 = Date.now();
   const pending = startCli(['start', '--catalog', catalog, '--source', 'r18', '--wait'], {
     ...de,
-    CATALOG_REBUILD_START_PLAN_WAIT_MS: '20000',
+    CATALOG_REBUILD_START_PLAN_WAIT_MS: '12000',
+    CATALOG_REBUILD_START_NO_POLLER_REPEAT_MS: '2000',
   });
   const noPoller = new RegExp(
     `no worker polls task queue ${deadQueue}: the rebuild's workflow task has waited \\d+(\\.\\d)? s and no worker took it .*start one with \`npm run worker\` \\(CATALOG_REBUILD_TASK_QUEUE=${deadQueue}\\)`,
   );
   await waitFor('start to name the missing worker', () => noPoller.test(pending.stderr()), { timeoutMs: 20_000 });
   const namedAfter = Date.now() - t0;
-  assert.ok(namedAfter < 20_000, `named within the plan wait (after ${namedAfter} ms)`);
+  assert.ok(namedAfter < 12_000, `named within the plan wait (after ${namedAfter} ms)`);
   assert.doesNotMatch(pending.stdout(), /not planned within/, 'before the plan wait ended');
   assert.match(
     pending.stdout(),
     new RegExp(`^started rebuild catalog-rebuild/${catalog} \\(task queue ${deadQueue}\\)`),
+  );
+  // Past the plan wait, --wait goes on waiting, and names the missing worker again (every 2 s here,
+  // every minute by default) rather than falling silent.
+  await waitFor('the receipt of a rebuild not planned', () => /not planned within 12 s/.test(pending.stdout()), {
+    timeoutMs: 30_000,
+  });
+  const namedBefore = pending.stderr().match(new RegExp(noPoller.source, 'g'))?.length ?? 0;
+  await waitFor(
+    'start --wait to name the missing worker again',
+    () => (pending.stderr().match(new RegExp(noPoller.source, 'g'))?.length ?? 0) > namedBefore,
+    { timeoutMs: 20_000 },
   );
 
   pending.signal('SIGINT');

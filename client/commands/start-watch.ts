@@ -44,7 +44,9 @@ async function pendingTask(handle: WorkflowHandle): Promise<PendingTaskSeen | nu
 /**
  * Watches the rebuild's workflow task until `signal` aborts: when one waits `noPollerMs` for a
  * worker (timed on this machine's clock from when it was first seen), prints {@link noPollerLine}
- * once on `note`. Describe errors are ignored (the receipt reports what it sees).
+ * on `note`. Without `repeatMs` that is once, and the watch ends; with it, the line is printed again
+ * every `repeatMs` while a task still waits, and for each later task that waits. Describe errors
+ * are ignored (the receipt reports what it sees).
  */
 export async function watchForPoller(
   handle: WorkflowHandle,
@@ -53,9 +55,11 @@ export async function watchForPoller(
     settings: { noPollerMs: number; pollMs: number };
     note: (line: string) => void;
     signal: AbortSignal;
+    repeatMs?: number;
   },
 ): Promise<void> {
   let seen = null as { at: string; since: number } | null;
+  let noted = null as { at: string; time: number } | null;
   while (!o.signal.aborted) {
     const task = await pendingTask(handle).catch(() => null);
     if (task?.scheduled && seen?.at !== task.scheduledAt) seen = { at: task.scheduledAt, since: Date.now() };
@@ -65,8 +69,38 @@ export async function watchForPoller(
       taskQueue: o.taskQueue,
       noPollerMs: o.settings.noPollerMs,
     });
-    if (line) return o.note(line);
-    await new Promise((r) => setTimeout(r, Math.min(o.settings.pollMs, 500)));
+    const again = !noted || noted.at !== task?.scheduledAt || Date.now() - noted.time >= (o.repeatMs ?? Infinity);
+    if (line && again && !o.signal.aborted) {
+      o.note(line);
+      if (o.repeatMs === undefined) return;
+      noted = { at: task!.scheduledAt, time: Date.now() };
+    }
+    // Every 0.5 s for the first line; at most every 2 s while a whole --wait is watched.
+    await new Promise((r) => setTimeout(r, Math.min(o.settings.pollMs, o.repeatMs === undefined ? 500 : 2_000)));
+  }
+}
+
+/**
+ * Runs `fn` while {@link watchForPoller} watches the rebuild (with `o.repeatMs`, for as long as
+ * `fn` runs); the watch ends with `fn`.
+ */
+export async function whileWatchingPollers<T>(
+  handle: WorkflowHandle,
+  o: {
+    taskQueue: string;
+    settings: { noPollerMs: number; pollMs: number };
+    note: (line: string) => void;
+    repeatMs?: number;
+  },
+  fn: () => Promise<T>,
+): Promise<T> {
+  const watching = new AbortController();
+  const watch = watchForPoller(handle, { ...o, signal: watching.signal });
+  try {
+    return await fn();
+  } finally {
+    watching.abort();
+    await watch;
   }
 }
 

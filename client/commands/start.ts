@@ -18,8 +18,12 @@ import type { CommandContext } from './context';
 import { ExitCode, withTemporal } from './context';
 import { formatDryRun, runDryRun } from './dry-run';
 import { waitAndReport } from './outcome';
-import { interruptedLines, onInterrupt, watchForPoller } from './start-watch';
+import type { StartCheckSettings } from './start-settings';
+import { startCheckSettings } from './start-settings';
+import { interruptedLines, onInterrupt, whileWatchingPollers } from './start-watch';
 export { interruptedLines, noPollerLine } from './start-watch';
+export { START_ENV, startCheckSettings } from './start-settings';
+export type { StartCheckSettings } from './start-settings';
 
 /** Options of `start` (parsed and range-checked by the CLI). */
 export interface StartOptions {
@@ -47,61 +51,6 @@ export interface StartOptions {
   wait: boolean;
   /** Print the receipt as one JSON object (and nothing else on stdout). */
   json?: boolean;
-}
-
-/**
- * Environment variables overriding the waits of `start`, for tests (defaults in
- * {@link startCheckSettings}).
- */
-export const START_ENV = {
-  workerWaitMs: 'CATALOG_REBUILD_START_WORKER_WAIT_MS',
-  recordMaxAgeMs: 'CATALOG_REBUILD_START_SOURCE_MAX_AGE_MS',
-  planWaitMs: 'CATALOG_REBUILD_START_PLAN_WAIT_MS',
-  noPollerMs: 'CATALOG_REBUILD_START_NO_POLLER_MS',
-  cancelWaitMs: 'CATALOG_REBUILD_START_CANCEL_WAIT_MS',
-  dryRunNoWorkerMs: 'CATALOG_REBUILD_START_DRY_RUN_NO_WORKER_MS',
-} as const;
-
-/** How long `start` waits and what it accepts (all ms). */
-export interface StartCheckSettings {
-  /** Wait for a first worker record of the task queue; default 60,000. */
-  workerWaitMs: number;
-  /** A source recorded this recently is served; default 300,000 (5 min). */
-  recordMaxAgeMs: number;
-  /** Wait for the plan before the receipt; default 30,000. */
-  planWaitMs: number;
-  /**
-   * A workflow task of the rebuild that no worker took for this long means no worker polls the task
-   * queue (a live one takes it at once); `start` then says so within its wait; default 5,000.
-   */
-  noPollerMs: number;
-  /**
-   * Wait for a rebuild of the catalog that is being cancelled to end before a new one starts (it
-   * abandons its version and ends within seconds); default 60,000.
-   */
-  cancelWaitMs: number;
-  /** A dry run that no worker took for this long is ended, and `start --dry-run` exits 1; default 30,000. */
-  dryRunNoWorkerMs: number;
-  /** Pause between two reads of the records while waiting; 1,000. */
-  pollMs: number;
-}
-
-/** The settings of `start` from `env` (non-negative integer overrides of {@link START_ENV}, else the defaults). */
-export function startCheckSettings(env: NodeJS.ProcessEnv = process.env): StartCheckSettings {
-  const ms = (name: string, fallback: number) => {
-    const raw = env[name];
-    const n = raw === undefined || raw === '' ? NaN : Number(raw);
-    return Number.isInteger(n) && n >= 0 ? n : fallback;
-  };
-  return {
-    workerWaitMs: ms(START_ENV.workerWaitMs, 60_000),
-    recordMaxAgeMs: ms(START_ENV.recordMaxAgeMs, 300_000),
-    planWaitMs: ms(START_ENV.planWaitMs, 30_000),
-    noPollerMs: ms(START_ENV.noPollerMs, 5_000),
-    cancelWaitMs: ms(START_ENV.cancelWaitMs, 60_000),
-    dryRunNoWorkerMs: ms(START_ENV.dryRunNoWorkerMs, 30_000),
-    pollMs: 1_000,
-  };
 }
 
 /** What the catalog database says about a task queue's workers. */
@@ -314,6 +263,7 @@ export async function startCommand(
   let stopInterrupt = (): void => undefined;
   return withTemporal(ctx, async (s) => {
     let pool: Pool | undefined;
+    let started: WorkflowHandle | undefined;
     const catalogPool = () => (pool ??= ctx.catalogPool({ purpose: 'cli', max: 2 }));
     // What the plan is asked for, by a dry run as by the rebuild.
     const planned = {
@@ -364,22 +314,13 @@ export async function startCommand(
           `${r.attached ? 'attached to running' : 'started'} rebuild ${r.handle.workflowId} (task queue ${s.taskQueue})`,
         );
       }
+      started = r.handle;
       stopInterrupt = onInterrupt(interruptedLines(o.catalog, r.handle.workflowId), note);
       const t1 = Date.now();
-      const watching = new AbortController();
-      const watch = watchForPoller(r.handle, { taskQueue: s.taskQueue, settings, note, signal: watching.signal });
-      let receipt: Receipt;
-      try {
-        receipt = await receiptOf(
-          s,
-          r.handle,
-          { ...o, attached: r.attached, planWaitMs: settings.planWaitMs },
-          catalogPool,
-        );
-      } finally {
-        watching.abort();
-        await watch;
-      }
+      const watchOptions = { taskQueue: s.taskQueue, settings, note };
+      const receipt: Receipt = await whileWatchingPollers(r.handle, watchOptions, () =>
+        receiptOf(s, r.handle, { ...o, attached: r.attached, planWaitMs: settings.planWaitMs }, catalogPool),
+      );
       // A rebuild that closed before its plan was seen (it failed planning): its result, at once.
       if (!receipt.planned && !(await isRunning(r.handle))) return waitAndReport(s, o.catalog, o.json ? note : ctx.out);
       const lines = formatReceipt(receipt, Date.now() - t1);
@@ -392,7 +333,11 @@ export async function startCommand(
       await (pool as Pool | undefined)?.end().catch(() => undefined);
     }
     try {
-      return o.wait ? await waitAndReport(s, o.catalog, o.json ? note : ctx.out) : 0;
+      // While it waits, a rebuild that no worker serves (the only one died) is named every minute.
+      const watchWait = { taskQueue: s.taskQueue, settings, note, repeatMs: settings.noPollerRepeatMs };
+      return o.wait
+        ? await whileWatchingPollers(started!, watchWait, () => waitAndReport(s, o.catalog, o.json ? note : ctx.out))
+        : 0;
     } finally {
       stopInterrupt();
     }
