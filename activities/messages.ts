@@ -48,9 +48,13 @@ export function supersededMessage(versionId: string): string {
   return `version ${versionId} abandoned: a new rebuild started (the previous one was terminated or lost)`;
 }
 
-/** The `page_retry` event: who ran the previous attempt and how it failed. */
+/**
+ * The `page_retry` event: who ran the previous attempt and how it failed. A worker that died within
+ * milliseconds of starting the attempt left neither a heartbeat nor a claim row: it is unknown.
+ */
 export function pageRetryMessage(pageNo: number, attempt: number, worker: string | null, failure: string): string {
-  return `page ${pageNo} attempt ${attempt}: previous attempt by ${worker ?? 'unknown worker'} failed: ${failure}`;
+  const by = worker ?? 'an unknown worker (it died before its first heartbeat and claim row)';
+  return `page ${pageNo} attempt ${attempt}: previous attempt by ${by} failed: ${failure}`;
 }
 
 /** The `zombie_ended` event: sessions of an earlier attempt of a page ended after waiting `waitedMs`. */

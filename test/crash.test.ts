@@ -156,7 +156,7 @@ test('SIGKILL of the worker inside a page transaction, three times in one rebuil
     });
     await ctx.fleet.spawn(); // the replacement
     // The next kill waits for the retry that names this one: a kill landing on that retry before it
-    // recorded its page_retry event would leave only "unknown worker" (the retry's own attempt left
+    // recorded its page_retry event would leave only "an unknown worker" (the retry's own attempt left
     // no heartbeat and no claim row) in the events this test reads.
     if (kills.length < thresholds.length)
       await waitFor(

@@ -8,6 +8,7 @@ import assert from 'node:assert/strict';
 import type { ReconcileOutcome, ReconcileWarnings } from '../activities/messages';
 import { describeRejects, pageGoneMessage } from '../lib/page/messages';
 import {
+  pageRetryMessage,
   plannedMessage,
   publishedMessage,
   reconciledMessage,
@@ -213,5 +214,16 @@ test('planned, repaired and unreadable messages', () => {
   assert.equal(
     sourceUnreadableMessage(2, 'director', [null, '2024-01-01', '2024-03-01'], 'connection refused'),
     'round 2: source director could not be read for reconciliation, so every bucket is unreadable (3 buckets in the catalog, 2024-01-01 … 2024-03-01) and none is counted as empty: connection refused',
+  );
+});
+
+test("pageRetryMessage: the previous attempt's worker, or why it is unknown", () => {
+  assert.equal(
+    pageRetryMessage(35, 2, '22595@vm', 'activity Heartbeat timeout'),
+    'page 35 attempt 2: previous attempt by 22595@vm failed: activity Heartbeat timeout',
+  );
+  assert.equal(
+    pageRetryMessage(34, 2, null, 'activity Heartbeat timeout'),
+    'page 34 attempt 2: previous attempt by an unknown worker (it died before its first heartbeat and claim row) failed: activity Heartbeat timeout',
   );
 });
