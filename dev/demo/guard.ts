@@ -5,10 +5,11 @@
  * older than the code). Exits 0 when none runs. A fresh clone has no build and no demo to guard.
  */
 import { dataDir, projectRoot } from '../../lib/paths';
+import { terminalWidth, wrapLine } from './lines';
 import { anotherDemoRuns, runningDemo } from './state';
 
 const pid = runningDemo(dataDir(), projectRoot());
 if (pid !== null) {
-  console.error(`demo: ${anotherDemoRuns(pid)}`);
+  for (const l of wrapLine(`demo: ${anotherDemoRuns(pid)}`, terminalWidth(process.stderr))) console.error(l);
   process.exit(1);
 }

@@ -55,7 +55,7 @@ import type { HandoverOptions } from './handover';
 import { handoverEnv, handoverLines, runHandoverCheck, shadowingVariables } from './handover';
 import type { DemoIdentity } from './identity';
 import { demoIdentity } from './identity';
-import { say, wrapLine } from './lines';
+import { say, terminalWidth, wrapLine } from './lines';
 import { DEMO, parseOptions } from './settings';
 import type { DemoState } from './state';
 import {
@@ -360,10 +360,10 @@ async function main(): Promise<void> {
   const onSignal = (signal: NodeJS.Signals) => {
     for (const w of workers) signalGroup(w, 'SIGKILL');
     console.error(`\ndemo: ${signal}: stopped its workers; the dev server keeps running`);
-    if (state.rebuild)
-      console.error(
-        `demo: its rebuild ${state.rebuild.workflowId} stays open in Temporal with no worker; the next demo of this checkout ends it`,
-      );
+    if (state.rebuild) {
+      const line = `demo: its rebuild ${state.rebuild.workflowId} stays open in Temporal with no worker; the next demo of this checkout ends it`;
+      for (const l of wrapLine(line, terminalWidth(process.stderr))) console.error(l);
+    }
     process.exit(130);
   };
   process.once('SIGINT', onSignal);
