@@ -15,11 +15,26 @@ import { rebuildWorkflowId } from '../../workflows/names';
 import { median } from '../harness/faults';
 import type { WorkerProcess } from '../harness/harness';
 import { spawnWorker, temporalClient, testEnv, uniqueQueue, writeConfig } from '../harness/harness';
-import { within } from '../harness/wait';
+import { waitFor, within } from '../harness/wait';
 import type { BenchContext } from './context';
 import { fmtInt, fmtS, mean } from './context';
 import { CpuSampler, cpuText } from './cpu';
 import { allHistories } from './history';
+
+/** A worker's log line once its build is its deployment's current version (worker/deployment.ts `adoptionLine`). */
+const CURRENT_BUILD = /this build is current now|this build is the current version/;
+
+/**
+ * Waits until every worker is ready as a long-running worker is: polling (spawnWorker) and its build
+ * its deployment's current version. The first worker of a fresh deployment makes its build current
+ * just after its first poll; until then a new rebuild's first workflow task waits (about 1 s here),
+ * a cost of the worker's start, not of the rebuild.
+ * @throws Error after 60 s without the worker's line.
+ */
+export async function workersReady(workers: WorkerProcess[]): Promise<void> {
+  for (const w of workers)
+    await waitFor('the worker to see its build current', () => CURRENT_BUILD.test(w.output()), { timeoutMs: 60_000 });
+}
 
 /** The catalog the bench rebuilds. */
 export const CATALOG = 'bench';
@@ -316,6 +331,7 @@ export async function runProduct(
       workers.push(
         await spawnWorker(testEnv({ address: temporal.address, configFile, taskQueue, extra }), { entry: 'product' }),
       );
+    await workersReady(workers);
     tc = await temporalClient(temporal.address);
     const run = await rebuild(
       ctx,

@@ -18,7 +18,7 @@ import { spawnWorker, testEnv, uniqueQueue, writeConfig } from '../harness/harne
 import { within } from '../harness/wait';
 import type { BenchContext } from './context';
 import { fmtInt, fmtS } from './context';
-import { CATALOG } from './product';
+import { CATALOG, workersReady } from './product';
 
 /** What the changes did to the source. */
 interface Changes {
@@ -124,6 +124,7 @@ export async function runRefresh(ctx: BenchContext, temporalAddress: string, ful
   const workers: WorkerProcess[] = [];
   try {
     for (let i = 0; i < ctx.o.workers; i++) workers.push(await spawnWorker(env, { entry: 'product' }));
+    await workersReady(workers);
     const files = ctx.o.files !== undefined ? ['--files'] : [];
     const base = ['start', '--catalog', CATALOG, '--source', 'director', '--refresh', ...files];
     await ctx.checkpoint();
