@@ -1,6 +1,7 @@
 /**
  * The page pipeline: one page read from its source (lib/sources) written in one catalog
- * transaction (lib/catalog), for every source kind, the first attempt, a retry and a repair alike.
+ * transaction (lib/catalog), for every source kind, a first attempt and a retry alike (a bucket
+ * repair writes its file records through the same `writeFileRead` of lib/catalog).
  */
 export { copyPlannedPage } from './copy';
 export type { PageCopy } from './copy';
