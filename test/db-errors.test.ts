@@ -80,15 +80,22 @@ test('a director database that does not exist (3D000) names the source, its sett
   }
 });
 
-test('a catalog database without the catalog schema: the statement error names the database and its setting', async (t) => {
-  const dbs = await testDatabases('dberr', { catalog: 'empty' });
-  t.after(() => dbs.drop());
+/** `events --catalog <catalog>` in a CLI process configured by a file naming `dbs`' catalog database. */
+function eventsOf(dbs: Awaited<ReturnType<typeof testDatabases>>, catalog: string) {
   const configFile = writeConfig(dbs);
   const r = runCliProcess(
-    ['events', '--catalog', 'c'],
+    ['events', '--catalog', catalog],
     { ...process.env, CATALOG_REBUILD_CONFIG: configFile, CATALOG_DATABASE_URL: '' },
     60_000,
   );
+  return { ...r, configFile };
+}
+
+test('a catalog database without the catalog schema: the statement error names the database and its setting', async (t) => {
+  const dbs = await testDatabases('dberr', { catalog: 'empty' });
+  t.after(() => dbs.drop());
+  const r = eventsOf(dbs, 'c');
+  const configFile = r.configFile;
   assert.equal(r.code, 1, r.stdout);
   const u = new URL(dbs.catalogUrl);
   assert.equal(
@@ -100,12 +107,7 @@ test('a catalog database without the catalog schema: the statement error names t
 test('events of a catalog never rebuilt in this catalog database: exit 1 saying so, not an empty list', async (t) => {
   const dbs = await testDatabases('dbevt');
   t.after(() => dbs.drop());
-  const configFile = writeConfig(dbs);
-  const r = runCliProcess(
-    ['events', '--catalog', 'never-rebuilt'],
-    { ...process.env, CATALOG_REBUILD_CONFIG: configFile, CATALOG_DATABASE_URL: '' },
-    60_000,
-  );
+  const r = eventsOf(dbs, 'never-rebuilt');
   assert.equal(r.code, 1, r.stdout);
   assert.equal(r.stdout, '');
   assert.match(
