@@ -55,6 +55,21 @@ test('the lock: taken once, refused while its holder runs the demo, taken over w
   assert.equal(acquireDemoLock(lock, root), null, "a pid that does not run this checkout's demo is stale");
 });
 
+test("npm run demo's shell holds the lock during the build; the demo it starts takes it over", async (t) => {
+  const { root, lock } = scratch(t);
+  // The script's shell as npm runs it: cwd the checkout, the demo's entrypoint named in its command.
+  const shell = spawn('sh', ['-c', 'sleep 60; : node dist/dev/demo/main.js'], { cwd: root, stdio: 'ignore' });
+  t.after(() => shell.kill('SIGKILL'));
+  await new Promise((r) => shell.once('spawn', r));
+  assert.equal(acquireDemoLock(lock, root, shell.pid), null, 'the guard takes it for the shell');
+  assert.equal(acquireDemoLock(lock, root), shell.pid, 'a second demo meanwhile is refused, naming the shell');
+  assert.equal(acquireDemoLock(lock, root, process.pid, shell.pid), null, 'the demo the shell started takes it over');
+  assert.equal(fs.readFileSync(lock, 'utf8').trim(), String(process.pid));
+  // The same command line in another folder is another checkout's shell: not a holder.
+  fs.writeFileSync(lock, `${shell.pid}\n`);
+  assert.equal(acquireDemoLock(lock, path.join(root, '.data')), null, "another checkout's shell does not hold it");
+});
+
 test('eight processes take the lock at the same instant: exactly one gets it, the others name it', async (t) => {
   const { root, lock } = scratch(t);
   const go = path.join(root, 'go');

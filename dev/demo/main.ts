@@ -341,7 +341,8 @@ async function main(): Promise<void> {
   const stateFile = demoStateFile(dataDir());
   // One demo per checkout at a time, even when two start at the same instant: the lock first.
   const lockFile = demoLockFile(dataDir());
-  const holder = acquireDemoLock(lockFile, id.projectRoot);
+  // Under `npm run demo` its shell (this process's parent) took the lock before the build: taken over.
+  const holder = acquireDemoLock(lockFile, id.projectRoot, process.pid, process.ppid);
   if (holder !== null) throw new Error(anotherDemoRuns(holder));
   process.on('exit', () => releaseDemoLock(lockFile));
   const earlier = readDemoState(stateFile);

@@ -70,14 +70,21 @@ export const demoMarker = (projectRoot: string): string => path.join(projectRoot
 export const demoLockFile = (dataDir: string): string => path.join(dataDir, 'demo.lock');
 
 /**
- * Takes the checkout's demo lock: creates `file` holding this process's pid, exclusively (`wx`), so
- * of two demos started at the same instant only one goes on. A lock whose pid no longer runs the
- * checkout's demo entrypoint (a demo killed with SIGKILL) is stale: it is removed, once, and taken.
- * @returns null when this process holds the lock; else the pid of the running demo that holds it.
+ * Takes the checkout's demo lock for `self`: creates `file` holding its pid, exclusively (`wx`), so
+ * of two demos started at the same instant only one goes on. `npm run demo` takes it in its first
+ * step (dist/dev/demo/guard.js) for the script's shell, before the build; the demo itself then takes
+ * it over from `handOver` (that shell, its parent). A lock whose pid is no demo of the checkout any
+ * more ({@link isDemoOf}: a demo killed with SIGKILL) is stale: it is removed, once, and taken.
+ * @returns null when `self` holds the lock now; else the pid of the running demo that holds it.
  * @throws the file system's error other than EEXIST (e.g. EACCES); an Error when the lock keeps
  *   changing hands without a running holder (three tries).
  */
-export function acquireDemoLock(file: string, projectRoot: string, self = process.pid): number | null {
+export function acquireDemoLock(
+  file: string,
+  projectRoot: string,
+  self = process.pid,
+  handOver: number | null = null,
+): number | null {
   for (let tries = 0; tries < 3; tries++) {
     try {
       fs.writeFileSync(file, `${self}\n`, { flag: 'wx' });
@@ -87,11 +94,33 @@ export function acquireDemoLock(file: string, projectRoot: string, self = proces
     }
     const holder = lockHolder(file);
     if (holder === self) return null;
-    if (holder !== null && processRuns(holder, demoMarker(projectRoot))) return holder;
+    if (holder !== null && holder === handOver) {
+      fs.writeFileSync(file, `${self}\n`);
+      return null;
+    }
+    if (holder !== null && isDemoOf(holder, projectRoot)) return holder;
     // Stale (or being written): remove it only while it still names the same holder.
     if (holder !== null && lockHolder(file) === holder) fs.rmSync(file, { force: true });
   }
   throw new Error(`the demo lock ${file} could not be taken: if no demo of this checkout runs, remove it`);
+}
+
+/**
+ * Whether `pid` is a demo of the checkout at `projectRoot`: its process runs the demo's entrypoint
+ * ({@link processRuns}), or it is the shell of `npm run demo` in that checkout (its working
+ * directory is the checkout and its command line names `dist/dev/demo/main.js`), which holds the
+ * lock while the demo's build runs.
+ */
+export function isDemoOf(pid: number, projectRoot: string): boolean {
+  if (processRuns(pid, demoMarker(projectRoot))) return true;
+  try {
+    process.kill(pid, 0);
+    const cmdline = fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8');
+    const cwd = fs.readlinkSync(`/proc/${pid}/cwd`);
+    return cwd === fs.realpathSync(projectRoot) && cmdline.includes('dist/dev/demo/main.js');
+  } catch {
+    return false;
+  }
 }
 
 /**
@@ -100,7 +129,7 @@ export function acquireDemoLock(file: string, projectRoot: string, self = proces
  */
 export function runningDemo(dataDir: string, projectRoot: string, self = process.pid): number | null {
   const holder = lockHolder(demoLockFile(dataDir));
-  if (holder !== null && holder !== self && processRuns(holder, demoMarker(projectRoot))) return holder;
+  if (holder !== null && holder !== self && isDemoOf(holder, projectRoot)) return holder;
   return leftovers(readDemoState(demoStateFile(dataDir)), projectRoot, self).runningDemo;
 }
 
