@@ -492,6 +492,9 @@ test('start right after the only worker died says no worker polls the queue with
     () => (pending.stderr().match(new RegExp(noPoller.source, 'g'))?.length ?? 0) > namedBefore,
     { timeoutMs: 20_000 },
   );
+  // The wait it names goes on from the task's first sighting: past the 12 s plan wait.
+  const waited = [...pending.stderr().matchAll(/has waited (\d+(?:\.\d)?) s/g)].map((m) => Number(m[1]));
+  assert.ok(waited[waited.length - 1] >= 12, `the repeated line names the whole wait: ${waited.join(', ')} s`);
 
   pending.signal('SIGINT');
   const r = await pending.done;

@@ -42,11 +42,22 @@ async function pendingTask(handle: WorkflowHandle): Promise<PendingTaskSeen | nu
 }
 
 /**
+ * What a poller watch saw, kept across watches of one rebuild (`start`'s wait for the plan, then
+ * its `--wait`): the waiting task first seen (by its scheduled time, and when on this machine's
+ * clock), and the last line printed about it.
+ */
+export interface PollerWatchMemory {
+  seen?: { at: string; since: number };
+  noted?: { at: string; time: number };
+}
+
+/**
  * Watches the rebuild's workflow task until `signal` aborts: when one waits `noPollerMs` for a
  * worker (timed on this machine's clock from when it was first seen), prints {@link noPollerLine}
  * on `note`. Without `repeatMs` that is once, and the watch ends; with it, the line is printed again
- * every `repeatMs` while a task still waits, and for each later task that waits. Describe errors
- * are ignored (the receipt reports what it sees).
+ * every `repeatMs` while a task still waits, and for each later task that waits. With `memory`,
+ * a watch goes on from where an earlier one left off (the same task's wait and last line). Describe
+ * errors are ignored (the receipt reports what it sees).
  */
 export async function watchForPoller(
   handle: WorkflowHandle,
@@ -56,24 +67,25 @@ export async function watchForPoller(
     note: (line: string) => void;
     signal: AbortSignal;
     repeatMs?: number;
+    memory?: PollerWatchMemory;
   },
 ): Promise<void> {
-  let seen = null as { at: string; since: number } | null;
-  let noted = null as { at: string; time: number } | null;
+  const m = o.memory ?? {};
   while (!o.signal.aborted) {
+    const { seen, noted } = m;
     const task = await pendingTask(handle).catch(() => null);
-    if (task?.scheduled && seen?.at !== task.scheduledAt) seen = { at: task.scheduledAt, since: Date.now() };
+    if (task?.scheduled && seen?.at !== task.scheduledAt) m.seen = { at: task.scheduledAt, since: Date.now() };
     const line = noPollerLine({
       task,
-      waitedMs: seen && task?.scheduled ? Date.now() - seen.since : 0,
+      waitedMs: m.seen && task?.scheduled ? Date.now() - m.seen.since : 0,
       taskQueue: o.taskQueue,
       noPollerMs: o.settings.noPollerMs,
     });
     const again = !noted || noted.at !== task?.scheduledAt || Date.now() - noted.time >= (o.repeatMs ?? Infinity);
     if (line && again && !o.signal.aborted) {
       o.note(line);
+      m.noted = { at: task!.scheduledAt, time: Date.now() };
       if (o.repeatMs === undefined) return;
-      noted = { at: task!.scheduledAt, time: Date.now() };
     }
     // Every 0.5 s for the first line; at most every 2 s while a whole --wait is watched.
     await new Promise((r) => setTimeout(r, Math.min(o.settings.pollMs, o.repeatMs === undefined ? 500 : 2_000)));
@@ -91,6 +103,7 @@ export async function whileWatchingPollers<T>(
     settings: { noPollerMs: number; pollMs: number };
     note: (line: string) => void;
     repeatMs?: number;
+    memory?: PollerWatchMemory;
   },
   fn: () => Promise<T>,
 ): Promise<T> {

@@ -20,6 +20,7 @@ import { formatDryRun, runDryRun } from './dry-run';
 import { waitAndReport } from './outcome';
 import type { StartCheckSettings } from './start-settings';
 import { startCheckSettings } from './start-settings';
+import type { PollerWatchMemory } from './start-watch';
 import { interruptedLines, onInterrupt, whileWatchingPollers } from './start-watch';
 export { interruptedLines, noPollerLine } from './start-watch';
 export { START_ENV, startCheckSettings } from './start-settings';
@@ -264,6 +265,7 @@ export async function startCommand(
   return withTemporal(ctx, async (s) => {
     let pool: Pool | undefined;
     let started: WorkflowHandle | undefined;
+    const pollerMemory: PollerWatchMemory = {};
     const catalogPool = () => (pool ??= ctx.catalogPool({ purpose: 'cli', max: 2 }));
     // What the plan is asked for, by a dry run as by the rebuild.
     const planned = {
@@ -317,7 +319,7 @@ export async function startCommand(
       started = r.handle;
       stopInterrupt = onInterrupt(interruptedLines(o.catalog, r.handle.workflowId), note);
       const t1 = Date.now();
-      const watchOptions = { taskQueue: s.taskQueue, settings, note };
+      const watchOptions = { taskQueue: s.taskQueue, settings, note, memory: pollerMemory };
       const receipt: Receipt = await whileWatchingPollers(r.handle, watchOptions, () =>
         receiptOf(s, r.handle, { ...o, attached: r.attached, planWaitMs: settings.planWaitMs }, catalogPool),
       );
@@ -334,7 +336,13 @@ export async function startCommand(
     }
     try {
       // While it waits, a rebuild that no worker serves (the only one died) is named every minute.
-      const watchWait = { taskQueue: s.taskQueue, settings, note, repeatMs: settings.noPollerRepeatMs };
+      const watchWait = {
+        taskQueue: s.taskQueue,
+        settings,
+        note,
+        repeatMs: settings.noPollerRepeatMs,
+        memory: pollerMemory,
+      };
       return o.wait
         ? await whileWatchingPollers(started!, watchWait, () => waitAndReport(s, o.catalog, o.json ? note : ctx.out))
         : 0;
