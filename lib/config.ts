@@ -5,9 +5,22 @@ import { databaseLabel } from './db';
 import { ConfigError, UnknownSourceError } from './errors';
 import { isListingKind, LISTING_KINDS } from './sources/listing-formats';
 
-const postgresUrl = z
-  .string()
-  .refine((s) => /^postgres(ql)?:\/\//.test(s), { message: 'must be a postgres:// or postgresql:// URL' });
+/** Whether `s` is a postgres:// or postgresql:// URL that parses (a port up to 65535, a closed IPv6 bracket…). */
+function isPostgresUrl(s: string): boolean {
+  if (!/^postgres(ql)?:\/\//.test(s)) return false;
+  try {
+    new URL(s);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** What a bad database URL is told (the URL itself is never repeated: it may hold a password). */
+const POSTGRES_URL_EXPECTED =
+  'must be a postgres:// or postgresql:// URL that parses (postgres://user@host:port/database)';
+
+const postgresUrl = z.string().refine(isPostgresUrl, { message: POSTGRES_URL_EXPECTED });
 
 /** An IANA time zone name that this Node.js knows (the same tz database names PostgreSQL uses). */
 const ianaZone = z
@@ -263,8 +276,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, opts: { require
       'catalogDatabaseUrl: no catalog database: set CATALOG_DATABASE_URL or catalogDatabaseUrl in the CATALOG_REBUILD_CONFIG file',
     );
   }
-  if (!/^postgres(ql)?:\/\//.test(catalogDatabaseUrl)) {
-    throw new ConfigError('CATALOG_DATABASE_URL: must be a postgres:// or postgresql:// URL');
+  if (!isPostgresUrl(catalogDatabaseUrl)) {
+    throw new ConfigError(`CATALOG_DATABASE_URL: ${POSTGRES_URL_EXPECTED}`);
   }
   // Listing files named relative to the configuration file, wherever the worker runs.
   const base = file ? path.dirname(path.resolve(file)) : process.cwd();

@@ -108,6 +108,22 @@ test('a bad URL: exit 1 naming catalogDatabaseUrl (and sources.<name>.databaseUr
     envFor(good, { CATALOG_DATABASE_URL: 'mysql://u:s3cret@x/db' }),
     /CATALOG_DATABASE_URL: must be a postgres/,
   );
+  // A postgres:// URL that does not parse (a port above 65535, an open IPv6 bracket) is named too,
+  // in the variable and in the file, not left to a bare "Invalid URL".
+  for (const url of ['postgres://postgres:s3cret@127.0.0.1:99999/x', 'postgres://u:s3cret@[::1:1/x']) {
+    await expectConfigFailure(
+      envFor(good, { CATALOG_DATABASE_URL: url }),
+      /CATALOG_DATABASE_URL: must be a postgres:\/\/ or postgresql:\/\/ URL that parses/,
+    );
+    const inFile = configFile('unparsed-url.json', {
+      catalogDatabaseUrl: url,
+      sources: { director: { kind: 'bareos', databaseUrl: dbs.sourceUrl } },
+    });
+    await expectConfigFailure(
+      envFor(inFile),
+      /catalogDatabaseUrl: must be a postgres:\/\/ or postgresql:\/\/ URL that parses/,
+    );
+  }
 });
 
 test('an unknown key: exit 1 naming it (top level and inside a source)', async () => {
