@@ -293,7 +293,7 @@ test('the summary counts the pages each worker committed and names workers the d
     killedAtPage: 34,
     pagesTotal: 100,
     pagesByWorker: [
-      { workerIdentity: '999@vm', pages: 60 },
+      { workerIdentity: '999@other-host', pages: 60 },
       { workerIdentity: '101@vm', pages: 34 },
       { workerIdentity: '102@vm', pages: 6 },
     ],
@@ -302,13 +302,15 @@ test('the summary counts the pages each worker committed and names workers the d
       { n: 2, pid: 102 },
     ],
     identityOf,
-    pollers: ['102@vm', '999@vm', '101@vm'],
+    // A process of this host that no longer runs is left out (Temporal lists pollers for minutes
+    // after their last poll); a worker of another host is named.
+    pollers: ['102@vm', '999@other-host', '101@vm', `2147483646@${os.hostname()}`],
     taskQueue: 'catalog-rebuild-demo-0123abcd',
   });
   assert.deepEqual(lines, [
     '  worker kill     worker 1 SIGKILLed at page 34/100',
-    '  pages by worker 999@vm (not started by this demo) 60, worker 1 (pid 101) 34, worker 2 (pid 102) 6',
-    '  other workers   polling task queue catalog-rebuild-demo-0123abcd, not started by this demo: 999@vm',
+    '  pages by worker 999@other-host (not started by this demo) 60, worker 1 (pid 101) 34, worker 2 (pid 102) 6',
+    '  other workers   polling task queue catalog-rebuild-demo-0123abcd, not started by this demo: 999@other-host',
   ]);
   const alone = workerLines({
     killedAtPage: null,

@@ -219,6 +219,10 @@ async function followRebuild(
   const view = new ProgressView();
   let killedAtPage: number | null = null;
   let replacement: Promise<unknown> | null = null;
+  let startFailure: unknown = null;
+  let replacementPolls = false;
+  // Worker 2 ended while it started: its start's own error (with its log) is the one to report.
+  const replacementStarting = (w: DemoWorker): boolean => w.n === 2 && !replacementPolls;
   let note = '';
   try {
     while (!outcome) {
@@ -241,16 +245,19 @@ async function followRebuild(
         await w1.exited;
         view.announce('starting worker 2 (log .data/demo-worker-2.log)');
         replacement = spawnDemoWorker(2, env, recordWorker).then(
-          (w) => view.announce(`worker 2 (pid ${w.pid}) polls the task queue`),
-          (err) => {
-            view.announce(`worker 2 failed to start: ${(err as Error).message}`);
-            throw err;
+          (w) => {
+            replacementPolls = true;
+            view.announce(`worker 2 (pid ${w.pid}) polls the task queue`);
+          },
+          (err: unknown) => {
+            startFailure = err;
           },
         );
-        replacement.catch(() => undefined);
       }
+      // A replacement that ended before it polled says so once, with its log; any other ended worker too.
+      if (startFailure && !outcome) throw startFailure;
       const lost = workers.find((w) => (w.n !== 1 || killedAtPage === null) && exitOf(w) !== null);
-      if (lost && !outcome) throw new Error(workerLost(lost));
+      if (lost && !outcome && !replacementStarting(lost)) throw new Error(workerLost(lost));
       await Promise.race([done, sleep(DEMO.pollMs)]);
     }
     if (replacement) await replacement;

@@ -2,6 +2,7 @@
  * The demo's summary of a finished rebuild: versions, retries, reconciliation and a field-by-field
  * `catalog = source` check computed in SQL.
  */
+import * as os from 'node:os';
 import type { Pool } from 'pg';
 import type { RebuildCatalogResult } from '../../client';
 import type { PagesOfWorker } from '../../lib/catalog';
@@ -70,6 +71,18 @@ export interface StartedWorker {
   pid: number;
 }
 
+/** Whether a worker identity `<pid>@<host>` names a process of this host that no longer runs. */
+function goneHere(identity: string): boolean {
+  const m = /^(\d+)@(.+)$/.exec(identity);
+  if (!m || m[2] !== os.hostname()) return false;
+  try {
+    process.kill(Number(m[1]), 0);
+    return false;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'ESRCH';
+  }
+}
+
 /**
  * The summary's lines on who did the work (pure): the kill, the committed pages of each worker by
  * the ledger (the demo's workers by number, any other by its identity, marked as not started by the
@@ -95,7 +108,9 @@ export function workerLines(o: {
     return w ? `worker ${w.n} (pid ${w.pid}) ${x.pages}` : `${x.workerIdentity} (not started by this demo) ${x.pages}`;
   });
   lines.push(`  pages by worker ${parts.length ? parts.join(', ') : 'none committed'}`);
-  const others = [...new Set(o.pollers)].filter((id) => !byIdentity.has(id)).sort();
+  // Temporal lists a poller for minutes after its last poll: a process of this host that is gone
+  // (an earlier demo's killed worker) is not another worker polling.
+  const others = [...new Set(o.pollers)].filter((id) => !byIdentity.has(id) && !goneHere(id)).sort();
   if (others.length)
     lines.push(`  other workers   polling task queue ${o.taskQueue}, not started by this demo: ${others.join(', ')}`);
   return lines;
@@ -205,7 +220,7 @@ export async function checkAndSummarize(
         `again on worker 2: see the Web UI's history), so no page had to be retried`,
     );
   out(`  Web UI          ${webUi}`);
-  out(`                  (all rebuilds of the catalog: search CatalogName='${id.catalog}')`);
+  out(`  all rebuilds    search CatalogName='${id.catalog}' in the Web UI's workflow list`);
   out(`  dev server      ${devServerLine}`);
   for (const line of lines) say(line);
   return equal;

@@ -84,7 +84,10 @@ export async function spawnDemoWorker(
     () => {
       const out = fs.readFileSync(logFile, 'utf8');
       if (exitCode !== undefined && !out.includes('polling task queue'))
-        throw new Error(`worker ${n} exited with ${exitCode} before polling; its log ${logFile}:\n${out.trim()}`);
+        throw new Error(
+          `worker ${n} ended (${child.signalCode ?? `code ${exitCode}`}) before polling; its log ${logFile}` +
+            (out.trim() ? `:\n${out.trim()}` : ' is empty'),
+        );
       return out.includes('polling task queue');
     },
     { timeoutMs: 120_000, intervalMs: 100, rethrow: true },
