@@ -21,6 +21,7 @@ import {
 import type { CommandContext } from './commands/context';
 import { ExitCode, processContext } from './commands/context';
 import { rebuildUnknownLine } from './rebuild-health';
+import { checkUnknownOptionsFirst } from './required-options';
 import type { SignalName } from './commands/signals';
 import { eventsCommand } from './commands/events';
 import { rejectsCommand } from './commands/rejects';
@@ -343,6 +344,7 @@ export function buildCli(
   addControlCommands(program, ctx);
   addCatalogCommands(program, ctx);
   addFileCommands(program, ctx, err);
+  checkUnknownOptionsFirst(program);
   return program;
 }
 

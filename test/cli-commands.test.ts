@@ -289,6 +289,39 @@ test('files and find: usage errors exit 2 before any connection; start --help sh
   assert.match(help.text, /--files +rebuild each job's file records too/);
 });
 
+test('a mistyped required option is named as unknown, before the required one is called missing; a missing one still is', async () => {
+  const run = async (argv: string[]) => {
+    const lines: string[] = [];
+    const code = await runCli(
+      argv,
+      (l) => lines.push(l),
+      (l) => lines.push(l),
+    );
+    return { code, text: lines.join('\n') };
+  };
+  const typo = await run(['status', '--catalg', 'demo']);
+  assert.equal(typo.code, 2);
+  assert.match(typo.text, /^error: unknown option '--catalg'\n\(Did you mean --catalog\?\)/);
+  assert.doesNotMatch(typo.text, /required option/);
+  const missing = await run(['status', '--json']);
+  assert.equal(missing.code, 2);
+  assert.match(missing.text, /^error: required option '--catalog <name>' not specified/);
+  const startTypo = await run(['start', '--catalog', 'main', '--sorce', 'director']);
+  assert.equal(startTypo.code, 2);
+  assert.match(startTypo.text, /^error: unknown option '--sorce'/);
+  const filesNoJob = await run(['files', '--catalog', 'main']);
+  assert.match(filesNoJob.text, /^error: required option '--job <id>' not specified/);
+  // check is a Nagios plugin: its usage errors stay one UNKNOWN line, exit 3.
+  const out: string[] = [];
+  const checkCode = await runCli(
+    ['check', '--rebuild', '--catlog', 'main'],
+    (l) => out.push(l),
+    () => undefined,
+  );
+  assert.equal(checkCode, 3);
+  assert.deepEqual(out, ["REBUILD UNKNOWN - usage: unknown option '--catlog' (Did you mean --catalog?)"]);
+});
+
 test('find: a --path whose raw bytes are not UTF-8 becomes --path-hex; UTF-8 and other commands stay as they are', () => {
   const latin1 = Buffer.from('/home/caf\xe9', 'latin1');
   const argv = ['find', '--catalog', 'main', '--path', latin1.toString('utf8')];
