@@ -526,3 +526,51 @@ test('start right after the only worker died says no worker polls the queue with
     return seen.length === 1 && seen[0] === 'TERMINATED';
   });
 });
+
+test('start --wait says no worker takes the pages when the only worker died mid-copy, and the rebuild goes on once one polls', async () => {
+  const q = uniqueQueue('midcopy');
+  const qe = testEnv({ address: temporal.address, configFile, taskQueue: q });
+  const heldFile = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'catalog-rebuild-midcopy-')), 'held');
+  // The only worker holds page 1 inside its page transaction, and is killed there.
+  const a = await spawnWorker({
+    ...qe,
+    CATALOG_REBUILD_FAULTS: JSON.stringify({
+      holdWhileStreaming: { pageNo: 1, attempt: 1, heldFile, releaseFile: `${heldFile}.release` },
+    }),
+  });
+  const catalog = 'mid-copy';
+  catalogs.push(catalog);
+  const pending = startCli(
+    [
+      'start',
+      '--catalog',
+      catalog,
+      '--source',
+      'r18',
+      '--page-size',
+      '400',
+      '--concurrency',
+      '1',
+      '--heartbeat-timeout-ms',
+      '2000',
+      '--wait',
+    ],
+    { ...qe, CATALOG_REBUILD_START_NO_POLLER_REPEAT_MS: '2000' },
+  );
+  await waitFor('page 1 held inside its transaction', () => fs.existsSync(heldFile), { timeoutMs: 60_000 });
+  a.kill('SIGKILL');
+  await a.exited;
+  // After its heartbeat timeout page 1 waits for a worker, and none takes it: --wait says so.
+  const line = new RegExp(
+    `no worker takes the rebuild's work from task queue ${q}: its activity \\(page 1\\) has waited \\d+(\\.\\d)? s and none runs .*start one with \`npm run worker\` \\(CATALOG_REBUILD_TASK_QUEUE=${q}\\)`,
+  );
+  await waitFor('start --wait to say no worker takes page 1', () => line.test(pending.stderr()), {
+    timeoutMs: 60_000,
+    detail: () => pending.stderr(),
+  });
+  assert.doesNotMatch(pending.stderr(), /workflow task has waited/, 'the workflow task was never the one waiting');
+  workers.push(await spawnWorker(qe));
+  const r = await pending.done;
+  assert.equal(r.code, 0, `${r.stdout}\n${r.stderr}`);
+  assert.match(r.stdout, /version \d+ published; 3 pages/);
+});

@@ -1,17 +1,28 @@
 /**
- * What `start` watches once the rebuild started: a workflow task no worker takes (no worker polls
- * the task queue, e.g. right after the only worker died) and Ctrl-C (the rebuild goes on).
+ * What `start` watches once the rebuild started: work no worker takes (no worker polls the task
+ * queue, e.g. right after the only worker died) and Ctrl-C (the rebuild goes on). The work is the
+ * rebuild's pending workflow task, else its activities when none of them runs and some wait (the
+ * pages of a copy whose only worker died: after their heartbeat timeout they wait for a worker).
  */
 import type { WorkflowHandle } from '@temporalio/client';
+import { optionalTsToMs } from '@temporalio/common/lib/time';
 import { temporal } from '@temporalio/proto';
+import { pendingActivityPage } from '../pending-activity';
 
-/** A rebuild's pending workflow task as `describe` shows it: scheduled (waiting for a worker) or started. */
+/**
+ * A rebuild's waiting work as `describe` shows it: its pending workflow task, scheduled (waiting for
+ * a worker) or started; or, without one, its activities when none runs and some wait.
+ */
 export interface PendingTaskSeen {
-  /** True while no worker has taken the task. */
+  /** True while no worker has taken the task (or any of the activities). */
   scheduled: boolean;
-  /** When it was (first) scheduled, as the server says; identifies the task across reads. */
+  /** When it was (first) scheduled, as the server says; identifies the task across reads (`activities` for activities). */
   scheduledAt: string;
+  /** Activities waiting for a worker, none running: how many, and the pages among them. Absent for a workflow task. */
+  activities?: { count: number; pages: number[] };
 }
+
+const { PENDING_ACTIVITY_STATE_SCHEDULED: ACTIVITY_SCHEDULED } = temporal.api.enums.v1.PendingActivityState;
 
 /**
  * The line `start` prints when the rebuild's workflow task has waited `waitedMs` for a worker (pure):
@@ -24,21 +35,52 @@ export function noPollerLine(o: {
   noPollerMs: number;
 }): string | null {
   if (!o.task?.scheduled || o.waitedMs < o.noPollerMs) return null;
+  const waited = `${Math.round(o.waitedMs / 100) / 10} s`;
+  const start = `start one with \`npm run worker\` (CATALOG_REBUILD_TASK_QUEUE=${o.taskQueue}); the rebuild goes on as soon as one polls`;
+  const acts = o.task.activities;
+  if (!acts)
+    return (
+      `no worker polls task queue ${o.taskQueue}: the rebuild's workflow task has waited ${waited} and no worker took it ` +
+      `(a worker that served it may have died); ${start}`
+    );
+  const pages = acts.pages.length ? ` (page${acts.pages.length > 1 ? 's' : ''} ${pageList(acts.pages)})` : '';
+  const what = acts.count === 1 ? `activity${pages} has` : `${acts.count} activities${pages} have`;
   return (
-    `no worker polls task queue ${o.taskQueue}: the rebuild's workflow task has waited ${Math.round(o.waitedMs / 100) / 10} s and no worker took it ` +
-    `(a worker that served it may have died); start one with \`npm run worker\` (CATALOG_REBUILD_TASK_QUEUE=${o.taskQueue}); the rebuild goes on as soon as one polls`
+    `no worker takes the rebuild's work from task queue ${o.taskQueue}: its ${what} waited ${waited} and none runs ` +
+    `(the worker that ran them may have died, or every worker's activity slots are busy); ${start}`
   );
 }
 
-/** The rebuild's pending workflow task, or null when it has none. */
-async function pendingTask(handle: WorkflowHandle): Promise<PendingTaskSeen | null> {
-  const t = (await handle.describe()).raw.pendingWorkflowTask;
-  if (!t) return null;
-  const at = t.originalScheduledTime ?? t.scheduledTime;
-  return {
-    scheduled: t.state === temporal.api.enums.v1.PendingWorkflowTaskState.PENDING_WORKFLOW_TASK_STATE_SCHEDULED,
-    scheduledAt: `${at?.seconds ?? ''}.${at?.nanos ?? ''}`,
-  };
+/** Page numbers as `3, 4, 7` (at most 5, then `… (12 in all)`). */
+function pageList(pages: number[]): string {
+  const sorted = [...pages].sort((a, b) => a - b);
+  return sorted.length <= 5 ? sorted.join(', ') : `${sorted.slice(0, 5).join(', ')}, … (${sorted.length} in all)`;
+}
+
+/**
+ * The rebuild's pending workflow task; without one, its activities when none runs and at least one
+ * waits for a worker now (an activity waiting out a retry backoff, scheduled in the future, does not
+ * count); else null.
+ */
+export async function pendingTask(
+  handle: Pick<WorkflowHandle, 'describe'>,
+  now = Date.now(),
+): Promise<PendingTaskSeen | null> {
+  const { raw } = await handle.describe();
+  const t = raw.pendingWorkflowTask;
+  if (t) {
+    const at = t.originalScheduledTime ?? t.scheduledTime;
+    return {
+      scheduled: t.state === temporal.api.enums.v1.PendingWorkflowTaskState.PENDING_WORKFLOW_TASK_STATE_SCHEDULED,
+      scheduledAt: `${at?.seconds ?? ''}.${at?.nanos ?? ''}`,
+    };
+  }
+  const acts = raw.pendingActivities ?? [];
+  if (!acts.length || acts.some((a) => a.state !== ACTIVITY_SCHEDULED)) return null;
+  const waiting = acts.filter((a) => (optionalTsToMs(a.scheduledTime) ?? 0) <= now);
+  if (!waiting.length) return null;
+  const pages = waiting.map(pendingActivityPage).filter((p): p is number => p !== null);
+  return { scheduled: true, scheduledAt: 'activities', activities: { count: waiting.length, pages } };
 }
 
 /**
@@ -75,6 +117,11 @@ export async function watchForPoller(
     const { seen, noted } = m;
     const task = await pendingTask(handle).catch(() => null);
     if (task?.scheduled && seen?.at !== task.scheduledAt) m.seen = { at: task.scheduledAt, since: Date.now() };
+    // Activities that waited and then ran: a later wait is timed afresh.
+    if (!task?.scheduled && seen?.at === 'activities') {
+      m.seen = undefined;
+      if (noted?.at === 'activities') m.noted = undefined;
+    }
     const line = noPollerLine({
       task,
       waitedMs: m.seen && task?.scheduled ? Date.now() - m.seen.since : 0,
