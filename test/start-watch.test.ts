@@ -60,6 +60,8 @@ test('pendingTask: activities count only when none runs and some wait now; a wor
   const wf = await seen({ workflowTask: 'scheduled', activities: [page(3, SCHEDULED)] });
   assert.equal(wf?.scheduled, true);
   assert.equal(wf?.activities, undefined, 'the workflow task is named, not the activities');
+  const onlyTask = await pendingTask(scripted([{ activities: [page(3, SCHEDULED)] }]), now, false);
+  assert.equal(onlyTask, null, 'a dry run watches its workflow task only');
 });
 
 test('the activities line names the pages and the queue; a workflow task keeps its own line', () => {

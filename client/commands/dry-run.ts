@@ -44,6 +44,7 @@ export async function runDryRun(
         taskQueue: s.taskQueue,
         settings: wait,
         signal: stop.signal,
+        activities: false,
         note: () =>
           wait.note?.(
             `${noWorker}: the dry run waits for one (a worker that served the source may have died); start one with \`npm run worker\``,

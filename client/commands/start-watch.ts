@@ -60,11 +60,12 @@ function pageList(pages: number[]): string {
 /**
  * The rebuild's pending workflow task; without one, its activities when none runs and at least one
  * waits for a worker now (an activity waiting out a retry backoff, scheduled in the future, does not
- * count); else null.
+ * count); else null. `activities` false: the workflow task only.
  */
 export async function pendingTask(
   handle: Pick<WorkflowHandle, 'describe'>,
   now = Date.now(),
+  activities = true,
 ): Promise<PendingTaskSeen | null> {
   const { raw } = await handle.describe();
   const t = raw.pendingWorkflowTask;
@@ -75,7 +76,7 @@ export async function pendingTask(
       scheduledAt: `${at?.seconds ?? ''}.${at?.nanos ?? ''}`,
     };
   }
-  const acts = raw.pendingActivities ?? [];
+  const acts = activities ? (raw.pendingActivities ?? []) : [];
   if (!acts.length || acts.some((a) => a.state !== ACTIVITY_SCHEDULED)) return null;
   const waiting = acts.filter((a) => (optionalTsToMs(a.scheduledTime) ?? 0) <= now);
   if (!waiting.length) return null;
@@ -94,7 +95,7 @@ export interface PollerWatchMemory {
 }
 
 /**
- * Watches the rebuild's workflow task until `signal` aborts: when one waits `noPollerMs` for a
+ * Watches the rebuild's waiting work ({@link pendingTask}) until `signal` aborts: when it waits `noPollerMs` for a
  * worker (timed on this machine's clock from when it was first seen), prints {@link noPollerLine}
  * on `note`. Without `repeatMs` that is once, and the watch ends; with it, the line is printed again
  * every `repeatMs` while a task still waits, and for each later task that waits. With `memory`,
@@ -110,12 +111,14 @@ export async function watchForPoller(
     signal: AbortSignal;
     repeatMs?: number;
     memory?: PollerWatchMemory;
+    /** False: watch the workflow task only (a dry run, whose activity may wait for a busy worker's slot). */
+    activities?: boolean;
   },
 ): Promise<void> {
   const m = o.memory ?? {};
   while (!o.signal.aborted) {
     const { seen, noted } = m;
-    const task = await pendingTask(handle).catch(() => null);
+    const task = await pendingTask(handle, Date.now(), o.activities ?? true).catch(() => null);
     if (task?.scheduled && seen?.at !== task.scheduledAt) m.seen = { at: task.scheduledAt, since: Date.now() };
     // Activities that waited and then ran: a later wait is timed afresh.
     if (!task?.scheduled && seen?.at === 'activities') {
