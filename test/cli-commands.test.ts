@@ -264,16 +264,18 @@ test('events through the command tree: options parsed, rows printed oldest first
   assert.ok(ended, 'the pool is ended');
 });
 
+/** Runs the CLI in process; its output and diagnostics as one text. */
+async function run(argv: string[]): Promise<{ code: number; text: string }> {
+  const lines: string[] = [];
+  const code = await runCli(
+    argv,
+    (l) => lines.push(l),
+    (l) => lines.push(l),
+  );
+  return { code, text: lines.join('\n') };
+}
+
 test('files and find: usage errors exit 2 before any connection; start --help shows --files', async () => {
-  const run = async (argv: string[]) => {
-    const lines: string[] = [];
-    const code = await runCli(
-      argv,
-      (l) => lines.push(l),
-      (l) => lines.push(l),
-    );
-    return { code, text: lines.join('\n') };
-  };
   const noJob = await run(['files', '--catalog', 'main']);
   assert.equal(noJob.code, 2);
   assert.match(noJob.text, /--job <id>/);
@@ -290,15 +292,6 @@ test('files and find: usage errors exit 2 before any connection; start --help sh
 });
 
 test('a mistyped required option is named as unknown, before the required one is called missing; a missing one still is', async () => {
-  const run = async (argv: string[]) => {
-    const lines: string[] = [];
-    const code = await runCli(
-      argv,
-      (l) => lines.push(l),
-      (l) => lines.push(l),
-    );
-    return { code, text: lines.join('\n') };
-  };
   const typo = await run(['status', '--catalg', 'demo']);
   assert.equal(typo.code, 2);
   assert.match(typo.text, /^error: unknown option '--catalg'\n\(Did you mean --catalog\?\)/);
