@@ -25,8 +25,8 @@ export interface PendingTaskSeen {
 const { PENDING_ACTIVITY_STATE_SCHEDULED: ACTIVITY_SCHEDULED } = temporal.api.enums.v1.PendingActivityState;
 
 /**
- * The line `start` prints when the rebuild's workflow task has waited `waitedMs` for a worker (pure):
- * null below `noPollerMs` or when there is no waiting task.
+ * The line `start` prints when the rebuild's workflow task, or its activities, have waited `waitedMs`
+ * for a worker (pure): null below `noPollerMs` or when nothing waits.
  */
 export function noPollerLine(o: {
   task: PendingTaskSeen | null;
@@ -118,10 +118,12 @@ export async function watchForPoller(
   const m = o.memory ?? {};
   while (!o.signal.aborted) {
     const { seen, noted } = m;
-    const task = await pendingTask(handle, Date.now(), o.activities ?? true).catch(() => null);
+    // A describe that fails says nothing about the wait: the memory stays as it is.
+    const read = await pendingTask(handle, Date.now(), o.activities ?? true).catch(() => undefined);
+    const task = read ?? null;
     if (task?.scheduled && seen?.at !== task.scheduledAt) m.seen = { at: task.scheduledAt, since: Date.now() };
     // Activities that waited and then ran: a later wait is timed afresh.
-    if (!task?.scheduled && seen?.at === 'activities') {
+    if (read !== undefined && !task?.scheduled && seen?.at === 'activities') {
       m.seen = undefined;
       if (noted?.at === 'activities') m.noted = undefined;
     }
