@@ -231,6 +231,7 @@ async function storePlan(
     watermarkKey: wm.maxKey,
     watermarkTime: wm.time,
     timezone,
+    verifyFull: input.verify === 'full',
   });
   if (prepared.stage) {
     await prepared.stage(c, versionId);

@@ -73,7 +73,7 @@ export async function publishVersion(ctx: ActivityContext, input: PublishVersion
         // A repair rewrote rows after the seal counted the buckets: count them again, for this
         // guard and for the next publish's (when this version is the one replaced).
         if (await versionWasRepaired(ctx.pool, input.catalog, input.versionId))
-          await storeBucketFigures(ctx, input.versionId);
+          await storeBucketFigures(ctx, input.versionId, { fromPages: false });
         const activeBefore = await activeVersionId(ctx.pool, input.catalog);
         const renumbering = await compareJobIds(ctx, input, activeBefore);
         const shrink = await shrinkFigures(ctx, input, activeBefore);

@@ -16,14 +16,17 @@ import {
   rejectSample,
   sampleCatalogRows,
   saveReconciliation,
+  storedBucketStats,
+  tableBucketCounts,
+  checkFiguresAgainstTable,
   unknownCodeCounts,
 } from '../lib/catalog';
 import { NotPublishableError } from '../lib/errors';
-import type { CatalogStats } from '../lib/catalog';
-import { withLongSession } from '../lib/db';
+import type { CatalogStats, VersionRow } from '../lib/catalog';
+import { isDataError, withLongSession } from '../lib/db';
 import type { BucketStat, JobSource } from '../lib/sources/types';
 import { KNOWN_CODES } from '../lib/validate';
-import type { RowHashKind } from '../lib/fingerprint';
+import type { BucketDigestKind, RowHashKind } from '../lib/fingerprint';
 import type { ReconcileInput } from '../workflows/activity-types';
 import type { ReconcileSummary } from '../workflows/definitions';
 import type { ActivityContext } from './context';
@@ -65,11 +68,23 @@ async function reconcileRound(ctx: ActivityContext, input: ReconcileInput): Prom
   const source = ctx.sources.get(input.source, input.versionId);
   const maxKey = v.watermark_key;
   const hash = await rowHashKind(ctx, source);
-  // One pass per side, the two sides at once (each on a session without statement timeout).
-  const [catalogSide, sourceSide] = await Promise.all([
-    readCatalogSide(ctx, input.versionId, hash),
-    readSourceStats(input, source, maxKey, hash),
-  ]);
+  // The catalog side from the pages' stored figures when they hold (the table is only counted per
+  // bucket, nothing hashed); then the source digests the row hashes the pages stored. Else one
+  // hashing pass per side.
+  let stored = await storedCatalogStats(ctx, input, v);
+  let sides = await readSides(ctx, input, source, maxKey, hash, stored);
+  if (stored && 'unreadable' in sides.sourceSide && isDataError(sides.sourceSide.unreadable.cause)) {
+    // A value the row hash reads (every column) cannot be read now: the fingerprint reads fewer
+    // columns, so the round still names the buckets it can and sends this one to its repair.
+    log.warn('reconciliation scans the catalog: the source refused a value its row hashes read', {
+      versionId: input.versionId,
+      error: sides.sourceSide.unreadable.detail,
+    });
+    stored = null;
+    sides = await readSides(ctx, input, source, maxKey, hash, stored);
+  }
+  const { catalogSide, sourceSide } = sides;
+  const digest: BucketDigestKind = stored ? 'row' : hash;
   const cat = catalogSide.stats.buckets;
   if ('unreadable' in sourceSide) return reportUnreadable(ctx, input, maxKey, cat, sourceSide.unreadable);
   const { src, delta } = sourceSide;
@@ -127,8 +142,11 @@ async function reconcileRound(ctx: ActivityContext, input: ReconcileInput): Prom
     duplicateRecords: warnings.duplicateRecords,
     // Source text that was not UTF-8, decoded from the source's legacyEncoding, per catalog column.
     decodedValues: await decodedValueCounts(ctx.pool, input.versionId),
-    // The bucket digests' row hash (lib/fingerprint.ts): hashtext64 when both servers hash alike.
-    rowHash: hash,
+    // The bucket digests' row hash (lib/fingerprint.ts): `row` (the row hashes the pages stored),
+    // else hashtext64 when both servers hash alike, else md5.
+    rowHash: digest,
+    // Where the catalog side came from: the pages' stored bucket figures, or a scan of the table.
+    catalogSide: stored ? 'pages' : 'scan',
     ...(warnings.dst ? { dst: warnings.dst } : {}),
     ...(files ? { files: fileReport(files) } : {}),
   };
@@ -202,14 +220,52 @@ export async function rowHashKind(ctx: ActivityContext, source: JobSource): Prom
   }
 }
 
-/** The catalog side of a round: per-bucket statistics (one scan), duplicate job names, rejects. */
+/** Both sides of a round at once (each on a session without statement timeout). */
+async function readSides(
+  ctx: ActivityContext,
+  input: ReconcileInput,
+  source: JobSource,
+  maxKey: string | null,
+  hash: RowHashKind,
+  stored: CatalogStats | null,
+) {
+  const [catalogSide, sourceSide] = await Promise.all([
+    readCatalogSide(ctx, input.versionId, hash, stored),
+    readSourceStats(input, source, maxKey, stored ? 'row' : hash),
+  ]);
+  return { catalogSide, sourceSide };
+}
+
+/**
+ * The catalog side of a full rebuild's first round from its pages' stored bucket figures
+ * (lib/catalog/bucket-figures.ts), or null when the round scans the table: a later round (a repair
+ * rewrote rows since), `start --verify full`, quarantined records (their row hashes are not
+ * stored), or a page written row by row (it stored no figures).
+ */
+async function storedCatalogStats(
+  ctx: ActivityContext,
+  input: ReconcileInput,
+  v: VersionRow,
+): Promise<CatalogStats | null> {
+  if (input.round !== 1 || v.verify_full) return null;
+  if (await countRejects(ctx.pool, input.versionId)) return null;
+  return storedBucketStats(ctx.pool, input.versionId);
+}
+
+/**
+ * The catalog side of a round: per-bucket statistics (`stored` checked against the table's counts
+ * per bucket, or one hashing scan), duplicate job names, rejects.
+ */
 async function readCatalogSide(
   ctx: ActivityContext,
   versionId: string,
   hash: RowHashKind,
+  stored: CatalogStats | null,
 ): Promise<{ stats: CatalogStats; duplicateJobNames: number; rejects: number }> {
   return withLongSession(ctx.pool, async (c) => ({
-    stats: await catalogBucketStats(c, versionId, KNOWN_CODES, hash),
+    stats: stored
+      ? checkFiguresAgainstTable(stored, await tableBucketCounts(c, versionId))
+      : await catalogBucketStats(c, versionId, KNOWN_CODES, hash),
     duplicateJobNames: await duplicateJobNameCount(c, versionId),
     rejects: await countRejects(c, versionId),
   }));
@@ -223,12 +279,12 @@ async function readSourceStats(
   input: ReconcileInput,
   source: JobSource,
   maxKey: string | null,
-  hash: RowHashKind,
+  digest: BucketDigestKind,
 ): Promise<{ src: BucketStat[]; delta: number } | { unreadable: SourceUnreadable }> {
   try {
     const [src, delta] = await Promise.all([
       readSource(`source ${input.source}`, () =>
-        maxKey ? source.bucketStats(maxKey, hash) : Promise.resolve([] as BucketStat[]),
+        maxKey ? source.bucketStats(maxKey, digest) : Promise.resolve([] as BucketStat[]),
       ),
       readSource(`source ${input.source}`, () => source.deltaCount(maxKey)),
     ]);

@@ -25,6 +25,7 @@ import { guard } from './failures';
 import {
   baseVersionOf,
   storeBucketCounts,
+  storeBucketCountsFromFigures,
   storeRefreshBucketCounts,
   readRanges,
   storeRanges,
@@ -86,14 +87,21 @@ async function createIndexes(ctx: ActivityContext, versionId: string): Promise<v
 }
 
 /**
- * The sealed version's jobs per dated bucket, for the shrink guard: a full rebuild's counted in one
- * scan of its table (beside the reconciliation), a refresh's from its base's and its changes.
- * Counted again by the publish when a repair rewrote rows since (activities/publish-version.ts).
+ * The sealed version's jobs per dated bucket, for the shrink guard: a full rebuild's summed from
+ * its pages' stored bucket figures (`fromPages`, the default) or else counted in one scan of its
+ * table (beside the reconciliation), a refresh's from its base's and its changes. Counted again on
+ * the table by the publish when a repair rewrote rows since (activities/publish-version.ts passes
+ * `fromPages: false`).
  */
-export async function storeBucketFigures(ctx: Pick<ActivityContext, 'pool'>, versionId: string): Promise<void> {
+export async function storeBucketFigures(
+  ctx: Pick<ActivityContext, 'pool'>,
+  versionId: string,
+  { fromPages = true }: { fromPages?: boolean } = {},
+): Promise<void> {
   const base = await baseVersionOf(ctx.pool, versionId);
   if (base) await storeRefreshBucketCounts(ctx.pool, versionId, base);
-  else await withLongSession(ctx.pool, (c) => storeBucketCounts(c, versionId));
+  else if (!fromPages || !(await storeBucketCountsFromFigures(ctx.pool, versionId)))
+    await withLongSession(ctx.pool, (c) => storeBucketCounts(c, versionId));
 }
 
 /**

@@ -52,6 +52,14 @@ const TWO_64 = 1n << 64n;
  */
 export type RowHashKind = 'hashtext64' | 'md5';
 
+/**
+ * How a reconciliation round digests a bucket: the fingerprint inputs hashed with a
+ * {@link RowHashKind}, or `row`: the sum of the jobs' row hashes as the source computes them for a
+ * page's COPY (`job.row_hash`: every column the catalog holds), whose catalog side the pages stored
+ * per bucket as they wrote (`page_bucket`), so the catalog is not scanned.
+ */
+export type BucketDigestKind = RowHashKind | 'row';
+
 /** SQL returning (as `h`) the `hashtextextended` of a fixed text: equal on two servers means their row hashes agree. */
 export const HASH_PROBE_SQL = `SELECT hashtextextended('catalog-rebuild fingerprint probe: ü', 0)::text AS h`;
 

@@ -65,13 +65,14 @@ export function runActivity<I, O>(fn: (input: I) => Promise<O>, input: I, info: 
  */
 export async function copyVersion(
   acts: Activities,
-  o: { catalog: string; pageSize?: number; files?: boolean; workflowId?: string },
+  o: { catalog: string; pageSize?: number; files?: boolean; workflowId?: string; verify?: 'full' },
 ): Promise<string> {
   const plan = await runActivity(acts.planRebuild, {
     catalog: o.catalog,
     source: 'director',
     ...(o.pageSize ? { pageSize: o.pageSize } : {}),
     ...(o.files ? { files: true } : {}),
+    ...(o.verify ? { verify: o.verify } : {}),
     workflowId: o.workflowId ?? `wf-${o.catalog}`,
     firstRunId: 'r1',
   });

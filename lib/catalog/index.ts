@@ -35,3 +35,4 @@ export * from './worker-sources';
 export * from './listing-files';
 export * from './listing-keys';
 export * from './listing-changes';
+export * from './bucket-figures';

@@ -22,6 +22,8 @@ export interface VersionRow {
   watermark_key: string | null;
   pages_total: number;
   workflow_id: string;
+  /** `start --verify full`: every reconciliation round scans both sides. */
+  verify_full: boolean;
 }
 
 /**
@@ -30,7 +32,7 @@ export interface VersionRow {
  */
 export async function loadVersion(db: Queryable, versionId: string): Promise<VersionRow> {
   const { rows } = await db.query<VersionRow>(
-    `SELECT version_id::text, catalog_name, source_name, status, watermark_key::text, pages_total, workflow_id
+    `SELECT version_id::text, catalog_name, source_name, status, watermark_key::text, pages_total, workflow_id, verify_full
        FROM version WHERE version_id = $1`,
     [versionId],
   );
@@ -197,14 +199,16 @@ export interface NewVersion {
   watermarkTime: string;
   /** IANA zone of the source's naive times. */
   timezone: string;
+  /** `start --verify full`: every reconciliation round scans both sides (default false). */
+  verifyFull?: boolean;
 }
 
 /** Inserts a `building` version. @returns its id (decimal text). */
 export async function insertVersion(c: Queryable, v: NewVersion): Promise<string> {
   const ins = await c.query<{ version_id: string }>(
     `INSERT INTO version (catalog_name, source_name, workflow_id, first_run_id, page_size, pages_total,
-                                  source_rows, watermark_key, watermark_time, source_timezone, page_sizing)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING version_id::text`,
+                                  source_rows, watermark_key, watermark_time, source_timezone, page_sizing, verify_full)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) RETURNING version_id::text`,
     [
       v.catalog,
       v.source,
@@ -217,6 +221,7 @@ export async function insertVersion(c: Queryable, v: NewVersion): Promise<string
       v.watermarkTime,
       v.timezone,
       v.pageSizing,
+      v.verifyFull ?? false,
     ],
   );
   return ins.rows[0].version_id;

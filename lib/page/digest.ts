@@ -1,17 +1,24 @@
 /**
  * The digest of the rows a page writes, taken from its COPY stream as it passes through the
- * worker: the number of rows and the sum modulo 2^64 of their `row_hash` (the last column of each
- * COPY text line, computed by the source; `\N` when the source gives none). Stored in the page's
- * ledger row (`checksum`), it is the catalog side of the page's key range for the next refresh's
- * change detection, with no read-back of the written rows.
+ * worker, with no read-back of the written rows:
+ * - the page's: the number of rows and the sum modulo 2^64 of their `row_hash` (the last column
+ *   of each COPY text line, computed by the source; `\N` when the source gives none), stored in
+ *   the page's ledger row (`checksum`): the catalog side of the page's key range for the next
+ *   refresh's change detection;
+ * - per dated bucket (`page_bucket`, migration 016): jobs, row-hash sum, bytes, first and last
+ *   job key, jobs with an unknown code: the catalog side of the first reconciliation round.
  */
 import { Transform } from 'node:stream';
 import type { TransformCallback } from 'node:stream';
+import { JOB_COLUMNS } from '../rows';
+import type { JobColumn } from '../rows';
+import { KNOWN_CODES } from '../validate';
 
 /** 2^64: digests are sums modulo this (lib/fingerprint.ts). */
 const TWO_64 = 1n << 64n;
 const NEWLINE = 0x0a;
 const TAB = 0x09;
+const NULL_TEXT = '\\N';
 
 /** What a page's rows add up to. */
 export interface RowDigest {
@@ -21,46 +28,302 @@ export interface RowDigest {
   unhashed: number;
   /** Sum modulo 2^64 of the rows' hashes, decimal text in [0, 2^64). */
   digest: string;
+  /** The same rows per dated bucket, ordered by bucket (`null`, jobs without a start time, first). */
+  buckets: PageBucketFigures[];
 }
 
+/** A page's rows of one dated bucket (`page_bucket`). */
+export interface PageBucketFigures {
+  /** `YYYY-MM-DD`, null for jobs without a start time. */
+  bucket: string | null;
+  /** Rows. */
+  jobs: number;
+  /** Sum of their row hashes (signed 64-bit each), decimal text, not reduced modulo 2^64. */
+  hashSum: string;
+  /** Sum of their `bytes` (NULL counted as 0), decimal text. */
+  bytes: string;
+  /** First and last job key (decimal text). */
+  minKey: string;
+  maxKey: string;
+  /** Rows with a non-NULL type, level or status code not in KNOWN_CODES (lib/validate.ts). */
+  unknownCodes: number;
+}
+
+/** Field positions in a page's COPY line: `version_id, page_no`, JOB_COLUMNS, `row_hash`. */
+const at = (c: JobColumn): number => 2 + JOB_COLUMNS.indexOf(c);
+const FIELD = {
+  key: at('job_key'),
+  type: at('type'),
+  level: at('level'),
+  status: at('status'),
+  bytes: at('bytes'),
+  bucket: at('bucket'),
+  hash: 2 + JOB_COLUMNS.length,
+} as const;
+const LAST_FIELD = FIELD.hash;
+const CODES: [number, Set<string>][] = [
+  [FIELD.type, KNOWN_CODES.type],
+  [FIELD.level, KNOWN_CODES.level],
+  [FIELD.status, KNOWN_CODES.status],
+];
+
+/** Running figures of one bucket of the page; sums kept in Numbers while exact, folded into BigInts. */
+class Acc {
+  jobs = 0;
+  /** Row hashes as `folded + high × 10^9 + low` (`high`, `low` signed Numbers, exact below {@link FOLD}). */
+  hashFolded = 0n;
+  hashHigh = 0;
+  hashLow = 0;
+  bytes = 0n;
+  bytesSmall = 0;
+  minKey: number | bigint;
+  maxKey: number | bigint;
+  unknown = 0;
+
+  constructor(key: number | bigint) {
+    this.minKey = key;
+    this.maxKey = key;
+  }
+
+  addBytes(n: number): void {
+    this.bytesSmall += n;
+    if (this.bytesSmall > FOLD) this.fold();
+  }
+
+  addHash(high: number, low: number): void {
+    this.hashHigh += high;
+    this.hashLow += low;
+    if (Math.abs(this.hashHigh) > FOLD || Math.abs(this.hashLow) > FOLD) this.fold();
+  }
+
+  fold(): void {
+    this.bytes += BigInt(this.bytesSmall);
+    this.bytesSmall = 0;
+    this.hashFolded += BigInt(this.hashHigh) * BILLION + BigInt(this.hashLow);
+    this.hashHigh = 0;
+    this.hashLow = 0;
+  }
+
+  hash(): bigint {
+    this.fold();
+    return this.hashFolded;
+  }
+}
+
+/** Numbers added before a fold into a BigInt stay below this, so every sum is exact. */
+const FOLD = 2 ** 52;
+const BILLION = 1_000_000_000n;
+const ZERO = 0x30;
+const MINUS = 0x2d;
+/** Longest decimal field read as a Number (exact below 2^53). */
+const SAFE_DIGITS = 15;
+
 /**
- * A pass-through stream of COPY text that adds up the last column of each line as a signed 64-bit
- * decimal (`\N` counted apart); `result()` once the stream ended.
+ * The decimal integer in `buf[s, e)` as a Number when it has at most {@link SAFE_DIGITS} digits,
+ * else as a BigInt; NaN when it is not a decimal integer.
+ */
+function decimal(buf: Buffer, s: number, e: number): number | bigint {
+  const neg = buf[s] === MINUS;
+  const from = neg ? s + 1 : s;
+  if (e - from > SAFE_DIGITS || e === from) {
+    const t = buf.toString('latin1', s, e);
+    return /^-?[0-9]+$/.test(t) ? BigInt(t) : NaN;
+  }
+  let n = 0;
+  for (let i = from; i < e; i++) {
+    const d = buf[i] - ZERO;
+    if (d < 0 || d > 9) return NaN;
+    n = n * 10 + d;
+  }
+  return neg ? -n : n;
+}
+
+/** Whether `buf[s, e)` holds the bytes of `b`. */
+function sameBytes(buf: Buffer, s: number, e: number, b: Buffer): boolean {
+  if (e - s !== b.length) return false;
+  for (let i = 0; i < b.length; i++) if (buf[s + i] !== b[i]) return false;
+  return true;
+}
+
+const tooFewFields = (n: number) => new Error(`a page's COPY line has ${n} fields, not ${LAST_FIELD + 1}`);
+
+/** Known codes as single bytes, per code field (codes of one ASCII character). */
+const KNOWN_BYTES = CODES.map(([, known]) => {
+  const table = new Uint8Array(256);
+  for (const c of known) if (c.length === 1 && c.charCodeAt(0) < 128) table[c.charCodeAt(0)] = 1;
+  return table;
+});
+
+/**
+ * A pass-through stream of a page's COPY text lines that adds up their row hashes, for the page and
+ * per bucket (`\N` hashes counted apart); `result()` once the stream ended.
+ * @throws (as a stream error) on a line with fewer fields than a page's COPY line, or whose
+ *   `row_hash` or `job_key` is not a decimal integer.
  */
 export class RowDigestStream extends Transform {
   private rest: Buffer = Buffer.alloc(0);
-  private sum = 0n;
   private rows = 0;
   private unhashed = 0;
+  private readonly byBucket = new Map<string, Acc>();
+  /** The bucket of the previous line: consecutive rows mostly share one. */
+  private lastBucket: Buffer = Buffer.alloc(0);
+  private lastAcc: Acc | null = null;
+  /** Start and end offsets of each field of the current line. */
+  private readonly starts = new Int32Array(LAST_FIELD + 1);
+  private readonly ends = new Int32Array(LAST_FIELD + 1);
 
   override _transform(chunk: Buffer, _enc: BufferEncoding, done: TransformCallback): void {
     const buf = this.rest.length ? Buffer.concat([this.rest, chunk]) : chunk;
     let start = 0;
-    for (let nl = buf.indexOf(NEWLINE, start); nl >= 0; nl = buf.indexOf(NEWLINE, start)) {
-      this.line(buf, start, nl);
-      start = nl + 1;
+    try {
+      for (let nl = buf.indexOf(NEWLINE, start); nl >= 0; nl = buf.indexOf(NEWLINE, start)) {
+        this.line(buf, start, nl);
+        start = nl + 1;
+      }
+    } catch (err) {
+      return done(err as Error);
     }
     this.rest = start < buf.length ? Buffer.from(buf.subarray(start)) : Buffer.alloc(0);
     done(null, chunk);
   }
 
   override _flush(done: TransformCallback): void {
-    if (this.rest.length) this.line(this.rest, 0, this.rest.length);
+    try {
+      if (this.rest.length) this.line(this.rest, 0, this.rest.length);
+    } catch (err) {
+      return done(err as Error);
+    }
     this.rest = Buffer.alloc(0);
     done();
   }
 
-  /** Adds the line `buf[start, end)`: its text after the last tab. */
+  /**
+   * Finds the fields the figures read in the line `buf[start, end)` (offsets in `starts`, `ends`):
+   * those up to `bytes` from its start, `bucket` and `row_hash` from its end. The fields between
+   * are not counted: the catalog's COPY refuses a line with a wrong number of fields.
+   */
+  private split(buf: Buffer, start: number, end: number): void {
+    const { starts, ends } = this;
+    // A byte loop: faster than one indexOf call per field on these short fields.
+    let s = start;
+    let f = 0;
+    for (let i = start; i < end; i++) {
+      if (buf[i] !== TAB) continue;
+      starts[f] = s;
+      ends[f] = i;
+      s = i + 1;
+      if (++f > FIELD.bytes) break;
+    }
+    if (f <= FIELD.bytes) throw tooFewFields(f + 1);
+    const hashTab = buf.lastIndexOf(TAB, end - 1);
+    const extraTab = hashTab > s ? buf.lastIndexOf(TAB, hashTab - 1) : -1;
+    const bucketTab = extraTab > s ? buf.lastIndexOf(TAB, extraTab - 1) : -1;
+    if (bucketTab < s) throw tooFewFields(FIELD.bytes + 1);
+    starts[FIELD.hash] = hashTab + 1;
+    ends[FIELD.hash] = end;
+    starts[FIELD.bucket] = bucketTab + 1;
+    ends[FIELD.bucket] = extraTab;
+  }
+
+  /** Adds the line `buf[start, end)`. */
   private line(buf: Buffer, start: number, end: number): void {
     this.rows++;
-    const tab = buf.lastIndexOf(TAB, end - 1);
-    const field = buf.toString('latin1', tab < start ? start : tab + 1, end);
-    if (field === '\\N') this.unhashed++;
-    else this.sum += BigInt(field);
+    this.split(buf, start, end);
+    const { starts, ends } = this;
+    const isNull = (f: number) => ends[f] - starts[f] === 2 && buf[starts[f]] === 0x5c && buf[starts[f] + 1] === 0x4e;
+    if (isNull(FIELD.hash)) {
+      this.unhashed++;
+      return;
+    }
+    const key = decimal(buf, starts[FIELD.key], ends[FIELD.key]);
+    if (Number.isNaN(key))
+      throw new Error(`a page's COPY line has job_key ${buf.toString('latin1', starts[FIELD.key], ends[FIELD.key])}`);
+    const acc = this.accOf(buf, starts[FIELD.bucket], ends[FIELD.bucket], key);
+    acc.jobs++;
+    this.addHash(acc, buf, starts[FIELD.hash], ends[FIELD.hash]);
+    if (!isNull(FIELD.bytes)) {
+      // Values that are not whole numbers are left out, as the catalog's scan leaves them out.
+      const bytes = decimal(buf, starts[FIELD.bytes], ends[FIELD.bytes]);
+      if (typeof bytes === 'bigint') acc.bytes += bytes;
+      else if (!Number.isNaN(bytes)) acc.addBytes(bytes);
+    }
+    if (key < acc.minKey) acc.minKey = key;
+    if (key > acc.maxKey) acc.maxKey = key;
+    if (this.unknownCode(buf)) acc.unknown++;
+  }
+
+  /** The running figures of the line's bucket `buf[s, e)`, created with `key` as its span. */
+  private accOf(buf: Buffer, s: number, e: number, key: number | bigint): Acc {
+    if (this.lastAcc && sameBytes(buf, s, e, this.lastBucket)) return this.lastAcc;
+    const name = buf.toString('latin1', s, e);
+    let acc = this.byBucket.get(name);
+    if (!acc) {
+      acc = new Acc(key);
+      this.byBucket.set(name, acc);
+    }
+    this.lastBucket = Buffer.from(buf.subarray(s, e));
+    this.lastAcc = acc;
+    return acc;
+  }
+
+  /** Adds the signed 64-bit decimal `buf[s, e)` to the bucket's hash sum, as `high × 10^9 + low`. */
+  private addHash(acc: Acc, buf: Buffer, s: number, e: number): void {
+    const neg = buf[s] === MINUS;
+    const from = neg ? s + 1 : s;
+    const split = Math.max(from, e - 9);
+    let high = 0;
+    let low = 0;
+    for (let i = from; i < e; i++) {
+      const d = buf[i] - ZERO;
+      if (d < 0 || d > 9 || e - from > 19)
+        throw new Error(`a page's COPY line has row_hash ${buf.toString('latin1', s, e)}`);
+      if (i < split) high = high * 10 + d;
+      else low = low * 10 + d;
+    }
+    if (e === from) throw new Error(`a page's COPY line has an empty row_hash`);
+    acc.addHash(neg ? -high : high, neg ? -low : low);
+  }
+
+  /** Whether the line has a non-NULL type, level or status code the product does not know. */
+  private unknownCode(buf: Buffer): boolean {
+    const { starts, ends } = this;
+    for (let i = 0; i < CODES.length; i++) {
+      const [f, known] = CODES[i];
+      const s = starts[f];
+      const len = ends[f] - s;
+      if (len === 1) {
+        if (!KNOWN_BYTES[i][buf[s]]) return true;
+      } else if (!(len === 2 && buf[s] === 0x5c && buf[s + 1] === 0x4e) && !known.has(buf.toString('utf8', s, ends[f])))
+        return true;
+    }
+    return false;
   }
 
   /** The digest of every line seen. */
   result(): RowDigest {
-    return { rows: this.rows, unhashed: this.unhashed, digest: (((this.sum % TWO_64) + TWO_64) % TWO_64).toString() };
+    let sum = 0n;
+    const buckets: PageBucketFigures[] = [];
+    for (const [bucket, a] of this.byBucket) {
+      const hash = a.hash();
+      sum += hash;
+      buckets.push({
+        bucket: bucket === NULL_TEXT ? null : bucket,
+        jobs: a.jobs,
+        hashSum: hash.toString(),
+        bytes: a.bytes.toString(),
+        minKey: a.minKey.toString(),
+        maxKey: a.maxKey.toString(),
+        unknownCodes: a.unknown,
+      });
+    }
+    buckets.sort((x, y) =>
+      x.bucket === y.bucket ? 0 : x.bucket === null ? -1 : y.bucket === null ? 1 : x.bucket < y.bucket ? -1 : 1,
+    );
+    return {
+      rows: this.rows,
+      unhashed: this.unhashed,
+      digest: (((sum % TWO_64) + TWO_64) % TWO_64).toString(),
+      buckets,
+    };
   }
 }

@@ -17,6 +17,7 @@ import {
   lockVersion,
   recordGoneJobs,
   rowsDigest,
+  storePageBuckets,
   supersedeRows,
   tagPageSession,
   upsertRowsQuarantining,
@@ -29,7 +30,7 @@ import type { PageRead, PageSource } from '../sources/types';
 import type { RejectRecord } from '../validate';
 import { validateRows } from '../validate';
 import type { CopyPageInput, CopyPageResult } from '../../workflows/definitions';
-import type { RowDigest } from './digest';
+import type { PageBucketFigures, RowDigest } from './digest';
 import { RowDigestStream } from './digest';
 import { pageDuplicatesMessage, pageFileRejectsMessage, pageGoneMessage, pageRejectsMessage } from './messages';
 import type { PageAttempt, PageContext } from './types';
@@ -52,6 +53,8 @@ export interface WrittenRows {
   gone?: GoneJobRecord[];
   /** The written rows' digest (lib/page/digest.ts), `''` when the rows were not streamed. */
   digest?: string;
+  /** The written rows' figures per dated bucket, when the stream's digest covers every row written. */
+  buckets?: PageBucketFigures[];
 }
 
 /** Writes a page's rows inside the page transaction (after the ledger row and the fence). */
@@ -148,6 +151,7 @@ export async function writePage(
     duplicates: written.duplicates,
   };
   const files = written.files ? { rows: written.files.rows, rejects: written.files.rejects } : undefined;
+  if (written.buckets) await storePageBuckets(c, versionId, pageNo, written.buckets);
   await completePage(c, versionId, pageNo, { ...totals, decoded: written.decoded, files });
   return {
     pageNo,
@@ -226,14 +230,14 @@ export function pageReadWriter(
       files,
       ...(read.gone.length ? { gone: read.gone } : {}),
       // A digest that does not cover every row (rows the source gave no hash) is left out.
-      digest: digestOf(digest.result(), rows),
+      ...digestOf(digest.result(), rows),
     };
   };
 }
 
-/** The page's digest when it covers all `rows` written, else `''`. */
-function digestOf(d: RowDigest, rows: number): string {
-  return d.rows === rows && d.unhashed === 0 ? d.digest : '';
+/** The page's digest and bucket figures when they cover all `rows` written, else digest `''` and no figures. */
+function digestOf(d: RowDigest, rows: number): Pick<WrittenRows, 'digest' | 'buckets'> {
+  return d.rows === rows && d.unhashed === 0 ? { digest: d.digest, buckets: d.buckets } : { digest: '' };
 }
 
 /**

@@ -21,8 +21,9 @@ import type { FileJobStat, FileRead, FileSchema, FileSource, PageRead, PageReadO
 import type { KeyCell, PageKeys, RefreshCandidates, RefreshSource } from './types';
 import type { SourceFileReconciliation } from './types';
 import { fileJobStats, fileReconciliation, openBareosFileRead, planFilePages, readFileSchema } from './bareos-files';
-import { bareosFingerprintRow, bucketDigestSql, HASH_PROBE_SQL } from '../fingerprint';
-import type { RowHashKind } from '../fingerprint';
+import { HASH_PROBE_SQL } from '../fingerprint';
+import type { BucketDigestKind, RowHashKind } from '../fingerprint';
+import { bareosBucketStatsQuery } from './bareos-buckets';
 import type { ZoneCheck } from './bareos-zone';
 import { checkNaiveTimes, DST_COUNTS } from './bareos-zone';
 
@@ -337,17 +338,10 @@ export class BareosSource implements JobSource, FileSource, RefreshSource {
     return expectedFileRecords(this.pool, null, maxKey);
   }
 
-  async bucketStats(maxKey: string, hash: RowHashKind = 'md5'): Promise<BucketStat[]> {
+  async bucketStats(maxKey: string, digest: BucketDigestKind = 'md5'): Promise<BucketStat[]> {
     const [tz, mode] = await Promise.all([this.timezone(), this.textMode()]);
     const { rows } = await withLongSession(this.pool, (c) =>
-      c.query<StatRow>(
-        `SELECT j.starttime::date::text AS bucket, count(*)::text AS count,
-                ${bucketDigestSql(bareosFingerprintRow(mode), hash)} AS fingerprint,
-                coalesce(sum(j.jobbytes), 0)::text AS bytes, min(j.jobid)::text AS min_key, max(j.jobid)::text AS max_key
-         FROM job j WHERE j.jobid <= $2::bigint
-         GROUP BY 1 ORDER BY 1 NULLS FIRST`,
-        [tz, maxKey],
-      ),
+      c.query<StatRow>(bareosBucketStatsQuery(mode, digest), [tz, maxKey]),
     );
     return rows.map(toBucketStat);
   }

@@ -15,8 +15,8 @@ import type { FileSourceConfig } from '../config';
 import { NotPublishableError, SourceDataInvalidError } from '../errors';
 import { copyValue } from '../text-form';
 import { DST_COUNTS } from './bareos-zone';
-import { bucketDigestSql, STAGED_FINGERPRINT_ROW as STAGED_FINGERPRINT } from '../fingerprint';
-import type { RowHashKind } from '../fingerprint';
+import { bucketDigestSql, digestOfSumSql, STAGED_FINGERPRINT_ROW as STAGED_FINGERPRINT } from '../fingerprint';
+import type { BucketDigestKind, RowHashKind } from '../fingerprint';
 import { withLongSession } from '../db';
 import { STAGED_COPY_COLUMNS } from './listing';
 import type { ListingForStaging } from './listing-thread';
@@ -24,7 +24,7 @@ import { parseListingInThread } from './listing-thread';
 import { spawnInGroup } from './process-group';
 import type { StagedPageSettings } from './staged-page';
 import { openStagedPageRead } from './staged-page';
-import { NOT_GONE, stagedSelect } from './staged-select';
+import { NOT_GONE, STAGED_ROW_HASH, stagedSelect } from './staged-select';
 import type {
   BucketStat,
   DstReport,
@@ -298,11 +298,13 @@ export class StagedSource implements JobSource, RangeKeySource {
     return new Set(rows.map((r) => r.k));
   }
 
-  async bucketStats(maxKey: string, hash: RowHashKind = 'md5'): Promise<BucketStat[]> {
+  async bucketStats(maxKey: string, digest: BucketDigestKind = 'md5'): Promise<BucketStat[]> {
     const tz = await this.timezone();
+    const fingerprint =
+      digest === 'row' ? digestOfSumSql(`sum(${STAGED_ROW_HASH})`) : bucketDigestSql(STAGED_FINGERPRINT, digest);
     const { rows } = await withLongSession(this.pool, (c) =>
       c.query<StatRow>(
-        `SELECT x.bucket, count(*)::text AS count, ${bucketDigestSql(STAGED_FINGERPRINT, hash)} AS fingerprint,
+        `SELECT x.bucket, count(*)::text AS count, ${fingerprint} AS fingerprint,
                 coalesce(sum(CASE WHEN x.bytes ~ '^-?[0-9]+$' THEN x.bytes::numeric END), 0)::text AS bytes,
                 min(x.seq)::text AS min_key, max(x.seq)::text AS max_key
          FROM (${SELECT_STAGED}) x WHERE x.seq <= $3::bigint GROUP BY 1 ORDER BY 1 NULLS FIRST`,

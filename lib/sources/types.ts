@@ -1,6 +1,6 @@
 import type { Readable } from 'node:stream';
 import type { PoolClient } from 'pg';
-import type { RowHashKind } from '../fingerprint';
+import type { BucketDigestKind, RowHashKind } from '../fingerprint';
 import type { GoneJob, PageRejectRecord, ReadRow } from '../rows';
 
 export type { KeyCell, RangeKeySource, RefreshCandidates, RefreshSource, SourceJobHash } from './refresh-types';
@@ -228,9 +228,11 @@ export interface PlanSource {
 export interface ReconcileSource {
   /**
    * Per-bucket counts, digests, bytes and id spans at or below `maxKey`, in one statement on a
-   * session without statement timeout.
+   * session without statement timeout. `digest` (lib/fingerprint.ts): the fingerprint inputs' hash
+   * (default `md5`), or `row`, the sum of the row hashes a page's COPY stores (a round uses it
+   * only for a version without quarantined records).
    */
-  bucketStats(maxKey: string, hash?: RowHashKind): Promise<BucketStat[]>;
+  bucketStats(maxKey: string, digest?: BucketDigestKind): Promise<BucketStat[]>;
   /**
    * The source server's answer to lib/fingerprint.ts HASH_PROBE_SQL; absent for sources read from
    * the catalog database (staged listings), which hash alike by definition.
