@@ -2,7 +2,7 @@
  * The source side of a reconciliation round over a Bareos/Bacula director catalog: per dated
  * bucket at or below the watermark, the jobs, their digest, bytes and job-id span.
  */
-import { bareosFingerprintRow, bucketDigestSql, digestOfSumSql } from '../fingerprint';
+import { bareosFingerprintRow, digestOfSumSql, rowHashSql } from '../fingerprint';
 import type { BucketDigestKind } from '../fingerprint';
 import { BAREOS_FROM_JOB, bareosRowHash } from './bareos-columns';
 import type { SourceTextMode } from './bareos-columns';
@@ -16,12 +16,14 @@ import type { SourceTextMode } from './bareos-columns';
  * time, files, bytes) hashed with `digest`, as the catalog's scan computes it.
  */
 export function bareosBucketStatsQuery(mode: SourceTextMode, digest: BucketDigestKind): string {
-  const fingerprint =
-    digest === 'row'
-      ? digestOfSumSql(`sum(${bareosRowHash(mode, '$1::text')})`)
-      : bucketDigestSql(bareosFingerprintRow(mode), digest);
-  return `SELECT j.starttime::date::text AS bucket, count(*)::text AS count, ${fingerprint} AS fingerprint,
-                coalesce(sum(j.jobbytes), 0)::text AS bytes, min(j.jobid)::text AS min_key, max(j.jobid)::text AS max_key
-         ${digest === 'row' ? BAREOS_FROM_JOB : 'FROM job j'} WHERE j.jobid <= $2::bigint
-         GROUP BY 1 ORDER BY 1 NULLS FIRST`;
+  const hash = digest === 'row' ? bareosRowHash(mode, '$1::text') : rowHashSql(bareosFingerprintRow(mode), digest);
+  // Each row's hash is computed before the grouping (OFFSET 0 keeps the subquery apart), so the
+  // rows grouped carry four narrow columns, and the groups (one per day) fit a hash aggregate: with
+  // the hash inside the aggregate, PostgreSQL sorted every row with all its columns, on disk
+  // (2.3–2.7 against 4.7 s for 10^6 jobs with the row hash, docs/performance.md).
+  return `SELECT s.bucket::text AS bucket, count(*)::text AS count, ${digestOfSumSql('sum(s.h)')} AS fingerprint,
+                coalesce(sum(s.bytes), 0)::text AS bytes, min(s.k)::text AS min_key, max(s.k)::text AS max_key
+         FROM (SELECT j.starttime::date AS bucket, ${hash} AS h, j.jobbytes AS bytes, j.jobid AS k
+               ${digest === 'row' ? BAREOS_FROM_JOB : 'FROM job j'} WHERE j.jobid <= $2::bigint OFFSET 0) s
+         GROUP BY s.bucket ORDER BY s.bucket NULLS FIRST`;
 }
