@@ -18,6 +18,7 @@ import {
   saveReconciliation,
   storedBucketStats,
   tableBucketCounts,
+  versionWasRepaired,
   checkFiguresAgainstTable,
   unknownCodeCounts,
 } from '../lib/catalog';
@@ -249,6 +250,8 @@ async function storedCatalogStats(
 ): Promise<CatalogStats | null> {
   if (input.round !== 1 || v.verify_full) return null;
   if (await countRejects(ctx.pool, input.versionId)) return null;
+  // A round 1 run again after a repair (a workflow reset): the figures no longer describe the table.
+  if (await versionWasRepaired(ctx.pool, input.catalog, input.versionId)) return null;
   return storedBucketStats(ctx.pool, input.versionId);
 }
 

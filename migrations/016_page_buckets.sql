@@ -6,10 +6,11 @@
 -- row hashes (computed by the source at the page's read, `job.row_hash`), their bytes, their
 -- first and last job key and the jobs with a type, level or status code the product does not
 -- know. The source side of that round sums the same row hashes per bucket at the watermark; the
--- table is only counted per bucket, so rows lost or added outside a page transaction are found.
--- A page written row by row (the catalog refused a streamed value) stores none, and
--- `page.bucket_figures` stays false: the round then scans the table as before, as does every
--- round after a repair and every rebuild started with `--verify full`.
+-- table is only counted per bucket (jobs, the plain sum of its stored row hashes, key span), so
+-- rows lost, added or replaced outside a page transaction are found. A page written row by row
+-- (the catalog refused a streamed value) stores none, and `page.bucket_figures` stays false: the
+-- round then hashes the table as before, as does every round after a repair, every round of a
+-- version with quarantined records and every rebuild started with `--verify full`.
 CREATE TABLE IF NOT EXISTS page_bucket (
   version_id     bigint  NOT NULL,
   page_no        integer NOT NULL,

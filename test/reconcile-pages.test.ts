@@ -8,7 +8,7 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Activities } from '../activities';
-import { storedBucketStats } from '../lib/catalog';
+import { checkFiguresAgainstTable, storedBucketStats, TABLE_DIFFERS } from '../lib/catalog';
 import type { ActivityFixture } from '../dev/harness/activity-env';
 import { activityFixture, copyVersion, runActivity } from '../dev/harness/activity-env';
 import type { ReconcileSummary } from '../workflows/definitions';
@@ -97,16 +97,23 @@ test('round 1 reads the catalog side from the pages: the figures equal the table
     counts.rows.map((r) => [r.b, r.n]),
     table.filter((t) => t.bucket !== null).map((t) => [t.bucket, t.count]),
   );
-  // Rows lost outside a page transaction: the table's counts per bucket name the bucket.
+  // A row lost outside a page transaction, and one replaced by another (its stored row hash
+  // differs): the table's figures per bucket name both buckets.
   const victim = table[Math.floor(table.length / 2)];
+  const replaced = table[Math.floor(table.length / 4)];
   const del = await fixture.dbs.catalogPool.query(`DELETE FROM job WHERE version_id = $1 AND job_key = $2::bigint`, [
     versionId,
     victim.maxKey,
   ]);
   assert.equal(del.rowCount, 1);
+  const upd = await fixture.dbs.catalogPool.query(
+    `UPDATE job SET row_hash = row_hash # 1 WHERE version_id = $1 AND job_key = $2::bigint`,
+    [versionId, replaced.minKey],
+  );
+  assert.equal(upd.rowCount, 1);
   const damaged = await reconcile('pages', versionId, 1);
   assert.equal(damaged.ok, false);
-  assert.deepEqual(damaged.mismatched, [victim.bucket]);
+  assert.deepEqual(damaged.mismatched, [replaced.bucket, victim.bucket].sort());
   assert.equal(damaged.catalogRows, JOBS - 1);
   assert.equal((await reportOf(versionId, 1)).catalogSide, 'pages');
 });
@@ -155,4 +162,43 @@ test('start --verify full and a version with quarantined records scan the table 
   } finally {
     await src.query(`UPDATE job SET jobfiles = $2 WHERE jobid = $1`, [rows[0].id, rows[0].files]);
   }
+});
+
+test('the table checks the figures: a bucket with another count, one only in the table, one gone from it, one replaced', () => {
+  const fig = (bucket: string | null, count: number, minKey: string, maxKey: string) => ({
+    bucket,
+    count,
+    fingerprint: `d${count}`,
+    bytes: String(count * 10),
+    minKey,
+    maxKey,
+  });
+  const stored = {
+    buckets: [
+      fig(null, 2, '1', '9'),
+      fig('2024-01-01', 5, '10', '20'),
+      fig('2024-01-02', 3, '21', '30'),
+      fig('2024-01-04', 3, '50', '60'),
+      fig('2024-01-05', 3, '70', '80'),
+    ],
+    unknownCodeJobs: 1,
+  };
+  const checked = checkFiguresAgainstTable(stored, [
+    { bucket: null, count: 2, fingerprint: 'd2', minKey: '1', maxKey: '9' },
+    { bucket: '2024-01-01', count: 4, fingerprint: 'd4', minKey: '5', maxKey: '20' },
+    { bucket: '2024-01-03', count: 1, fingerprint: 'd1', minKey: '40', maxKey: '40' },
+    // The same count, another row: another sum of row hashes; then another key span.
+    { bucket: '2024-01-04', count: 3, fingerprint: 'other', minKey: '50', maxKey: '60' },
+    { bucket: '2024-01-05', count: 3, fingerprint: 'd3', minKey: '70', maxKey: '81' },
+  ]);
+  assert.deepEqual(checked, {
+    buckets: [
+      fig(null, 2, '1', '9'),
+      { bucket: '2024-01-01', count: 4, fingerprint: TABLE_DIFFERS, bytes: '50', minKey: '5', maxKey: '20' },
+      { bucket: '2024-01-03', count: 1, fingerprint: TABLE_DIFFERS, bytes: '0', minKey: '40', maxKey: '40' },
+      { bucket: '2024-01-04', count: 3, fingerprint: TABLE_DIFFERS, bytes: '30', minKey: '50', maxKey: '60' },
+      { bucket: '2024-01-05', count: 3, fingerprint: TABLE_DIFFERS, bytes: '30', minKey: '70', maxKey: '81' },
+    ],
+    unknownCodeJobs: 1,
+  });
 });

@@ -87,7 +87,7 @@ class Acc {
 
   addBytes(n: number): void {
     this.bytesSmall += n;
-    if (this.bytesSmall > FOLD) this.fold();
+    if (Math.abs(this.bytesSmall) > FOLD) this.fold();
   }
 
   addHash(high: number, low: number): void {
@@ -110,7 +110,7 @@ class Acc {
   }
 }
 
-/** Numbers added before a fold into a BigInt stay below this, so every sum is exact. */
+/** A running Number sum is folded into its BigInt once its magnitude passes this: every addend is below 2^53 − 2^52, so the sum stays below 2^53 and exact. */
 const FOLD = 2 ** 52;
 const BILLION = 1_000_000_000n;
 const ZERO = 0x30;
@@ -138,6 +138,11 @@ function decimal(buf: Buffer, s: number, e: number): number | bigint {
   return neg ? -n : n;
 }
 
+/** Whether `buf[s, e)` is COPY text's NULL, `\N`. */
+function isNullText(buf: Buffer, s: number, e: number): boolean {
+  return e - s === 2 && buf[s] === 0x5c && buf[s + 1] === 0x4e;
+}
+
 /** Whether `buf[s, e)` holds the bytes of `b`. */
 function sameBytes(buf: Buffer, s: number, e: number, b: Buffer): boolean {
   if (e - s !== b.length) return false;
@@ -157,8 +162,10 @@ const KNOWN_BYTES = CODES.map(([, known]) => {
 /**
  * A pass-through stream of a page's COPY text lines that adds up their row hashes, for the page and
  * per bucket (`\N` hashes counted apart); `result()` once the stream ended.
- * @throws (as a stream error) on a line with fewer fields than a page's COPY line, or whose
- *   `row_hash` or `job_key` is not a decimal integer.
+ * @throws (as a stream error) on a line too short to hold the fields it reads (up to `bytes`,
+ *   then `bucket`, `extra` and `row_hash`), or whose `row_hash` or `job_key` is not a decimal
+ *   integer. A line with some fields missing between `bytes` and `bucket` passes: the catalog's
+ *   COPY refuses it.
  */
 export class RowDigestStream extends Transform {
   private rest: Buffer = Buffer.alloc(0);
@@ -218,7 +225,7 @@ export class RowDigestStream extends Transform {
     const hashTab = buf.lastIndexOf(TAB, end - 1);
     const extraTab = hashTab > s ? buf.lastIndexOf(TAB, hashTab - 1) : -1;
     const bucketTab = extraTab > s ? buf.lastIndexOf(TAB, extraTab - 1) : -1;
-    if (bucketTab < s) throw tooFewFields(FIELD.bytes + 1);
+    if (bucketTab < s) throw new Error(`a page's COPY line has too few fields after bytes (${LAST_FIELD + 1} in all)`);
     starts[FIELD.hash] = hashTab + 1;
     ends[FIELD.hash] = end;
     starts[FIELD.bucket] = bucketTab + 1;
@@ -230,8 +237,7 @@ export class RowDigestStream extends Transform {
     this.rows++;
     this.split(buf, start, end);
     const { starts, ends } = this;
-    const isNull = (f: number) => ends[f] - starts[f] === 2 && buf[starts[f]] === 0x5c && buf[starts[f] + 1] === 0x4e;
-    if (isNull(FIELD.hash)) {
+    if (isNullText(buf, starts[FIELD.hash], ends[FIELD.hash])) {
       this.unhashed++;
       return;
     }
@@ -241,8 +247,9 @@ export class RowDigestStream extends Transform {
     const acc = this.accOf(buf, starts[FIELD.bucket], ends[FIELD.bucket], key);
     acc.jobs++;
     this.addHash(acc, buf, starts[FIELD.hash], ends[FIELD.hash]);
-    if (!isNull(FIELD.bytes)) {
-      // Values that are not whole numbers are left out, as the catalog's scan leaves them out.
+    if (!isNullText(buf, starts[FIELD.bytes], ends[FIELD.bytes])) {
+      // A value that is not a whole number is left out (the catalog's numeric(20,0) would round
+      // it; validation quarantines such records first).
       const bytes = decimal(buf, starts[FIELD.bytes], ends[FIELD.bytes]);
       if (typeof bytes === 'bigint') acc.bytes += bytes;
       else if (!Number.isNaN(bytes)) acc.addBytes(bytes);
@@ -288,13 +295,13 @@ export class RowDigestStream extends Transform {
   private unknownCode(buf: Buffer): boolean {
     const { starts, ends } = this;
     for (let i = 0; i < CODES.length; i++) {
-      const [f, known] = CODES[i];
+      const f = CODES[i][0];
+      const known = CODES[i][1];
       const s = starts[f];
       const len = ends[f] - s;
       if (len === 1) {
         if (!KNOWN_BYTES[i][buf[s]]) return true;
-      } else if (!(len === 2 && buf[s] === 0x5c && buf[s + 1] === 0x4e) && !known.has(buf.toString('utf8', s, ends[f])))
-        return true;
+      } else if (!isNullText(buf, s, ends[f]) && !known.has(buf.toString('utf8', s, ends[f]))) return true;
     }
     return false;
   }

@@ -63,8 +63,9 @@ export type RowWriter = (c: PoolClient) => Promise<WrittenRows>;
 /**
  * The page transaction's statements, in order: ledger row, fence, session tag and statement
  * timeout, rows (`write`), rejects and their events, the jobs gone from the source (`gone_job`, a
- * `gone` event), ledger completion. There is no read-back of
- * the written rows: reconciliation verifies per bucket (the ledger's checksum stays empty).
+ * `gone` event), the streamed rows' figures per bucket (`page_bucket`), ledger completion (with
+ * the rows' digest). There is no read-back of the written rows: the figures were added up as the
+ * rows streamed.
  * @returns null when another attempt holds the ledger row (the caller rolls back and reads its result).
  */
 export async function writePage(
