@@ -120,7 +120,7 @@ function addStart(program: Command, ctx: CommandContext, err: (s: string) => voi
     .addOption(
       new Option(
         '--verify <mode>',
-        'full: an independent check that re-reads every job and file record (with --refresh: a full rebuild instead)',
+        "full: an independent check that re-reads every job and file record and hashes the catalog's rows (with --refresh: a full rebuild instead)",
       ).choices(['full']),
     )
     .option(

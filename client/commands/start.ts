@@ -41,7 +41,7 @@ export interface StartOptions {
   refresh?: boolean;
   /** Print what the rebuild would do and change nothing (`--dry-run`). */
   dryRun?: boolean;
-  /** `--verify full`: re-read everything (a refresh becomes a full rebuild). */
+  /** `--verify full`: re-read everything (a refresh becomes a full rebuild), and hash the catalog's rows in the reconciliation. */
   verify?: 'full';
   /** Retired versions kept with their rows after the publish. */
   retention: number;
