@@ -13,19 +13,20 @@ import { toBucketStat } from '../sources/types';
 import { partitionName } from './partitions';
 import type { CatalogStats } from './reconcile';
 
-/** A page's rows of one dated bucket, as lib/page/digest.ts adds them up. */
+/** A page's rows of one dated bucket, as lib/page/digest.ts adds them up from its COPY stream. */
 export interface StoredBucketFigures {
   /** `YYYY-MM-DD`, null for jobs without a start time. */
   bucket: string | null;
+  /** Rows. */
   jobs: number;
-  /** Sum of the rows' row hashes, decimal text (not reduced modulo 2^64). */
+  /** Sum of their row hashes (signed 64-bit each), decimal text, not reduced modulo 2^64. */
   hashSum: string;
-  /** Sum of the rows' bytes, decimal text. */
+  /** Sum of their `bytes` (NULL counted as 0; values that are not whole numbers left out), decimal text. */
   bytes: string;
   /** First and last job key, decimal text. */
   minKey: string;
   maxKey: string;
-  /** Rows with a type, level or status code the product does not know. */
+  /** Rows with a non-NULL type, level or status code not in KNOWN_CODES (lib/validate.ts). */
   unknownCodes: number;
 }
 

@@ -10,6 +10,7 @@
  */
 import { Transform } from 'node:stream';
 import type { TransformCallback } from 'node:stream';
+import type { StoredBucketFigures } from '../catalog/bucket-figures';
 import { JOB_COLUMNS } from '../rows';
 import type { JobColumn } from '../rows';
 import { KNOWN_CODES } from '../validate';
@@ -32,22 +33,8 @@ export interface RowDigest {
   buckets: PageBucketFigures[];
 }
 
-/** A page's rows of one dated bucket (`page_bucket`). */
-export interface PageBucketFigures {
-  /** `YYYY-MM-DD`, null for jobs without a start time. */
-  bucket: string | null;
-  /** Rows. */
-  jobs: number;
-  /** Sum of their row hashes (signed 64-bit each), decimal text, not reduced modulo 2^64. */
-  hashSum: string;
-  /** Sum of their `bytes` (NULL counted as 0), decimal text. */
-  bytes: string;
-  /** First and last job key (decimal text). */
-  minKey: string;
-  maxKey: string;
-  /** Rows with a non-NULL type, level or status code not in KNOWN_CODES (lib/validate.ts). */
-  unknownCodes: number;
-}
+/** A page's rows of one dated bucket, as `page_bucket` stores them (lib/catalog/bucket-figures.ts). */
+export type PageBucketFigures = StoredBucketFigures;
 
 /** Field positions in a page's COPY line: `version_id, page_no`, JOB_COLUMNS, `row_hash`. */
 const at = (c: JobColumn): number => 2 + JOB_COLUMNS.indexOf(c);
