@@ -62,6 +62,15 @@ export async function storePageBuckets(
   await c.query(`UPDATE page SET bucket_figures = true WHERE version_id = $1 AND page_no = $2`, [versionId, pageNo]);
 }
 
+/** Whether every committed page of the version stored its bucket figures (none was written row by row). */
+async function everyPageHasFigures(db: Queryable, versionId: string): Promise<boolean> {
+  const missing = await db.query(
+    `SELECT 1 FROM page WHERE version_id = $1 AND committed_at IS NOT NULL AND NOT bucket_figures LIMIT 1`,
+    [versionId],
+  );
+  return !missing.rowCount;
+}
+
 /**
  * The catalog side of a reconciliation round from the pages' stored figures: per bucket, jobs,
  * the digest of their row hashes (lib/fingerprint.ts, `row`), bytes and key span, plus the jobs
@@ -70,11 +79,7 @@ export async function storePageBuckets(
  *   row): the round then scans the table.
  */
 export async function storedBucketStats(db: Queryable, versionId: string): Promise<CatalogStats | null> {
-  const missing = await db.query(
-    `SELECT 1 FROM page WHERE version_id = $1 AND committed_at IS NOT NULL AND NOT bucket_figures LIMIT 1`,
-    [versionId],
-  );
-  if (missing.rowCount) return null;
+  if (!(await everyPageHasFigures(db, versionId))) return null;
   const { rows } = await db.query<StatRow & { unknown: string }>(
     `SELECT b.bucket::text AS bucket, sum(b.jobs)::text AS count, ${digestOfSumSql('sum(b.hash_sum)')} AS fingerprint,
             sum(b.bytes)::text AS bytes, min(b.min_key)::text AS min_key, max(b.max_key)::text AS max_key,
@@ -93,11 +98,7 @@ export async function storedBucketStats(db: Queryable, versionId: string): Promi
  * @returns false (nothing stored) when a committed page stored no figures: count them on the table.
  */
 export async function storeBucketCountsFromFigures(db: Queryable, versionId: string): Promise<boolean> {
-  const missing = await db.query(
-    `SELECT 1 FROM page WHERE version_id = $1 AND committed_at IS NOT NULL AND NOT bucket_figures LIMIT 1`,
-    [versionId],
-  );
-  if (missing.rowCount) return false;
+  if (!(await everyPageHasFigures(db, versionId))) return false;
   await db.query(`DELETE FROM version_bucket WHERE version_id = $1`, [versionId]);
   await db.query(
     `INSERT INTO version_bucket (version_id, bucket, jobs)
