@@ -4,14 +4,15 @@
  * 1. Candidates: the jobs a transaction wrote since the active version's plan (their `xmin`, or
  *    their Client's, Pool's or FileSet's), hashed by the source and compared with the row hashes
  *    the active version stored: new, changed or unchanged.
- * 2. Deletions: per key range of the active version, the source's jobs against the version's (an
- *    index-only count on each side); a range whose counts disagree has its keys compared.
+ * 2. Deletions: per cell of 64 job keys, the source's jobs against the version's (one pass over
+ *    the source's primary key; the version's stored at its seal); a cell that differs has its keys
+ *    compared.
  * A refresh that cannot build on the active version (none, another source or settings, rolled
  * back, no stored hashes or horizon, a horizon the source cannot use) says why, and the caller runs
  * a full rebuild.
  */
 import type { Pool, PoolClient } from 'pg';
-import { withRangeScanSession } from '../lib/db';
+import { withLongSession, withRangeScanSession } from '../lib/db';
 import {
   createFilePartition,
   createVersionPartition,
@@ -27,11 +28,11 @@ import {
   setVersionFiles,
   carryListingFileStats,
   storeRanges,
-  versionKeyCells,
+  versionCells,
   versionKeysInRanges,
   versionRowHashes,
 } from '../lib/catalog';
-import type { CellScan, RefreshBase, VersionRange } from '../lib/catalog';
+import type { RefreshBase, VersionRange } from '../lib/catalog';
 import type { SourceConfig } from '../lib/config';
 import { isFileSource } from '../lib/config';
 import { PAGE_SIZING } from '../lib/page-sizing';
@@ -40,8 +41,6 @@ import {
   classifyCandidates,
   differingCells,
   KEY_CELL_WIDTH,
-  countByRange,
-  rangeBounds,
   refreshedRanges,
   refreshPages,
   sortKeys,
@@ -60,9 +59,9 @@ export interface RefreshDetection {
   changes: RefreshChanges;
   /** Candidates found unchanged (rewritten by the director to the same row). */
   unchanged: number;
-  /** Ranges whose keys were compared (their counts disagreed). */
-  rangesCompared: number;
-  /** Wall time (ms) of each step: `candidates`, `hashes`, `rangeCounts`, `cells`, `keys`. */
+  /** Cells of job keys whose keys were compared (their jobs differed). */
+  cellsCompared: number;
+  /** Wall time (ms) of each step: `candidates`, `hashes`, `cells` (`cells.source`, `cells.catalog`), `keys`. */
   detectionMs: Record<string, number>;
 }
 
@@ -120,16 +119,6 @@ export function refreshObstacle(base: RefreshBase | null, s: RefreshSettings): s
 }
 
 /**
- * The catalog side's plan for the cells of `suspect` of the version's `ranges` ranges: one scan of
- * the table once they are at least a quarter of the ranges, one index scan per range below that.
- * At 10^7 jobs with 0.1 % changed spread evenly, most ranges disagree, and the per-range scans,
- * which visit every row's heap tuple in index order, took 17 s (docs/performance.md).
- */
-export function cellScan(suspect: number, ranges: number): CellScan {
-  return suspect * 4 >= ranges ? 'table' : 'ranges';
-}
-
-/**
  * Detects what changed in `source` at or below `maxKey` since the catalog's active version.
  * @returns the changes, or why a full rebuild is needed instead.
  * @throws the source's or the catalog's errors.
@@ -149,60 +138,33 @@ export async function detectRefresh(
     return { fullRebuild: `the active version ${base.versionId} stored no key ranges` };
   const detectionMs: Record<string, number> = {};
   const timed = stopwatch(detectionMs);
-  const found = await timed('candidates', () => source.candidates(maxKey, base.horizon!));
-  if (!found)
+  // Two independent reads, run at once (each on its own session of the source): the candidates
+  // with their stored hashes, and the cells of both sides. Each step timed alone: `candidates`,
+  // `hashes`, `cells` (`cells.source`, `cells.catalog`).
+  const candidatesStep = async () => {
+    const found = await timed('candidates', () => source.candidates(maxKey, base.horizon!));
+    if (!found) return null;
+    const keys = found.jobs.map((j) => j.key);
+    return { found, stored: await timed('hashes', () => versionRowHashes(pool, base.versionId, keys)) };
+  };
+  // Deletions: cells of 64 key values whose jobs differ between the source and the version, once
+  // the new jobs are counted in. The source counts its cells in one pass over its primary key; the
+  // version's were stored at its seal (lib/catalog/key-cells.ts). What is listed then grows with
+  // the changed jobs, not with the catalog.
+  const cellsStep = () =>
+    Promise.all([
+      timed('cells.source', () => source.keyCells(maxKey, Number(KEY_CELL_WIDTH))),
+      timed('cells.catalog', () => withLongSession(pool, (c) => versionCells(c, base.versionId))),
+    ]);
+  const [written, [sourceCells, catalogCells]] = await Promise.all([candidatesStep(), timed('cells', cellsStep)]);
+  if (!written)
     return {
       fullRebuild:
         'the source cannot tell what changed since the active version (its transaction horizon is out of reach)',
     };
-  const stored = await timed('hashes', () =>
-    versionRowHashes(
-      pool,
-      base.versionId,
-      found.jobs.map((j) => j.key),
-    ),
-  );
+  const { found, stored } = written;
   const { newKeys, changedKeys, unchanged } = classifyCandidates(found.jobs, stored);
-  // Deletions: ranges whose job counts disagree, once the new jobs are counted in.
-  const firstKeys = ranges.map((r) => BigInt(r.firstKey));
-  const counts = ranges.length
-    ? await timed('rangeCounts', () =>
-        source.rangeKeyCounts(
-          maxKey,
-          ranges.map((r) => r.firstKey),
-        ),
-      )
-    : new Map<number, number>();
-  const added = countByRange(newKeys, firstKeys);
-  const suspect: number[] = [];
-  for (const [i, n] of counts) {
-    const had = i === 0 ? 0 : ranges[i - 1].jobs;
-    if (n !== had + (added.get(i) ?? 0)) suspect.push(i);
-  }
-  for (let i = 1; i <= ranges.length; i++) if (!counts.has(i) && ranges[i - 1].jobs > 0) suspect.push(i);
-  // The last range ends at the higher watermark: jobs of the version above the new one are gone.
-  const top = base.watermarkKey && BigInt(base.watermarkKey) > BigInt(maxKey) ? base.watermarkKey : maxKey;
-  const suspectBounds = suspect.map((i) => rangeBounds(ranges, i, top));
-  // Narrowed inside both databases to the cells of 64 key values whose jobs differ: what is read
-  // grows with the changed jobs, not with the ranges they fall in.
-  // Each side also timed alone (`cells.source`, `cells.catalog`): they run at once.
-  const [sourceCells, catalogCells] = await timed('cells', () =>
-    Promise.all([
-      timed('cells.source', () => source.keyCells(maxKey, suspectBounds, Number(KEY_CELL_WIDTH))),
-      timed('cells.catalog', () =>
-        withRangeScanSession(pool, (c) =>
-          versionKeyCells(
-            c,
-            base.versionId,
-            suspectBounds,
-            Number(KEY_CELL_WIDTH),
-            cellScan(suspect.length, ranges.length),
-          ),
-        ),
-      ),
-    ]),
-  );
-  const bounds = differingCells(suspectBounds, sourceCells, catalogCells, newKeys, KEY_CELL_WIDTH);
+  const bounds = differingCells(sourceCells, catalogCells, newKeys, KEY_CELL_WIDTH);
   const [sourceKeys, catalogKeys] = bounds.length
     ? await timed('keys', () =>
         Promise.all([
@@ -223,7 +185,7 @@ export async function detectRefresh(
     ranges,
     changes: { newKeys: sortKeys([...newKeys, ...missing]), changedKeys: sortKeys(changedKeys), deletedKeys },
     unchanged,
-    rangesCompared: suspect.length,
+    cellsCompared: bounds.length,
     detectionMs,
   };
 }
@@ -267,7 +229,7 @@ export async function detectListingRefresh(
     changes: { newKeys: found.newKeys, changedKeys: found.changedKeys, deletedKeys: found.deletedKeys },
     leavingJobIds: found.leavingJobIds,
     unchanged: found.unchanged,
-    rangesCompared: 0,
+    cellsCompared: 0,
     detectionMs,
   };
 }
@@ -384,7 +346,7 @@ export async function storeRefreshPlan(
       deletedJobs: d.changes.deletedKeys.length,
       unchangedCandidates: d.unchanged,
       detectionMs: d.detectionMs,
-      rangesCompared: d.rangesCompared,
+      cellsCompared: d.cellsCompared,
       watermarkKey: r.watermark.maxKey,
       watermarkTime: r.watermark.time,
     },

@@ -27,6 +27,9 @@ import {
   storeBucketCounts,
   storeBucketCountsFromFigures,
   storeRefreshBucketCounts,
+  storeRefreshVersionCells,
+  storeVersionCellsFromPages,
+  storeVersionCellsFromTable,
   readRanges,
   storeRanges,
   storeRangesFromLedger,
@@ -87,11 +90,12 @@ async function createIndexes(ctx: ActivityContext, versionId: string): Promise<v
 }
 
 /**
- * The sealed version's jobs per dated bucket, for the shrink guard: a full rebuild's summed from
- * its pages' stored bucket figures (`fromPages`, the default) or else counted in one scan of its
- * table (beside the reconciliation), a refresh's from its base's and its changes. Counted again on
- * the table by the publish when a repair rewrote rows since (activities/publish-version.ts passes
- * `fromPages: false`).
+ * The sealed version's jobs per dated bucket, for the shrink guard, and per cell of job keys, for
+ * the next refresh (lib/catalog/key-cells.ts): a full rebuild's summed from its pages' stored
+ * figures (`fromPages`, the default) or else counted in one scan of its table (beside the
+ * reconciliation), a refresh's from its base's and its changes (its cells counted on the table when
+ * the base stored none). Counted again by the publish when a repair rewrote rows since
+ * (activities/publish-version.ts passes `fromPages: false`).
  */
 export async function storeBucketFigures(
   ctx: Pick<ActivityContext, 'pool'>,
@@ -102,6 +106,10 @@ export async function storeBucketFigures(
   if (base) await storeRefreshBucketCounts(ctx.pool, versionId, base);
   else if (!fromPages || !(await storeBucketCountsFromFigures(ctx.pool, versionId)))
     await withLongSession(ctx.pool, (c) => storeBucketCounts(c, versionId));
+  const cellsStored = base
+    ? await storeRefreshVersionCells(ctx.pool, versionId, base)
+    : fromPages && (await storeVersionCellsFromPages(ctx.pool, versionId));
+  if (!cellsStored) await withLongSession(ctx.pool, (c) => storeVersionCellsFromTable(c, versionId));
 }
 
 /**

@@ -161,7 +161,7 @@ export function refreshedRanges(
   return out;
 }
 
-/** Key values per cell when a range whose counts disagree is narrowed (lib/sources `keyCells`). */
+/** Key values per cell of a refresh's search for deleted jobs (lib/sources `keyCells`, lib/catalog/key-cells.ts). */
 export const KEY_CELL_WIDTH = 64n;
 
 /** Jobs of a cell and the sum of their keys. */
@@ -186,47 +186,35 @@ export function cellBounds(
   return { firstKey: first.toString(), lastKey: last.toString() };
 }
 
+/** Every job key: the bounds of a cell with no range to clip it. */
+const ALL_KEYS = { firstKey: MIN_KEY, lastKey: '9223372036854775807' };
+
 /**
- * The cells (of `ranges`, keyed `<range index from 1>:<cell>`) whose jobs differ between the source
- * and the version, once the new keys (`added`, in the source only) are counted in: by jobs or by the
- * sum of keys, so a cell where one job left and another came is found too.
- * @returns their key bounds, ascending by range and cell.
+ * The cells (keyed by the cell as decimal text) whose jobs differ between the source and the
+ * version, once the new keys (`added`, in the source only) are counted in: by jobs or by the sum of
+ * keys, so a cell where one job left and another came is found too.
+ * @returns their key bounds, ascending.
  */
 export function differingCells(
-  ranges: { firstKey: string; lastKey: string }[],
   source: Map<string, CellFigures>,
   version: Map<string, CellFigures>,
   added: string[],
   width: bigint,
 ): { firstKey: string; lastKey: string }[] {
   const expected = new Map<string, CellFigures>(version);
-  const firsts = ranges.map((r) => BigInt(r.firstKey));
   for (const k of added) {
     const key = BigInt(k);
-    // The last range starting at or below the key (ranges ascend and do not overlap).
-    let lo = 0;
-    let hi = firsts.length - 1;
-    let i = -1;
-    while (lo <= hi) {
-      const mid = (lo + hi) >> 1;
-      if (firsts[mid] <= key) {
-        i = mid;
-        lo = mid + 1;
-      } else hi = mid - 1;
-    }
-    if (i < 0 || key > BigInt(ranges[i].lastKey)) continue;
-    const id = `${i + 1}:${cellOf(key, width)}`;
+    const id = cellOf(key, width).toString();
     const had = expected.get(id) ?? { jobs: 0, keySum: 0n };
     expected.set(id, { jobs: had.jobs + 1, keySum: had.keySum + key });
   }
-  const out: { range: number; cell: bigint }[] = [];
+  const out: bigint[] = [];
   for (const id of new Set([...source.keys(), ...expected.keys()])) {
     const a = source.get(id);
     const b = expected.get(id);
     if (a && b && a.jobs === b.jobs && a.keySum === b.keySum) continue;
-    const [range, cell] = id.split(':');
-    out.push({ range: Number(range), cell: BigInt(cell) });
+    out.push(BigInt(id));
   }
-  out.sort((x, y) => x.range - y.range || (x.cell < y.cell ? -1 : x.cell > y.cell ? 1 : 0));
-  return out.map((c) => cellBounds(ranges[c.range - 1], c.cell, width));
+  out.sort((x, y) => (x < y ? -1 : x > y ? 1 : 0));
+  return out.map((c) => cellBounds(ALL_KEYS, c, width));
 }

@@ -1,7 +1,7 @@
 /**
- * The page digest stream (lib/page/digest.ts), in process: the page's and each bucket's figures of
- * COPY text lines cut into chunks anywhere, against the same figures added up line by line from
- * the rows that made them; a line with too few fields fails the stream.
+ * The page digest stream (lib/page/digest.ts), in process: the page's, each bucket's and each key
+ * cell's figures of COPY text lines cut into chunks anywhere, against the same figures added up
+ * line by line from the rows that made them; a line with too few fields fails the stream.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -57,7 +57,15 @@ function rows(n: number, seed: number, unhashed = 0): Row[] {
   for (let i = 0; i < n; i++) {
     const sign = rnd() < 0.5 ? -1n : 1n;
     out.push({
-      key: 1000n + BigInt(Math.floor(rnd() * 1e9)),
+      // Mostly ascending keys sharing cells, with negative keys and keys past 2^46 and 2^53.
+      key: pick([
+        1000n + BigInt(i),
+        1000n + BigInt(i),
+        1000n + BigInt(Math.floor(rnd() * 1e9)),
+        -1n - BigInt(Math.floor(rnd() * 300)),
+        (1n << 47n) + BigInt(i),
+        (1n << 62n) + BigInt(Math.floor(rnd() * 200)),
+      ]),
       bucket: pick([null, '2024-01-01', '2024-01-02', '2023-12-31', '2024-02-29']),
       bytes: pick([null, '0', '123456789012345678', String(Math.floor(rnd() * 1e12))]),
       codes: [pick(['B', 'B', 'Z', null]), pick(['F', 'I', 'q']), pick(['T', 'T', 'E', '?'])],
@@ -71,10 +79,14 @@ function rows(n: number, seed: number, unhashed = 0): Row[] {
 function expected(rs: Row[]): RowDigest {
   const known = [KNOWN_CODES.type, KNOWN_CODES.level, KNOWN_CODES.status];
   const by = new Map<string | null, { jobs: number; h: bigint; b: bigint; lo: bigint; hi: bigint; u: number }>();
+  const byCell = new Map<bigint, { jobs: number; keySum: bigint }>();
   let sum = 0n;
   for (const r of rs) {
     if (r.hash === null) continue;
     sum += r.hash;
+    const cell = r.key / 64n;
+    const c = byCell.get(cell) ?? { jobs: 0, keySum: 0n };
+    byCell.set(cell, { jobs: c.jobs + 1, keySum: c.keySum + r.key });
     const a = by.get(r.bucket) ?? { jobs: 0, h: 0n, b: 0n, lo: r.key, hi: r.key, u: 0 };
     a.jobs++;
     a.h += r.hash;
@@ -100,6 +112,9 @@ function expected(rs: Row[]): RowDigest {
     unhashed: rs.filter((r) => r.hash === null).length,
     digest: String(((sum % TWO_64) + TWO_64) % TWO_64),
     buckets,
+    cells: [...byCell.entries()]
+      .sort(([x], [y]) => (x < y ? -1 : x > y ? 1 : 0))
+      .map(([cell, c]) => ({ cell: String(cell), jobs: c.jobs, keySum: String(c.keySum) })),
   };
 }
 
@@ -134,6 +149,10 @@ test('page and bucket figures of COPY lines cut anywhere equal the rows added up
   const text = rs.map(copyLine).join('');
   const want = expected(rs);
   assert.ok(want.buckets.length === 5 && want.buckets[0].bucket === null, 'five buckets, jobs without a start first');
+  assert.ok(
+    want.cells.some((c) => c.jobs > 20) && want.cells.some((c) => c.cell.startsWith('-')),
+    'cells shared by many rows, and cells of negative keys',
+  );
   assert.ok(
     want.buckets.every((b) => b.unknownCodes > 0 && b.unknownCodes < b.jobs),
     'some rows of each bucket carry an unknown code',

@@ -97,6 +97,27 @@ test('round 1 reads the catalog side from the pages: the figures equal the table
     counts.rows.map((r) => [r.b, r.n]),
     table.filter((t) => t.bucket !== null).map((t) => [t.bucket, t.count]),
   );
+  // The next refresh's cells of job keys, summed from the pages' figures: the table's.
+  const cellsOf = (sql: string) =>
+    fixture.dbs.catalogPool
+      .query<{ c: string; n: string; s: string }>(sql, [versionId])
+      .then((r) => r.rows.map((x) => [x.c, x.n, x.s]));
+  const cells = await cellsOf(
+    `SELECT cell::text AS c, jobs::text AS n, key_sum::text AS s FROM version_cell WHERE version_id = $1 ORDER BY cell`,
+  );
+  assert.ok(cells.length > 10, `${cells.length} cells`);
+  assert.deepEqual(
+    cells,
+    await cellsOf(
+      `SELECT (job_key / 64)::text AS c, count(*)::text AS n, sum(job_key)::text AS s FROM job
+       WHERE version_id = $1 GROUP BY job_key / 64 ORDER BY job_key / 64`,
+    ),
+  );
+  const pagesWithout = await fixture.dbs.catalogPool.query(
+    `SELECT 1 FROM page WHERE version_id = $1 AND NOT cell_figures`,
+    [versionId],
+  );
+  assert.equal(pagesWithout.rowCount, 0, 'every page stored its cells');
   // A row lost outside a page transaction, and one replaced by another (its stored row hash
   // differs): the table's figures per bucket name both buckets.
   const victim = table[Math.floor(table.length / 2)];

@@ -8,13 +8,11 @@ import assert from 'node:assert/strict';
 import type { CellFigures } from '../lib/refresh';
 import { cellBounds, differingCells, KEY_CELL_WIDTH } from '../lib/refresh';
 
-/** Cells of `keys` in `ranges`, as the source's and the catalog's SQL group them. */
-function cells(ranges: { firstKey: string; lastKey: string }[], keys: number[]): Map<string, CellFigures> {
+/** Cells of `keys`, as the source's and the catalog's SQL group them. */
+function cells(keys: number[]): Map<string, CellFigures> {
   const out = new Map<string, CellFigures>();
   for (const k of keys) {
-    const i = ranges.findIndex((r) => Number(r.firstKey) <= k && k <= Number(r.lastKey));
-    if (i < 0) continue;
-    const id = `${i + 1}:${BigInt(k) / KEY_CELL_WIDTH}`;
+    const id = `${BigInt(k) / KEY_CELL_WIDTH}`;
     const had = out.get(id) ?? { jobs: 0, keySum: 0n };
     out.set(id, { jobs: had.jobs + 1, keySum: had.keySum + BigInt(k) });
   }
@@ -22,23 +20,29 @@ function cells(ranges: { firstKey: string; lastKey: string }[], keys: number[]):
 }
 
 test('cells whose jobs differ are found: a deletion, a swap with equal counts, a new key; equal cells are not', () => {
-  const ranges = [
-    { firstKey: '1', lastKey: '1000' },
-    { firstKey: '1001', lastKey: '5000' },
-  ];
   const version = Array.from({ length: 1200 }, (_, i) => 2 * (i + 1));
   // 10 deleted; in cell 10 (640..703) 700 left and 701 came (the same count, another key sum);
-  // 2402 new (a candidate, counted in); 4001 in the source and not in the version (missing).
-  const source = version.filter((k) => k !== 10 && k !== 700).concat([701, 2402, 4001]);
-  const src = cells(ranges, source);
-  const cat = cells(ranges, version);
-  const got = differingCells(ranges, src, cat, ['2402'], KEY_CELL_WIDTH);
+  // 2402 new (a candidate, counted in); 4001 in the source and not in the version (missing); -5
+  // and 2400 (the top of the version) deleted.
+  const source = version
+    .filter((k) => k !== 10 && k !== 700 && k !== 2400)
+    .concat([701, 2402, 4001])
+    .filter((k) => k !== -5);
+  const src = cells(source);
+  const cat = cells([-5, ...version]);
+  const got = differingCells(src, cat, ['2402'], KEY_CELL_WIDTH);
   assert.deepEqual(got, [
-    { firstKey: '1', lastKey: '63' },
+    { firstKey: '-63', lastKey: '63' },
     { firstKey: '640', lastKey: '703' },
+    { firstKey: '2368', lastKey: '2431' },
     { firstKey: '3968', lastKey: '4031' },
   ]);
-  assert.deepEqual(differingCells(ranges, cat, cat, [], KEY_CELL_WIDTH), [], 'nothing differs');
+  assert.deepEqual(differingCells(cat, cat, [], KEY_CELL_WIDTH), [], 'nothing differs');
+  assert.deepEqual(
+    differingCells(cells([...version, 2402]), cells(version), ['2402'], KEY_CELL_WIDTH),
+    [],
+    'a new key counted in',
+  );
 });
 
 test('cell bounds follow truncating division and stay inside the range', () => {

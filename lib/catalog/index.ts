@@ -36,3 +36,4 @@ export * from './listing-files';
 export * from './listing-keys';
 export * from './listing-changes';
 export * from './bucket-figures';
+export * from './key-cells';

@@ -1,6 +1,6 @@
 /**
  * The key ranges of a version (`version_range`, migration 014) and the reads a refresh's change
- * detection makes per range: jobs, keys, cells of key values and row hashes, over every segment of
+ * detection makes per range: jobs, keys and row hashes, over every segment of
  * the version (lib/catalog/segments.ts), superseded rows left out. Identifiers are escaped with
  * pg-format's %I.
  */
@@ -124,64 +124,6 @@ export async function versionKeysInRanges(
     for (const r of rows) out.push(BigInt(r.k));
   }
   return out.sort((a, b) => (a < b ? -1 : a > b ? 1 : 0)).map(String);
-}
-
-/**
- * How {@link versionKeyCells} reads a segment: `ranges`, one scan of the `job_key` index per range
- * (each row's heap tuple is visited for `superseded_by`); `table`, one sequential scan of the
- * segment that places each row in its range with `width_bucket`. The table scan wins once the
- * ranges hold a good part of the segment (docs/performance.md, "Results: refresh").
- */
-export type CellScan = 'ranges' | 'table';
-
-/**
- * The version's jobs and the sum of their keys per cell of `width` key values of each inclusive
- * range (as the source's `keyCells`), summed over the version's segments: `<range index from 1>:<cell>`
- * → figures; cells without jobs absent. `ranges` must not overlap; `scan` chooses the plan
- * ({@link CellScan}); both give the same figures.
- */
-export async function versionKeyCells(
-  db: Queryable,
-  versionId: string,
-  ranges: { firstKey: string; lastKey: string }[],
-  width: number,
-  scan: CellScan = 'ranges',
-): Promise<Map<string, { jobs: number; keySum: bigint }>> {
-  const out = new Map<string, { jobs: number; keySum: bigint }>();
-  if (!ranges.length) return out;
-  // By first key, each with its index in `ranges` (from 1): width_bucket needs ascending bounds.
-  const sorted = ranges
-    .map((r, i) => ({ lo: BigInt(r.firstKey), hi: r.lastKey, i: i + 1 }))
-    .sort((a, b) => (a.lo < b.lo ? -1 : a.lo > b.lo ? 1 : 0));
-  for (const s of await versionSegments(db, versionId)) {
-    const { rows } =
-      scan === 'table'
-        ? await db.query<{ r: number; b: string; n: number; s: string }>(
-            format(
-              `SELECT ($3::int[])[t.w] AS r, (t.job_key / $4::bigint)::text AS b, count(*)::int AS n, sum(t.job_key)::text AS s
-               FROM (SELECT job_key, width_bucket(job_key, $1::bigint[]) AS w FROM %I
-                     WHERE superseded_by IS NULL OR superseded_by > $5) t
-               WHERE t.w > 0 AND t.job_key <= ($2::bigint[])[t.w] GROUP BY 1, 2`,
-              partitionName(s),
-            ),
-            [sorted.map((r) => r.lo.toString()), sorted.map((r) => r.hi), sorted.map((r) => r.i), width, versionId],
-          )
-        : await db.query<{ r: number; b: string; n: number; s: string }>(
-            format(
-              `SELECT r.i::int AS r, (t.job_key / $3::bigint)::text AS b, count(*)::int AS n, sum(t.job_key)::text AS s
-               FROM unnest($1::bigint[], $2::bigint[]) WITH ORDINALITY AS r(lo, hi, i)
-               CROSS JOIN LATERAL (%s) t GROUP BY 1, 2`,
-              inRange(s, '$4'),
-            ),
-            [ranges.map((r) => r.firstKey), ranges.map((r) => r.lastKey), width, versionId],
-          );
-    for (const r of rows) {
-      const k = `${r.r}:${r.b}`;
-      const had = out.get(k) ?? { jobs: 0, keySum: 0n };
-      out.set(k, { jobs: had.jobs + r.n, keySum: had.keySum + BigInt(r.s) });
-    }
-  }
-  return out;
 }
 
 /**

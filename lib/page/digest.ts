@@ -6,11 +6,15 @@
  *   the page's ledger row (`checksum`): the catalog side of the page's key range for the next
  *   refresh's change detection;
  * - per dated bucket (`page_bucket`, migration 016): jobs, row-hash sum, bytes, first and last
- *   job key, jobs with an unknown code: the catalog side of the first reconciliation round.
+ *   job key, jobs with an unknown code: the catalog side of the first reconciliation round;
+ * - per cell of {@link KEY_CELL_WIDTH} job keys (`page_cell`, migration 017): jobs and the sum of
+ *   their keys, the catalog side of the next refresh's search for deleted jobs.
  */
 import { Transform } from 'node:stream';
 import type { TransformCallback } from 'node:stream';
 import type { StoredBucketFigures } from '../catalog/bucket-figures';
+import type { StoredCellFigures } from '../catalog/key-cells';
+import { KEY_CELL_WIDTH } from '../refresh';
 import { JOB_COLUMNS } from '../rows';
 import type { JobColumn } from '../rows';
 import { KNOWN_CODES } from '../validate';
@@ -31,6 +35,8 @@ export interface RowDigest {
   digest: string;
   /** The same rows per dated bucket, ordered by bucket (`null`, jobs without a start time, first). */
   buckets: PageBucketFigures[];
+  /** The same rows per cell of {@link KEY_CELL_WIDTH} job keys, ordered by cell. */
+  cells: StoredCellFigures[];
 }
 
 /** A page's rows of one dated bucket, as `page_bucket` stores them (lib/catalog/bucket-figures.ts). */
@@ -97,6 +103,34 @@ class Acc {
   }
 }
 
+/**
+ * Running figures of one cell of job keys: the key sum in a Number while every key is below
+ * {@link SMALL_KEY} (64 of them stay below 2^53), else in a BigInt.
+ */
+class CellAcc {
+  jobs = 0;
+  keySmall = 0;
+  keyBig = 0n;
+
+  add(key: number | bigint): void {
+    this.jobs++;
+    if (typeof key === 'number' && key < SMALL_KEY && key > -SMALL_KEY) this.keySmall += key;
+    else this.keyBig += BigInt(key);
+  }
+
+  keySum(): bigint {
+    return this.keyBig + BigInt(this.keySmall);
+  }
+}
+
+/** Keys below this in magnitude are summed as Numbers: a cell's 64 keys stay below 2^53. */
+const SMALL_KEY = 2 ** 46;
+const CELL_WIDTH = Number(KEY_CELL_WIDTH);
+
+/** The cell of `key`: the key divided by the cell width, truncated toward zero (as PostgreSQL divides bigints). */
+const cellOfKey = (key: number | bigint): number | bigint =>
+  typeof key === 'number' ? Math.trunc(key / CELL_WIDTH) : key / KEY_CELL_WIDTH;
+
 /** A running Number sum is folded into its BigInt once its magnitude passes this: every addend is below 2^53 − 2^52, so the sum stays below 2^53 and exact. */
 const FOLD = 2 ** 52;
 const BILLION = 1_000_000_000n;
@@ -159,6 +193,10 @@ export class RowDigestStream extends Transform {
   private rows = 0;
   private unhashed = 0;
   private readonly byBucket = new Map<string, Acc>();
+  private readonly byCell = new Map<number | bigint, CellAcc>();
+  /** The cell of the previous line: consecutive rows mostly share one. */
+  private lastCell: number | bigint = NaN;
+  private lastCellAcc: CellAcc | null = null;
   /** The bucket of the previous line: consecutive rows mostly share one. */
   private lastBucket: Buffer = Buffer.alloc(0);
   private lastAcc: Acc | null = null;
@@ -231,6 +269,7 @@ export class RowDigestStream extends Transform {
     const key = decimal(buf, starts[FIELD.key], ends[FIELD.key]);
     if (Number.isNaN(key))
       throw new Error(`a page's COPY line has job_key ${buf.toString('latin1', starts[FIELD.key], ends[FIELD.key])}`);
+    this.cellAccOf(key).add(key);
     const acc = this.accOf(buf, starts[FIELD.bucket], ends[FIELD.bucket], key);
     acc.jobs++;
     this.addHash(acc, buf, starts[FIELD.hash], ends[FIELD.hash]);
@@ -257,6 +296,25 @@ export class RowDigestStream extends Transform {
     }
     this.lastBucket = Buffer.from(buf.subarray(s, e));
     this.lastAcc = acc;
+    return acc;
+  }
+
+  /** The running figures of the cell of `key`. */
+  private cellAccOf(key: number | bigint): CellAcc {
+    const cell = cellOfKey(key);
+    if (this.lastCellAcc && cell === this.lastCell) return this.lastCellAcc;
+    // A bigint key's cell that a Number holds exactly is stored as a Number (one Map key per cell).
+    const id =
+      typeof cell === 'bigint' && cell <= Number.MAX_SAFE_INTEGER && cell >= -Number.MAX_SAFE_INTEGER
+        ? Number(cell)
+        : cell;
+    let acc = this.byCell.get(id);
+    if (!acc) {
+      acc = new CellAcc();
+      this.byCell.set(id, acc);
+    }
+    this.lastCell = cell;
+    this.lastCellAcc = acc;
     return acc;
   }
 
@@ -313,11 +371,15 @@ export class RowDigestStream extends Transform {
     buckets.sort((x, y) =>
       x.bucket === y.bucket ? 0 : x.bucket === null ? -1 : y.bucket === null ? 1 : x.bucket < y.bucket ? -1 : 1,
     );
+    const cells: StoredCellFigures[] = [...this.byCell]
+      .sort(([x], [y]) => (x < y ? -1 : x > y ? 1 : 0))
+      .map(([cell, a]) => ({ cell: cell.toString(), jobs: a.jobs, keySum: a.keySum().toString() }));
     return {
       rows: this.rows,
       unhashed: this.unhashed,
       digest: (((sum % TWO_64) + TWO_64) % TWO_64).toString(),
       buckets,
+      cells,
     };
   }
 }

@@ -18,6 +18,7 @@ import {
   recordGoneJobs,
   rowsDigest,
   storePageBuckets,
+  storePageCells,
   supersedeRows,
   tagPageSession,
   upsertRowsQuarantining,
@@ -30,6 +31,7 @@ import type { PageRead, PageSource } from '../sources/types';
 import type { RejectRecord } from '../validate';
 import { validateRows } from '../validate';
 import type { CopyPageInput, CopyPageResult } from '../../workflows/definitions';
+import type { StoredCellFigures } from '../catalog';
 import type { PageBucketFigures, RowDigest } from './digest';
 import { RowDigestStream } from './digest';
 import { pageDuplicatesMessage, pageFileRejectsMessage, pageGoneMessage, pageRejectsMessage } from './messages';
@@ -55,6 +57,8 @@ export interface WrittenRows {
   digest?: string;
   /** The written rows' figures per dated bucket, when the stream's digest covers every row written. */
   buckets?: PageBucketFigures[];
+  /** The written rows' figures per cell of job keys, when the stream's digest covers every row written. */
+  cells?: StoredCellFigures[];
 }
 
 /** Writes a page's rows inside the page transaction (after the ledger row and the fence). */
@@ -63,7 +67,8 @@ export type RowWriter = (c: PoolClient) => Promise<WrittenRows>;
 /**
  * The page transaction's statements, in order: ledger row, fence, session tag and statement
  * timeout, rows (`write`), rejects and their events, the jobs gone from the source (`gone_job`, a
- * `gone` event), the streamed rows' figures per bucket (`page_bucket`), ledger completion (with
+ * `gone` event), the streamed rows' figures per bucket and per cell of job keys (`page_bucket`,
+ * `page_cell`), ledger completion (with
  * the rows' digest). There is no read-back of the written rows: the figures were added up as the
  * rows streamed.
  * @returns null when another attempt holds the ledger row (the caller rolls back and reads its result).
@@ -153,6 +158,7 @@ export async function writePage(
   };
   const files = written.files ? { rows: written.files.rows, rejects: written.files.rejects } : undefined;
   if (written.buckets) await storePageBuckets(c, versionId, pageNo, written.buckets);
+  if (written.cells) await storePageCells(c, versionId, pageNo, written.cells);
   await completePage(c, versionId, pageNo, { ...totals, decoded: written.decoded, files });
   return {
     pageNo,
@@ -236,9 +242,11 @@ export function pageReadWriter(
   };
 }
 
-/** The page's digest and bucket figures when they cover all `rows` written, else digest `''` and no figures. */
-function digestOf(d: RowDigest, rows: number): Pick<WrittenRows, 'digest' | 'buckets'> {
-  return d.rows === rows && d.unhashed === 0 ? { digest: d.digest, buckets: d.buckets } : { digest: '' };
+/** The page's digest, bucket and cell figures when they cover all `rows` written, else digest `''` and no figures. */
+function digestOf(d: RowDigest, rows: number): Pick<WrittenRows, 'digest' | 'buckets' | 'cells'> {
+  return d.rows === rows && d.unhashed === 0
+    ? { digest: d.digest, buckets: d.buckets, cells: d.cells }
+    : { digest: '' };
 }
 
 /**

@@ -322,12 +322,8 @@ export class BareosSource implements JobSource, FileSource, RefreshSource {
     return keysInRanges(this.pool, maxKey, ranges);
   }
 
-  keyCells(
-    maxKey: string,
-    ranges: { firstKey: string; lastKey: string }[],
-    width: number,
-  ): Promise<Map<string, KeyCell>> {
-    return keyCells(this.pool, maxKey, ranges, width);
+  keyCells(maxKey: string, width: number): Promise<Map<string, KeyCell>> {
+    return keyCells(this.pool, maxKey, width);
   }
 
   fileRecordsOf(keys: string[]): Promise<number> {

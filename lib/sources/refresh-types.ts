@@ -48,14 +48,11 @@ export interface RefreshSource extends RangeKeySource {
   /** This source's horizon now (xid8 text), for the plan of a full rebuild. */
   horizon(): Promise<string>;
   /**
-   * Jobs at or below `maxKey` and the sum of their keys per cell of `width` key values of each
-   * range, keyed `<range index from 1>:<cell from the range's first key>`; cells without jobs absent.
+   * Jobs at or below `maxKey` and the sum of their keys per cell of `width` key values (the key
+   * divided by `width`, truncated toward zero), keyed by the cell as decimal text; cells without
+   * jobs absent.
    */
-  keyCells(
-    maxKey: string,
-    ranges: { firstKey: string; lastKey: string }[],
-    width: number,
-  ): Promise<Map<string, KeyCell>>;
+  keyCells(maxKey: string, width: number): Promise<Map<string, KeyCell>>;
   /** The file records the jobs `keys` are expected to have (their JobFiles), summed: for `--dry-run`. */
   fileRecordsOf(keys: string[]): Promise<number>;
   /** The file records every job at or below `maxKey` is expected to have, summed: for `--dry-run`. */

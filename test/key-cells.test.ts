@@ -1,15 +1,19 @@
 /**
- * The catalog side of a refresh's deletion check (lib/catalog/version-ranges.ts `versionKeyCells`):
- * its two plans, one index scan per range and one scan of the table, give the same jobs and key sums
- * per cell as the keys the version holds, over a version of two segments with superseded rows, for
- * ranges given in any order, a cell split by a range's end, and the range below the first key.
+ * The catalog side of a refresh's deletion check (lib/catalog/key-cells.ts): a version's jobs and
+ * key sums per cell, counted on its table or stored (a refresh's from its base's and its changes),
+ * equal the cells of the keys the version holds, over a version of two segments with superseded
+ * rows, deletions that empty whole cells included.
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { TestDatabases } from '../dev/harness/harness';
 import { testDatabases } from '../dev/harness/harness';
-import { createVersionPartition, versionKeyCells } from '../lib/catalog';
-import { cellScan } from '../activities/plan-refresh';
+import {
+  createVersionPartition,
+  storeRefreshVersionCells,
+  storeVersionCellsFromTable,
+  versionCells,
+} from '../lib/catalog';
 import { KEY_CELL_WIDTH } from '../lib/refresh';
 
 let dbs: TestDatabases;
@@ -43,8 +47,11 @@ async function jobs(v: string, keys: number[]): Promise<void> {
 
 /** The base's keys: 1..6000 but multiples of 7. */
 const baseKeys = Array.from({ length: 6000 }, (_, i) => i + 1).filter((k) => k % 7 !== 0);
-/** The refresh deletes multiples of 11 up to 3000, rewrites multiples of 13, and adds 6001..6100. */
-const deleted = baseKeys.filter((k) => k % 11 === 0 && k <= 3000);
+/**
+ * The refresh deletes multiples of 11 up to 3000 and every key of cell 50 (3200..3263), rewrites
+ * multiples of 13, and adds 6001..6100.
+ */
+const deleted = baseKeys.filter((k) => (k % 11 === 0 && k <= 3000) || (k >= 3200 && k <= 3263));
 const rewritten = baseKeys.filter((k) => k % 13 === 0 && !deleted.includes(k));
 const added = Array.from({ length: 100 }, (_, i) => 6001 + i);
 const refreshKeys = baseKeys.filter((k) => !deleted.includes(k)).concat(added);
@@ -65,13 +72,11 @@ after(async () => {
   await dbs?.drop();
 });
 
-/** Jobs and key sums per `<range index from 1>:<cell>` of `keys` in `ranges`, computed here. */
-function expected(ranges: { firstKey: string; lastKey: string }[], keys: number[]) {
+/** Jobs and key sums per cell of `keys`, computed here. */
+function expected(keys: number[]) {
   const out = new Map<string, { jobs: number; keySum: bigint }>();
   for (const k of keys) {
-    const i = ranges.findIndex((r) => BigInt(r.firstKey) <= BigInt(k) && BigInt(k) <= BigInt(r.lastKey));
-    if (i < 0) continue;
-    const id = `${i + 1}:${BigInt(k) / KEY_CELL_WIDTH}`;
+    const id = `${BigInt(k) / KEY_CELL_WIDTH}`;
     const had = out.get(id) ?? { jobs: 0, keySum: 0n };
     out.set(id, { jobs: had.jobs + 1, keySum: had.keySum + BigInt(k) });
   }
@@ -80,38 +85,32 @@ function expected(ranges: { firstKey: string; lastKey: string }[], keys: number[
 
 const sorted = <T>(m: Map<string, T>) => [...m.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
 
-test('per-range and table scans count the same cells as the version holds, superseded rows left out', async () => {
-  // Not in key order; 100..1000 ends inside a cell (960..1023); the first reaches below every key.
-  const ranges = [
-    { firstKey: '2001', lastKey: '2999' },
-    { firstKey: '-9223372036854775808', lastKey: '99' },
-    { firstKey: '100', lastKey: '1000' },
-    { firstKey: '5500', lastKey: '6100' },
-  ];
-  const width = Number(KEY_CELL_WIDTH);
-  for (const [v, keys] of [
-    [base, baseKeys],
-    [refresh, refreshKeys],
-  ] as const) {
-    const want = sorted(expected(ranges, keys));
-    assert.ok(want.length > 40, `${want.length} cells`);
-    for (const scan of ['ranges', 'table'] as const) {
-      const got = await versionKeyCells(dbs.catalogPool, v, ranges, width, scan);
-      assert.deepEqual(sorted(got), want, `version ${v}, ${scan} scan`);
-    }
-  }
+const keyCellsFlag = async (v: string) =>
+  (await dbs.catalogPool.query<{ k: boolean }>(`SELECT key_cells AS k FROM version WHERE version_id = $1`, [v])).rows[0]
+    .k;
+
+test("without stored cells, a version's cells are counted on its segments, superseded rows left out", async () => {
+  assert.equal(await keyCellsFlag(refresh), false);
+  const want = sorted(expected(refreshKeys));
+  assert.ok(want.length > 90, `${want.length} cells`);
+  assert.deepEqual(sorted(await versionCells(dbs.catalogPool, refresh)), want);
   // The base as its refresh left it: every row counts for the base (superseded after it).
-  assert.equal(
-    [...(await versionKeyCells(dbs.catalogPool, base, [{ firstKey: '1', lastKey: '6000' }], width, 'table')).values()]
-      .map((c) => c.jobs)
-      .reduce((a, b) => a + b, 0),
-    baseKeys.length,
-  );
+  assert.deepEqual(sorted(await versionCells(dbs.catalogPool, base)), sorted(expected(baseKeys)));
 });
 
-test('the table is scanned once the disagreeing ranges are a quarter of them', () => {
-  assert.equal(cellScan(1, 100), 'ranges');
-  assert.equal(cellScan(24, 100), 'ranges');
-  assert.equal(cellScan(25, 100), 'table');
-  assert.equal(cellScan(5000, 5000), 'table');
+test("a refresh's stored cells are its base's, less the rows it superseded, plus its own", async () => {
+  assert.equal(await storeRefreshVersionCells(dbs.catalogPool, refresh, base), false, 'the base stored none');
+  await storeVersionCellsFromTable(dbs.catalogPool, base);
+  assert.equal(await keyCellsFlag(base), true);
+  assert.deepEqual(sorted(await versionCells(dbs.catalogPool, base)), sorted(expected(baseKeys)));
+  assert.equal(await storeRefreshVersionCells(dbs.catalogPool, refresh, base), true);
+  // Twice: it replaces what it stored.
+  assert.equal(await storeRefreshVersionCells(dbs.catalogPool, refresh, base), true);
+  assert.equal(await keyCellsFlag(refresh), true);
+  assert.deepEqual(sorted(await versionCells(dbs.catalogPool, refresh)), sorted(expected(refreshKeys)));
+  const { rows } = await dbs.catalogPool.query<{ n: string }>(
+    `SELECT count(*)::text AS n FROM version_cell WHERE version_id = $1 AND jobs <= 0`,
+    [refresh],
+  );
+  assert.equal(rows[0].n, '0', 'cells emptied by deletions are not stored');
 });

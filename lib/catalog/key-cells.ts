@@ -1,0 +1,147 @@
+/**
+ * A version's jobs per cell of job keys (`page_cell`, `version_cell`, migration 017): the catalog
+ * side of a refresh's search for deleted jobs, read instead of the version's table.
+ * - Each page of a full rebuild stores its cells in its transaction, from the rows it wrote
+ *   (lib/page/digest.ts); the seal sums them per version.
+ * - A refresh's are its base's, less the rows it superseded, plus its own rows: O(changes).
+ * - Else (a page written row by row, a version repaired after its seal, a base without them) they
+ *   are counted on the version's table, every segment, superseded rows left out.
+ * A cell is the key divided by {@link KEY_CELL_WIDTH}, truncated toward zero, as PostgreSQL divides.
+ * Identifiers are escaped with pg-format's %I.
+ */
+import type { PoolClient } from 'pg';
+import format from 'pg-format';
+import type { Queryable } from '../db';
+import type { CellFigures } from '../refresh';
+import { KEY_CELL_WIDTH } from '../refresh';
+import { partitionName } from './partitions';
+import { versionSegments } from './segments';
+
+/** A page's rows of one cell of job keys, as lib/page/digest.ts adds them up from its COPY stream. */
+export interface StoredCellFigures {
+  /** The cell: a job key divided by {@link KEY_CELL_WIDTH}, truncated toward zero, decimal text. */
+  cell: string;
+  /** Rows. */
+  jobs: number;
+  /** Sum of their job keys, decimal text. */
+  keySum: string;
+}
+
+/**
+ * Stores a page's cell figures and marks its ledger row as having them (`cell_figures`), inside the
+ * page transaction, after its ledger row was claimed.
+ */
+export async function storePageCells(
+  c: PoolClient,
+  versionId: string,
+  pageNo: number,
+  cells: StoredCellFigures[],
+): Promise<void> {
+  await c.query(`DELETE FROM page_cell WHERE version_id = $1 AND page_no = $2`, [versionId, pageNo]);
+  if (cells.length)
+    await c.query(
+      `INSERT INTO page_cell (version_id, page_no, cell, jobs, key_sum)
+       SELECT $1, $2, b, j, s FROM unnest($3::bigint[], $4::bigint[], $5::numeric[]) AS t(b, j, s)`,
+      [versionId, pageNo, cells.map((x) => x.cell), cells.map((x) => x.jobs), cells.map((x) => x.keySum)],
+    );
+  await c.query(`UPDATE page SET cell_figures = true WHERE version_id = $1 AND page_no = $2`, [versionId, pageNo]);
+}
+
+/** SQL: `cell`, `n` (jobs), `s` (key sum) per cell of the live rows of segment `segment` in version `$1`. */
+const segmentCellsSql = (segment: string): string =>
+  format(
+    `SELECT job_key / %s AS cell, count(*) AS n, sum(job_key) AS s FROM %I
+     WHERE superseded_by IS NULL OR superseded_by > $1 GROUP BY 1`,
+    KEY_CELL_WIDTH.toString(),
+    partitionName(segment),
+  );
+
+/** Replaces the stored cells of `versionId` with the rows of `cellsSql` (`cell`, `n`, `s`; its `$1` the version), summed per cell. */
+async function replaceVersionCells(db: Queryable, versionId: string, cellsSql: string): Promise<void> {
+  await db.query(`DELETE FROM version_cell WHERE version_id = $1`, [versionId]);
+  await db.query(
+    `INSERT INTO version_cell (version_id, cell, jobs, key_sum)
+     SELECT $1, cell, sum(n), sum(s) FROM (${cellsSql}) t GROUP BY cell HAVING sum(n) > 0`,
+    [versionId],
+  );
+  await db.query(`UPDATE version SET key_cells = true WHERE version_id = $1`, [versionId]);
+}
+
+/**
+ * Stores a full rebuild's cells from its committed pages' figures. Idempotent.
+ * @returns false, storing nothing, when a committed page stored none (it was written row by row).
+ */
+export async function storeVersionCellsFromPages(db: Queryable, versionId: string): Promise<boolean> {
+  const missing = await db.query(
+    `SELECT 1 FROM page WHERE version_id = $1 AND committed_at IS NOT NULL AND NOT cell_figures LIMIT 1`,
+    [versionId],
+  );
+  if (missing.rowCount) return false;
+  await replaceVersionCells(
+    db,
+    versionId,
+    `SELECT c.cell, c.jobs AS n, c.key_sum AS s FROM page_cell c
+     JOIN page p ON p.version_id = c.version_id AND p.page_no = c.page_no AND p.committed_at IS NOT NULL
+     WHERE c.version_id = $1`,
+  );
+  return true;
+}
+
+/**
+ * Stores refresh `versionId`'s cells: its base's, less the rows it superseded (found by the
+ * `superseded_by` index of each segment), plus its own rows. O(changes) but for the copy of the
+ * base's cells (one row per 64 keys). Idempotent.
+ * @returns false, storing nothing, when the base has no stored cells.
+ */
+export async function storeRefreshVersionCells(
+  db: Queryable,
+  versionId: string,
+  baseVersionId: string,
+): Promise<boolean> {
+  const base = await db.query(`SELECT 1 FROM version WHERE version_id = $1 AND key_cells`, [baseVersionId]);
+  if (!base.rowCount) return false;
+  const parts = [format(`SELECT cell, jobs AS n, key_sum AS s FROM version_cell WHERE version_id = %L`, baseVersionId)];
+  for (const s of await versionSegments(db, versionId))
+    parts.push(
+      s === versionId
+        ? format(
+            `SELECT job_key / %s AS cell, 1 AS n, job_key AS s FROM %I`,
+            KEY_CELL_WIDTH.toString(),
+            partitionName(s),
+          )
+        : format(
+            `SELECT job_key / %s AS cell, -1 AS n, -job_key AS s FROM %I WHERE superseded_by = $1`,
+            KEY_CELL_WIDTH.toString(),
+            partitionName(s),
+          ),
+    );
+  await replaceVersionCells(db, versionId, parts.join(' UNION ALL '));
+  return true;
+}
+
+/**
+ * Stores `versionId`'s cells counted on its table (every segment, superseded rows left out): one
+ * scan per segment; run it on a session without statement timeout. Idempotent.
+ */
+export async function storeVersionCellsFromTable(db: Queryable, versionId: string): Promise<void> {
+  const segments = await versionSegments(db, versionId);
+  await replaceVersionCells(db, versionId, segments.map(segmentCellsSql).join(' UNION ALL '));
+}
+
+/**
+ * `versionId`'s jobs and key sum per cell (cell as decimal text → figures; cells without jobs
+ * absent): the stored ones, or with none stored, counted on its table (one scan per segment; run
+ * it on a session without statement timeout).
+ */
+export async function versionCells(db: Queryable, versionId: string): Promise<Map<string, CellFigures>> {
+  const stored = await db.query(`SELECT 1 FROM version WHERE version_id = $1 AND key_cells`, [versionId]);
+  const segments = stored.rowCount ? [] : await versionSegments(db, versionId);
+  const { rows } = await db.query<{ cell: string; n: string; s: string }>(
+    stored.rowCount
+      ? `SELECT cell::text, jobs::text AS n, key_sum::text AS s FROM version_cell WHERE version_id = $1`
+      : `SELECT cell::text, sum(n)::text AS n, sum(s)::text AS s FROM (${segments.map(segmentCellsSql).join(' UNION ALL ')}) t
+         GROUP BY cell HAVING sum(n) > 0`,
+    [versionId],
+  );
+  return new Map(rows.map((r) => [r.cell, { jobs: Number(r.n), keySum: BigInt(r.s) }]));
+}
