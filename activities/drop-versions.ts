@@ -5,6 +5,7 @@
 import type { VersionStatus } from '../lib/catalog';
 import {
   deleteGoneJobs,
+  deleteStoredFigures,
   deleteStagedRecords,
   deleteUnreachableRows,
   deleteVersionRejects,
@@ -29,7 +30,7 @@ const DROPPABLE: readonly VersionStatus[] = ['retired', 'abandoned', 'failed', '
  * under the publish lock by marking it `dropped`, so a rollback (same lock, re-activates only
  * `retired` versions) can never re-activate a version whose table is being detached or dropped;
  * then its partitions (jobs, and files of a rebuild with `--files`) are detached (CONCURRENTLY, with lock_timeout) and dropped outside any
- * transaction, and its staged records, rejects and gone jobs are deleted. A version that became active again
+ * transaction, and its staged records, rejects, gone jobs and stored page and cell figures are deleted. A version that became active again
  * before the claim is skipped. Records a `dropped` event per version.
  * @returns the version ids whose rows were dropped now.
  */
@@ -49,6 +50,7 @@ export async function dropVersions(ctx: ActivityContext, catalog: string, versio
     await deleteStagedRecords(ctx.pool, id);
     await deleteVersionRejects(ctx.pool, id);
     await deleteGoneJobs(ctx.pool, id);
+    await deleteStoredFigures(ctx.pool, id);
     await ctx.events.record(ctx.pool, {
       catalog,
       versionId: id,

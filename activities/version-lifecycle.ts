@@ -33,8 +33,7 @@ import {
   readRanges,
   storeRanges,
   storeRangesFromLedger,
-  touchedRanges,
-  versionRangeCounts,
+  refreshRangeCounts,
 } from '../lib/catalog';
 import { withHeartbeat } from './heartbeat';
 
@@ -114,8 +113,9 @@ export async function storeBucketFigures(
 
 /**
  * The sealed version's key ranges (`version_range`) for the next refresh: a full rebuild's are its
- * ledger's pages (their rows and digests); a refresh's are its base's, with the jobs of each range
- * it touched counted again on its segments.
+ * ledger's pages (their rows and digests); a refresh's are its base's, with its own rows added and
+ * the rows it superseded taken away per range (O(changes): 0.1 % of jobs changed spread over the
+ * whole history touch every range, and counting each on the table cost seconds at 10^7 jobs).
  */
 async function storeVersionRanges(ctx: ActivityContext, versionId: string): Promise<void> {
   const base = await baseVersionOf(ctx.pool, versionId);
@@ -123,14 +123,8 @@ async function storeVersionRanges(ctx: ActivityContext, versionId: string): Prom
     await storeRangesFromLedger(ctx.pool, versionId);
     return;
   }
-  const ranges = await readRanges(ctx.pool, versionId);
-  const touched = await touchedRanges(ctx.pool, versionId, ranges);
-  const counts = await versionRangeCounts(ctx.pool, versionId, touched);
-  await storeRanges(
-    ctx.pool,
-    versionId,
-    ranges.map((r) => (counts.has(r.rangeNo) ? { ...r, jobs: counts.get(r.rangeNo)! } : r)),
-  );
+  const [ranges, baseRanges] = await Promise.all([readRanges(ctx.pool, versionId), readRanges(ctx.pool, base)]);
+  await storeRanges(ctx.pool, versionId, await refreshRangeCounts(ctx.pool, versionId, ranges, baseRanges));
 }
 
 /**

@@ -10,6 +10,7 @@ import type { TestDatabases } from '../dev/harness/harness';
 import { testDatabases } from '../dev/harness/harness';
 import {
   createVersionPartition,
+  refreshRangeCounts,
   storeRefreshVersionCells,
   storeVersionCellsFromTable,
   versionCells,
@@ -113,4 +114,29 @@ test("a refresh's stored cells are its base's, less the rows it superseded, plus
     [refresh],
   );
   assert.equal(rows[0].n, '0', 'cells emptied by deletions are not stored');
+});
+
+test("a refresh's jobs per key range are its base's, less the rows it superseded, plus its own", async () => {
+  const range = (rangeNo: number, firstKey: number, lastKey: number, keys: number[]) => ({
+    rangeNo,
+    firstKey: String(firstKey),
+    lastKey: String(lastKey),
+    jobs: keys.filter((k) => k >= firstKey && k <= lastKey).length,
+    digest: '',
+  });
+  const baseRanges = [range(1, 1, 1999, baseKeys), range(2, 2000, 3999, baseKeys), range(3, 4000, 6000, baseKeys)];
+  // As the refresh's plan stores them: the base's, then one above the base's watermark.
+  const planned = [...baseRanges, { ...range(4, 6001, 6100, []), jobs: 0 }];
+  const want = [
+    range(1, 1, 1999, refreshKeys),
+    range(2, 2000, 3999, refreshKeys),
+    range(3, 4000, 6000, refreshKeys),
+    range(4, 6001, 6100, refreshKeys),
+  ];
+  // The deletions fall in ranges 1 and 2, the new jobs in range 4; range 3 only rewrote rows.
+  assert.deepEqual(
+    want.map((r, i) => r.jobs - (baseRanges[i]?.jobs ?? 0)),
+    [-deleted.filter((k) => k < 2000).length, -deleted.filter((k) => k >= 2000).length, 0, 100],
+  );
+  assert.deepEqual(await refreshRangeCounts(dbs.catalogPool, refresh, planned, baseRanges), want);
 });

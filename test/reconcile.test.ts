@@ -718,6 +718,19 @@ test('retention 1 keeps exactly two versions with rows; rollback re-activates th
   assert.deepEqual(await statuses(catalog), { [v1]: 'dropped', [v2]: 'retired', [v3]: 'active' });
   assert.deepEqual(await Promise.all(versions.map(tableExists)), [false, true, true], 'exactly two versions hold rows');
   assert.equal((await eventsOf(v1, 'dropped')).length, 1);
+  // Its stored figures went with its rows; the kept versions' stayed.
+  const figures = await catalogPool.query<{ v: string; n: number }>(
+    `SELECT v::text, (SELECT count(*) FROM version_cell c WHERE c.version_id = v)::int
+                   + (SELECT count(*) FROM page_cell c WHERE c.version_id = v)::int
+                   + (SELECT count(*) FROM page_bucket b WHERE b.version_id = v)::int AS n
+     FROM unnest($1::bigint[]) v ORDER BY v`,
+    [versions],
+  );
+  assert.deepEqual(
+    figures.rows.map((r) => r.n > 0),
+    [false, true, true],
+    JSON.stringify(figures.rows),
+  );
   const s2 = await versionSnapshot(v2);
   const s3 = await versionSnapshot(v3);
   assert.deepEqual([s2.rows, s3.rows], [JOBS.rollback + 10, JOBS.rollback + 20]);

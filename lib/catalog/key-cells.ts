@@ -145,3 +145,15 @@ export async function versionCells(db: Queryable, versionId: string): Promise<Ma
   );
   return new Map(rows.map((r) => [r.cell, { jobs: Number(r.n), keySum: BigInt(r.s) }]));
 }
+
+/**
+ * Deletes the figures stored for a version whose rows are dropped: its pages' bucket and cell
+ * figures (`page_bucket`, `page_cell`) and its cells (`version_cell`, `key_cells` cleared). Its
+ * ledger rows, ranges and jobs per bucket stay, as the version's history. Idempotent.
+ */
+export async function deleteStoredFigures(db: Queryable, versionId: string): Promise<void> {
+  await db.query(`DELETE FROM page_bucket WHERE version_id = $1`, [versionId]);
+  await db.query(`DELETE FROM page_cell WHERE version_id = $1`, [versionId]);
+  await db.query(`DELETE FROM version_cell WHERE version_id = $1`, [versionId]);
+  await db.query(`UPDATE version SET key_cells = false WHERE version_id = $1`, [versionId]);
+}

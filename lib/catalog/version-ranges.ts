@@ -151,13 +151,32 @@ export async function versionRangeCounts(
   return out;
 }
 
-/** The ranges of `ranges` (a refresh's) that hold at least one key of the refresh's pages. */
-export async function touchedRanges(db: Queryable, versionId: string, ranges: VersionRange[]): Promise<VersionRange[]> {
-  if (!ranges.length) return [];
-  const { rows } = await db.query<{ r: number }>(
-    `SELECT DISTINCT width_bucket(job_key, $2::bigint[]) AS r FROM plan_page_key WHERE version_id = $1`,
-    [versionId, ranges.map((r) => r.firstKey)],
-  );
-  const hit = new Set(rows.map((r) => r.r));
-  return ranges.filter((_, i) => hit.has(i + 1));
+/**
+ * Jobs per range of refresh `versionId` (its `ranges`, by first key, as its plan stored them: its
+ * base's `baseRanges`, by first key, then ranges above the base's watermark): each base range's
+ * jobs, plus the refresh's own rows in it, less the rows it superseded there (found by the
+ * `superseded_by` index of each segment). O(changes); the same for every call (idempotent).
+ * @returns `ranges` with their jobs.
+ */
+export async function refreshRangeCounts(
+  db: Queryable,
+  versionId: string,
+  ranges: VersionRange[],
+  baseRanges: VersionRange[],
+): Promise<VersionRange[]> {
+  const delta = new Map<number, number>();
+  if (ranges.length)
+    for (const s of await versionSegments(db, versionId)) {
+      const own = s === versionId;
+      const { rows } = await db.query<{ r: number; n: string }>(
+        format(
+          `SELECT width_bucket(job_key, $1::bigint[]) AS r, count(*)::text AS n FROM %I
+           WHERE ${own ? 'true' : 'superseded_by = $2'} GROUP BY 1`,
+          partitionName(s),
+        ),
+        own ? [ranges.map((r) => r.firstKey)] : [ranges.map((r) => r.firstKey), versionId],
+      );
+      for (const r of rows) delta.set(r.r, (delta.get(r.r) ?? 0) + (own ? 1 : -1) * Number(r.n));
+    }
+  return ranges.map((r, i) => ({ ...r, jobs: (baseRanges[i]?.jobs ?? 0) + (delta.get(i + 1) ?? 0) }));
 }
