@@ -132,13 +132,15 @@ test('catalog session lost mid-COPY, the source errors after: one pipeline ends 
   let rows: PassThrough | undefined;
   const read = fakeRead(() => (rows = new PassThrough()));
   const write = writer(read)(c);
+  // Awaited from the start: the write may fail while the test still waits on the termination.
+  const failed = assert.rejects(write, /terminat|Connection/i);
   await waitFor('the source COPY to start', () => rows !== undefined);
   for (let i = 1; i <= 100; i++) rows!.write(line(i));
   await terminate();
   // The source goes on producing until the pipeline ends it.
   const feed = setInterval(() => rows!.writable && rows!.write(line(1)), 5);
   try {
-    await assert.rejects(write, /terminat|Connection/i);
+    await failed;
   } finally {
     clearInterval(feed);
   }
