@@ -47,6 +47,12 @@ export async function storePageCells(
   await c.query(`UPDATE page SET cell_figures = true WHERE version_id = $1 AND page_no = $2`, [versionId, pageNo]);
 }
 
+/** Whether `versionId`'s cells are stored (`version.key_cells`). */
+async function hasStoredCells(db: Queryable, versionId: string): Promise<boolean> {
+  const { rowCount } = await db.query(`SELECT 1 FROM version WHERE version_id = $1 AND key_cells`, [versionId]);
+  return !!rowCount;
+}
+
 /** SQL: `cell`, `n` (jobs), `s` (key sum) per cell of the live rows of segment `segment` in version `$1`. */
 const segmentCellsSql = (segment: string): string =>
   format(
@@ -98,8 +104,7 @@ export async function storeRefreshVersionCells(
   versionId: string,
   baseVersionId: string,
 ): Promise<boolean> {
-  const base = await db.query(`SELECT 1 FROM version WHERE version_id = $1 AND key_cells`, [baseVersionId]);
-  if (!base.rowCount) return false;
+  if (!(await hasStoredCells(db, baseVersionId))) return false;
   const parts = [format(`SELECT cell, jobs AS n, key_sum AS s FROM version_cell WHERE version_id = %L`, baseVersionId)];
   for (const s of await versionSegments(db, versionId))
     parts.push(
@@ -134,10 +139,10 @@ export async function storeVersionCellsFromTable(db: Queryable, versionId: strin
  * it on a session without statement timeout).
  */
 export async function versionCells(db: Queryable, versionId: string): Promise<Map<string, CellFigures>> {
-  const stored = await db.query(`SELECT 1 FROM version WHERE version_id = $1 AND key_cells`, [versionId]);
-  const segments = stored.rowCount ? [] : await versionSegments(db, versionId);
+  const stored = await hasStoredCells(db, versionId);
+  const segments = stored ? [] : await versionSegments(db, versionId);
   const { rows } = await db.query<{ cell: string; n: string; s: string }>(
-    stored.rowCount
+    stored
       ? `SELECT cell::text, jobs::text AS n, key_sum::text AS s FROM version_cell WHERE version_id = $1`
       : `SELECT cell::text, sum(n)::text AS n, sum(s)::text AS s FROM (${segments.map(segmentCellsSql).join(' UNION ALL ')}) t
          GROUP BY cell HAVING sum(n) > 0`,
