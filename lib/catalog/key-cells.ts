@@ -15,7 +15,7 @@ import type { Queryable } from '../db';
 import type { CellFigures } from '../refresh';
 import { KEY_CELL_WIDTH } from '../refresh';
 import { partitionName } from './partitions';
-import { versionSegments } from './segments';
+import { refreshChangesSql, versionSegments } from './segments';
 
 /** A page's rows of one cell of job keys, as lib/page/digest.ts adds them up from its COPY stream. */
 export interface StoredCellFigures {
@@ -105,22 +105,13 @@ export async function storeRefreshVersionCells(
   baseVersionId: string,
 ): Promise<boolean> {
   if (!(await hasStoredCells(db, baseVersionId))) return false;
-  const parts = [format(`SELECT cell, jobs AS n, key_sum AS s FROM version_cell WHERE version_id = %L`, baseVersionId)];
-  for (const s of await versionSegments(db, versionId))
-    parts.push(
-      s === versionId
-        ? format(
-            `SELECT job_key / %s AS cell, 1 AS n, job_key AS s FROM %I`,
-            KEY_CELL_WIDTH.toString(),
-            partitionName(s),
-          )
-        : format(
-            `SELECT job_key / %s AS cell, -1 AS n, -job_key AS s FROM %I WHERE superseded_by = $1`,
-            KEY_CELL_WIDTH.toString(),
-            partitionName(s),
-          ),
-    );
-  await replaceVersionCells(db, versionId, parts.join(' UNION ALL '));
+  const changes = await refreshChangesSql(
+    db,
+    versionId,
+    format('job_key / %s AS cell, sign AS n, sign * job_key AS s', KEY_CELL_WIDTH.toString()),
+  );
+  const base = format(`SELECT cell, jobs AS n, key_sum AS s FROM version_cell WHERE version_id = %L`, baseVersionId);
+  await replaceVersionCells(db, versionId, `${base} UNION ALL ${changes}`);
   return true;
 }
 

@@ -46,6 +46,34 @@ export async function versionSegments(db: Queryable, versionId: string): Promise
 }
 
 /**
+ * The job rows refresh `versionId` changed, as one SQL query (a UNION ALL, no parameters): its own
+ * table's rows with `sign` 1, and each older segment's rows it superseded (found by their
+ * `superseded_by` index) with `sign` -1. `columns` is the select list over a segment's job columns
+ * and `sign`; `where`, a condition on them. Group the result to get a refresh's figures from its
+ * base's in O(changes): jobs per bucket, per key cell, per key range.
+ */
+export async function refreshChangesSql(
+  db: Queryable,
+  versionId: string,
+  columns: string,
+  where = 'true',
+): Promise<string> {
+  return (await versionSegments(db, versionId))
+    .map((s) =>
+      s === versionId
+        ? format(`SELECT %s FROM (SELECT *, 1 AS sign FROM %I) t WHERE %s`, columns, partitionName(s), where)
+        : format(
+            `SELECT %s FROM (SELECT *, -1 AS sign FROM %I WHERE superseded_by = %L) t WHERE %s`,
+            columns,
+            partitionName(s),
+            versionId,
+            where,
+          ),
+    )
+    .join(' UNION ALL ');
+}
+
+/**
  * In the transaction of `db`: the rows of `keys` (job keys, decimal text) that belong to version
  * `baseVersionId` leave the versions from `versionId` on (`superseded_by`), in every segment of the
  * base; with `o.files`, their file records too, found by job id (the segments' `(job_id, file_id)`
@@ -168,29 +196,15 @@ export async function storeBucketCounts(db: Queryable, versionId: string): Promi
  * (found by the `superseded_by` index of each segment), plus its own rows. O(changes). Idempotent.
  */
 export async function storeRefreshBucketCounts(db: Queryable, versionId: string, baseVersionId: string): Promise<void> {
-  const delta = new Map<string, bigint>();
-  const add = (rows: { b: string; n: string }[], sign: bigint) => {
-    for (const r of rows) delta.set(r.b, (delta.get(r.b) ?? 0n) + sign * BigInt(r.n));
-  };
-  for (const s of await versionSegments(db, versionId)) {
-    const own = s === versionId;
-    const { rows } = await db.query<{ b: string; n: string }>(
-      format(
-        `SELECT bucket::text AS b, count(*)::text AS n FROM %I WHERE bucket IS NOT NULL AND ${own ? 'true' : 'superseded_by = $1'} GROUP BY bucket`,
-        partitionName(s),
-      ),
-      own ? [] : [versionId],
-    );
-    add(rows, own ? 1n : -1n);
-  }
+  const changes = await refreshChangesSql(db, versionId, 'bucket AS b, sign AS n', 'bucket IS NOT NULL');
   await db.query(`DELETE FROM version_bucket WHERE version_id = $1`, [versionId]);
   await db.query(
     `INSERT INTO version_bucket (version_id, bucket, jobs)
      SELECT $1, coalesce(b.bucket, d.b), coalesce(b.jobs, 0) + coalesce(d.n, 0)
      FROM (SELECT bucket, jobs FROM version_bucket WHERE version_id = $2) b
-     FULL JOIN unnest($3::date[], $4::bigint[]) AS d(b, n) ON d.b = b.bucket
+     FULL JOIN (SELECT b, sum(n) AS n FROM (${changes}) c GROUP BY b) d ON d.b = b.bucket
      WHERE coalesce(b.jobs, 0) + coalesce(d.n, 0) > 0`,
-    [versionId, baseVersionId, [...delta.keys()], [...delta.values()].map(String)],
+    [versionId, baseVersionId],
   );
 }
 

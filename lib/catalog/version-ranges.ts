@@ -7,7 +7,7 @@
 import format from 'pg-format';
 import type { Queryable } from '../db';
 import { partitionName } from './partitions';
-import { versionSegments } from './segments';
+import { refreshChangesSql, versionSegments } from './segments';
 
 /**
  * SQL: the job keys of segment `segment` in range `r` (`r.lo`, `r.hi`) that are in the version
@@ -165,18 +165,13 @@ export async function refreshRangeCounts(
   baseRanges: VersionRange[],
 ): Promise<VersionRange[]> {
   const delta = new Map<number, number>();
-  if (ranges.length)
-    for (const s of await versionSegments(db, versionId)) {
-      const own = s === versionId;
-      const { rows } = await db.query<{ r: number; n: string }>(
-        format(
-          `SELECT width_bucket(job_key, $1::bigint[]) AS r, count(*)::text AS n FROM %I
-           WHERE ${own ? 'true' : 'superseded_by = $2'} GROUP BY 1`,
-          partitionName(s),
-        ),
-        own ? [ranges.map((r) => r.firstKey)] : [ranges.map((r) => r.firstKey), versionId],
-      );
-      for (const r of rows) delta.set(r.r, (delta.get(r.r) ?? 0) + (own ? 1 : -1) * Number(r.n));
-    }
+  if (ranges.length) {
+    const changes = await refreshChangesSql(db, versionId, 'width_bucket(job_key, $1::bigint[]) AS r, sign AS n');
+    const { rows } = await db.query<{ r: number; n: string }>(
+      `SELECT r, sum(n)::text AS n FROM (${changes}) c GROUP BY r`,
+      [ranges.map((r) => r.firstKey)],
+    );
+    for (const r of rows) delta.set(r.r, Number(r.n));
+  }
   return ranges.map((r, i) => ({ ...r, jobs: (baseRanges[i]?.jobs ?? 0) + (delta.get(i + 1) ?? 0) }));
 }
