@@ -6,6 +6,7 @@ import * as path from 'node:path';
 import { Client } from 'pg';
 import format from 'pg-format';
 import { generateBareosSource } from '../dev/bareos-generator';
+import { COPY_ID_OFFSET, replicateJobs } from '../dev/bench/source';
 import { b64Sql } from '../dev/bareos-file-generator';
 import { baculaBase64, encodeLStat } from '../dev/lstat';
 import { projectRoot } from '../lib/paths';
@@ -151,6 +152,19 @@ test('tiny histories have exactly the requested rows', async () => {
     assert.equal(await scalar('SELECT count(*) FROM job'), String(jobs));
   }
   assert.equal((await scalar(`SELECT count(*) FROM job WHERE jobstatus = 'R'`)) !== '0', true, 'newest job is running');
+});
+
+test("the bench's copies of a source: ids offset per copy, the job name's sequence made the job id (unique, as a director's), other fields the same", async () => {
+  await generateBareosSource({ databaseUrl: DB_URL, jobs: 2000, seed: 7 });
+  const names = await scalar(`SELECT count(DISTINCT job) FROM job`);
+  await replicateJobs(DB_URL, 3);
+  assert.equal(await scalar('SELECT count(*) FROM job'), '6000');
+  assert.equal(await scalar('SELECT count(DISTINCT job) FROM job'), String(Number(names) * 3));
+  const sameFields = `SELECT count(*) FROM job a JOIN job b ON b.jobid = a.jobid + ${2 * COPY_ID_OFFSET}
+    WHERE (a.name, a.starttime, a.jobbytes, a.jobstatus) IS NOT DISTINCT FROM (b.name, b.starttime, b.jobbytes, b.jobstatus)
+      AND b.job = regexp_replace(a.job, '_[0-9]+$', '') || '_' || b.jobid
+      AND (a.priorjobid = 0 OR b.priorjobid = a.priorjobid + ${2 * COPY_ID_OFFSET})`;
+  assert.equal(await scalar(sameFields), '2000');
 });
 
 test('with files: File/Path/Version 2230, exactly the requested rows, JobFiles = File rows, LStat as encodeLStat', async () => {

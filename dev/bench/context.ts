@@ -21,6 +21,8 @@ export interface BenchOptions {
   json?: string;
   /** NODE_OPTIONS of the worker process only. */
   workerNodeOptions?: string;
+  /** File the product's worker output is written to, once its rebuild ended. */
+  workerLog?: string;
   /** Clients of the generated director. */
   clients?: number;
   /** Worker processes polling during the product's rebuild. */

@@ -7,6 +7,7 @@
  * and the workers' peak RSS over their process trees.
  */
 import { spawn } from 'node:child_process';
+import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type { WorkflowHandle } from '@temporalio/client';
 import { projectRoot } from '../../lib/paths';
@@ -327,10 +328,13 @@ export async function runProduct(
   const workers: WorkerProcess[] = [];
   let tc: Tc | undefined;
   try {
-    for (let i = 0; i < ctx.o.workers; i++)
+    const spawnedAt: number[] = [];
+    for (let i = 0; i < ctx.o.workers; i++) {
+      spawnedAt.push(Date.now());
       workers.push(
         await spawnWorker(testEnv({ address: temporal.address, configFile, taskQueue, extra }), { entry: 'product' }),
       );
+    }
     await workersReady(workers);
     tc = await temporalClient(temporal.address);
     const run = await rebuild(
@@ -343,6 +347,16 @@ export async function runProduct(
     const { rate, copyMs } = reportRate(ctx, run);
     const maxEvents = await reportPagesAndHistory(ctx, run, copyMs, tc);
     const rssMb = reportMemory(ctx, run, workers);
+    if (ctx.o.workerLog) {
+      const started = `# rebuild started at ${new Date(run.started).toISOString()}; last page committed at ${new Date(run.phases.last_commit).toISOString()}\n`;
+      fs.writeFileSync(
+        ctx.o.workerLog,
+        started +
+          workers
+            .map((w, i) => `# worker pid ${w.pid} spawned at ${new Date(spawnedAt[i]).toISOString()}\n${w.output()}`)
+            .join('\n'),
+      );
+    }
     for (const w of workers) w.kill('SIGTERM');
     for (const w of workers) await within(w.exited, 10_000);
     return {

@@ -2,7 +2,8 @@
  * The bench's Bareos sources: generated (seed 7 by default) in the source database and, for (c),
  * once more in the catalog database (schema `bench_src`). Above 2M jobs a job count that is a
  * multiple of 1M is built as copies of a 1M source: 1M jobs generated once, then copied inside
- * PostgreSQL with `INSERT … SELECT`, job ids (and prior job ids) offset by 10^8 per copy, every
+ * PostgreSQL with `INSERT … SELECT`, job ids (and prior job ids) offset by 10^8 per copy, the
+ * unique job name's trailing job id (`…_23.05.00_42`) with them, as a director names each job; every
  * other field, the days included, unchanged: k copies have k times the jobs per bucket.
  */
 import { Client } from 'pg';
@@ -60,10 +61,15 @@ export async function replicateJobs(databaseUrl: string, copies: number): Promis
   try {
     const max = Number((await c.query<{ m: string }>('SELECT max(jobid)::text AS m FROM job')).rows[0].m);
     if (!(max < COPY_ID_OFFSET)) throw new Error(`cannot copy a source whose job ids reach ${max}`);
-    const rest = JOB_TABLE_COLUMNS.slice(1).map((x) => (x === 'priorjobid' ? null : x));
     for (let k = 1; k < copies; k++) {
       const off = k * COPY_ID_OFFSET;
-      const list = rest.map((x) => x ?? `CASE WHEN priorjobid > 0 THEN priorjobid + ${off} ELSE priorjobid END`);
+      const list = JOB_TABLE_COLUMNS.slice(1).map((x) =>
+        x === 'priorjobid'
+          ? `CASE WHEN priorjobid > 0 THEN priorjobid + ${off} ELSE priorjobid END`
+          : x === 'job'
+            ? `regexp_replace(job, '_[0-9]+$', '_' || (jobid + ${off})::text)`
+            : x,
+      );
       await c.query(
         `INSERT INTO job (${JOB_TABLE_COLUMNS.join(', ')}) SELECT jobid + ${off}, ${list.join(', ')} FROM job WHERE jobid < ${COPY_ID_OFFSET}`,
       );
