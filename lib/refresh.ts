@@ -201,20 +201,28 @@ export function differingCells(
   added: string[],
   width: bigint,
 ): { firstKey: string; lastKey: string }[] {
-  const expected = new Map<string, CellFigures>(version);
+  // The new keys' figures per cell, kept apart: the version's map (a row per 64 keys of the
+  // catalog) is neither copied nor changed.
+  const plus = new Map<string, CellFigures>();
   for (const k of added) {
     const key = BigInt(k);
     const id = cellOf(key, width).toString();
-    const had = expected.get(id) ?? { jobs: 0, keySum: 0n };
-    expected.set(id, { jobs: had.jobs + 1, keySum: had.keySum + key });
+    const had = plus.get(id) ?? { jobs: 0, keySum: 0n };
+    plus.set(id, { jobs: had.jobs + 1, keySum: had.keySum + key });
   }
+  const expected = (id: string): CellFigures | undefined => {
+    const v = version.get(id);
+    const p = plus.get(id);
+    return p ? { jobs: (v?.jobs ?? 0) + p.jobs, keySum: (v?.keySum ?? 0n) + p.keySum } : v;
+  };
   const out: bigint[] = [];
-  for (const id of new Set([...source.keys(), ...expected.keys()])) {
-    const a = source.get(id);
-    const b = expected.get(id);
-    if (a && b && a.jobs === b.jobs && a.keySum === b.keySum) continue;
-    out.push(BigInt(id));
+  for (const [id, a] of source) {
+    const b = expected(id);
+    if (!b || a.jobs !== b.jobs || a.keySum !== b.keySum) out.push(BigInt(id));
   }
+  // Cells the source no longer has: every job of them left.
+  for (const id of version.keys()) if (!source.has(id)) out.push(BigInt(id));
+  for (const id of plus.keys()) if (!source.has(id) && !version.has(id)) out.push(BigInt(id));
   out.sort((x, y) => (x < y ? -1 : x > y ? 1 : 0));
   return out.map((c) => cellBounds(ALL_KEYS, c, width));
 }
