@@ -18,6 +18,7 @@ import { spawnWorker, testEnv, uniqueQueue, writeConfig } from '../harness/harne
 import { within } from '../harness/wait';
 import type { BenchContext } from './context';
 import { fmtInt, fmtS } from './context';
+import { memoryOf } from './cpu';
 import { CATALOG, workersReady } from './product';
 
 /** What the changes did to the source. */
@@ -149,6 +150,14 @@ export async function runRefresh(ctx: BenchContext, temporalAddress: string, ful
       'refresh',
       `${fmtS(run.ms)} (start --refresh --wait) against ${fmtS(fullMs)} for the full rebuild: refresh/full ${ratio.toFixed(3)} (target ≤ 0.10, goal 0.03: ${ratio <= 0.1 ? 'met' : 'missed'})`,
       { ms: run.ms, fullMs, ratio: +ratio.toFixed(4) },
+    );
+    // The dry run and the refresh ran on these workers: their detection and their pages.
+    const peaks = workers.map((w) => ({ pid: w.pid, mb: Math.round((memoryOf(w.pid)?.hwmKb ?? NaN) / 1024) }));
+    const peak = Math.max(...peaks.map((p) => p.mb));
+    ctx.figures.add(
+      'refresh: worker peak RSS',
+      `${peak} MB (VmHWM of each worker process after the dry run and the refresh; target < 300 MB: ${peak < 300 ? 'met' : 'MISSED'}) — ${peaks.map((p) => `pid ${p.pid}: ${p.mb} MB`).join('; ')}`,
+      { maxMb: Number.isFinite(peak) ? peak : null, workers: peaks },
     );
     const cmp = await compareCatalogToSource(ctx.dbs.catalogPool, ctx.dbs.sourcePool, CATALOG, ctx.tz);
     const equal = cmp.equal;
