@@ -590,34 +590,6 @@ test('find (exact, prefix) through the find index and a job listing over the pub
   await pool.query(fs.readFileSync(path.join(migrationsDir(), '012_file_saved.sql'), 'utf8'));
 });
 
-test('two records sharing a FileId fail the unique index build with 23505 once every build ended; the other indexes stand', async () => {
-  const { rows } = await pool.query<{ version_id: string }>(
-    `INSERT INTO version (catalog_name, source_name, status, workflow_id, first_run_id, page_size, pages_total, source_rows, files)
-     VALUES ($1, 'director', 'building', $2, 'run-dup', 100, 1, 2, true) RETURNING version_id::text`,
-    [`${CATALOG}-dup`, `catalog-rebuild/${CATALOG}-dup`],
-  );
-  const v = rows[0].version_id;
-  await createFilePartition(pool, v);
-  await pool.query(
-    `INSERT INTO ${filePartitionName(v)} (version_id, page_no, job_key, job_id, bucket, file_id, path, name, file_index, delta_seq)
-     SELECT $1, 1, 7, '7', NULL, CASE WHEN g = 2 THEN 1 ELSE g END, '/d/', 'f' || g, g, 0 FROM generate_series(1, 500) g`,
-    [v],
-  );
-  await assert.rejects(createFileIndexes(pool, v), (err: { code?: string }) => err.code === '23505');
-  const idx = await pool.query<{ indexname: string }>(
-    `SELECT indexname FROM pg_indexes WHERE tablename = $1 ORDER BY 1`,
-    [filePartitionName(v)],
-  );
-  assert.deepEqual(
-    idx.rows.map((r) => r.indexname),
-    [`${filePartitionName(v)}_find`, `${filePartitionName(v)}_job`, `${filePartitionName(v)}_superseded_by_idx`],
-  );
-  const building = await pool.query(
-    `SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND query LIKE 'CREATE %INDEX%' AND state = 'active'`,
-  );
-  assert.equal(building.rowCount, 0, 'no build still runs once the call rejected');
-});
-
 test('find by the exact bytes of a name that is not UTF-8: --path-hex, raw Latin-1 bytes in argv, UTF-8 text', async () => {
   const latin1 = Buffer.from('café/x', 'latin1'); // record 5: path bytes 636166e92f
   const exact = await findFilesByBytes(pool, CATALOG, latin1, false, 10);

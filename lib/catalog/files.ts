@@ -270,24 +270,20 @@ export const fileFindKey = (alias?: string): string => {
 /**
  * Builds the version's file indexes unless they exist: unique `(file_id)`, `(job_id, file_id)`
  * (a job's files: listing, replacement, per-job statistics) and the find index on
- * {@link fileFindKey} with `text_pattern_ops` (exact and prefix patterns), side by side, each on a
- * session of its own without statement timeout (discarded afterwards): a build's last step, writing
- * its index, runs in one process, and the other builds use the core it leaves. Then ANALYZEs the
- * table. Idempotent; returns once every build ended.
- * @throws the database error of the first build that failed (23505 when two records share a
- *   FileId), after the others ended.
+ * {@link fileFindKey} with `text_pattern_ops` (exact and prefix patterns), then ANALYZEs the
+ * table; on a session of its own without statement timeout (discarded afterwards). Idempotent.
+ * @throws the database error of a build (23505 when two records share a FileId).
  */
 export async function createFileIndexes(pool: Pool, versionId: string): Promise<void> {
   const table = filePartitionName(versionId);
-  const builds = [
-    format('CREATE UNIQUE INDEX IF NOT EXISTS %I ON %I (file_id)', `${table}_file_id`, table),
-    format('CREATE INDEX IF NOT EXISTS %I ON %I (job_id, file_id)', `${table}_job`, table),
-    format(`CREATE INDEX IF NOT EXISTS %I ON %I ((${fileFindKey()}) text_pattern_ops)`, `${table}_find`, table),
-  ];
-  const ended = await Promise.allSettled(builds.map((sql) => withLongSession(pool, (c) => c.query(sql))));
-  const failed = ended.find((r): r is PromiseRejectedResult => r.status === 'rejected');
-  if (failed) throw failed.reason;
-  await withLongSession(pool, (c) => c.query(format('ANALYZE %I', table)));
+  await withLongSession(pool, async (c) => {
+    await c.query(format('CREATE UNIQUE INDEX IF NOT EXISTS %I ON %I (file_id)', `${table}_file_id`, table));
+    await c.query(format('CREATE INDEX IF NOT EXISTS %I ON %I (job_id, file_id)', `${table}_job`, table));
+    await c.query(
+      format(`CREATE INDEX IF NOT EXISTS %I ON %I ((${fileFindKey()}) text_pattern_ops)`, `${table}_find`, table),
+    );
+    await c.query(format('ANALYZE %I', table));
+  });
 }
 
 /**
