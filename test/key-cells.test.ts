@@ -15,7 +15,8 @@ import {
   storeVersionCellsFromTable,
   versionCells,
 } from '../lib/catalog';
-import { KEY_CELL_WIDTH } from '../lib/refresh';
+import { cellCode, differingCells, KEY_CELL_WIDTH } from '../lib/refresh';
+import { keyCells } from '../lib/sources/bareos-refresh';
 
 let dbs: TestDatabases;
 let base: string;
@@ -84,6 +85,25 @@ function expected(keys: number[]) {
   return out;
 }
 
+/** The cell codes of `keys` (lib/refresh.ts `CellCode`), computed here from their jobs and key sums. */
+function expectedCodes(keys: number[]) {
+  return new Map(
+    [...expected(keys)].map(([id, f]) => [
+      id,
+      cellCode(f.jobs, Number(f.keySum - BigInt(f.jobs) * KEY_CELL_WIDTH * BigInt(id))),
+    ]),
+  );
+}
+
+/** The jobs and key sums `version_cell` stores for `v`. */
+async function storedCells(v: string) {
+  const { rows } = await dbs.catalogPool.query<{ cell: string; jobs: string; s: string }>(
+    `SELECT cell::text, jobs::text, key_sum::text AS s FROM version_cell WHERE version_id = $1`,
+    [v],
+  );
+  return new Map(rows.map((r) => [r.cell, { jobs: Number(r.jobs), keySum: BigInt(r.s) }]));
+}
+
 const sorted = <T>(m: Map<string, T>) => [...m.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
 
 const keyCellsFlag = async (v: string) =>
@@ -92,23 +112,25 @@ const keyCellsFlag = async (v: string) =>
 
 test("without stored cells, a version's cells are counted on its segments, superseded rows left out", async () => {
   assert.equal(await keyCellsFlag(refresh), false);
-  const want = sorted(expected(refreshKeys));
+  const want = sorted(expectedCodes(refreshKeys));
   assert.ok(want.length > 90, `${want.length} cells`);
   assert.deepEqual(sorted(await versionCells(dbs.catalogPool, refresh)), want);
   // The base as its refresh left it: every row counts for the base (superseded after it).
-  assert.deepEqual(sorted(await versionCells(dbs.catalogPool, base)), sorted(expected(baseKeys)));
+  assert.deepEqual(sorted(await versionCells(dbs.catalogPool, base)), sorted(expectedCodes(baseKeys)));
 });
 
 test("a refresh's stored cells are its base's, less the rows it superseded, plus its own", async () => {
   assert.equal(await storeRefreshVersionCells(dbs.catalogPool, refresh, base), false, 'the base stored none');
   await storeVersionCellsFromTable(dbs.catalogPool, base);
   assert.equal(await keyCellsFlag(base), true);
-  assert.deepEqual(sorted(await versionCells(dbs.catalogPool, base)), sorted(expected(baseKeys)));
+  assert.deepEqual(sorted(await storedCells(base)), sorted(expected(baseKeys)));
+  assert.deepEqual(sorted(await versionCells(dbs.catalogPool, base)), sorted(expectedCodes(baseKeys)));
   assert.equal(await storeRefreshVersionCells(dbs.catalogPool, refresh, base), true);
   // Twice: it replaces what it stored.
   assert.equal(await storeRefreshVersionCells(dbs.catalogPool, refresh, base), true);
   assert.equal(await keyCellsFlag(refresh), true);
-  assert.deepEqual(sorted(await versionCells(dbs.catalogPool, refresh)), sorted(expected(refreshKeys)));
+  assert.deepEqual(sorted(await storedCells(refresh)), sorted(expected(refreshKeys)));
+  assert.deepEqual(sorted(await versionCells(dbs.catalogPool, refresh)), sorted(expectedCodes(refreshKeys)));
   const { rows } = await dbs.catalogPool.query<{ n: string }>(
     `SELECT count(*)::text AS n FROM version_cell WHERE version_id = $1 AND jobs <= 0`,
     [refresh],
@@ -139,4 +161,25 @@ test("a refresh's jobs per key range are its base's, less the rows it superseded
     [-deleted.filter((k) => k < 2000).length, -deleted.filter((k) => k >= 2000).length, 0, 100],
   );
   assert.deepEqual(await refreshRangeCounts(dbs.catalogPool, refresh, planned, baseRanges), want);
+});
+
+test("the source's cell codes, from one pass over its job ids, equal the catalog's for the same keys", async () => {
+  // The source side needs only the job ids (lib/sources/bareos-refresh.ts KEY_CELLS_SQL).
+  await dbs.sourcePool.query(`CREATE TABLE job (jobid bigint PRIMARY KEY)`);
+  const big = [2n ** 53n + 1n, 2n ** 53n + 64n, 2n ** 60n];
+  await dbs.sourcePool.query(`INSERT INTO job SELECT unnest($1::bigint[])`, [[...refreshKeys, ...big.map(String)]]);
+  const source = await keyCells(dbs.sourcePool, '6100', Number(KEY_CELL_WIDTH));
+  assert.deepEqual(sorted(source), sorted(expectedCodes(refreshKeys)), 'keys above maxKey left out');
+  assert.deepEqual(differingCells(source, await versionCells(dbs.catalogPool, refresh), [], KEY_CELL_WIDTH), []);
+  const all = await keyCells(dbs.sourcePool, (2n ** 62n).toString(), Number(KEY_CELL_WIDTH));
+  assert.deepEqual([...all.keys()].filter((c) => !source.has(c)).sort(), [
+    '140737488355328',
+    '140737488355329',
+    '18014398509481984',
+  ]);
+  assert.deepEqual(
+    differingCells(all, await versionCells(dbs.catalogPool, refresh), [], KEY_CELL_WIDTH).length,
+    3,
+    'the cells of the keys the version lacks differ',
+  );
 });

@@ -1,22 +1,22 @@
 /**
  * The narrowing of a refresh's deletion check (lib/refresh.ts): cells of 64 key values whose jobs or
- * key sums differ between the source and the version, once new keys are counted in; their bounds,
+ * key sums (as cell codes) differ between the source and the version, once new keys are counted in; their bounds,
  * negative keys included (PostgreSQL's division truncates toward zero).
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import type { CellFigures } from '../lib/refresh';
-import { cellBounds, differingCells, KEY_CELL_WIDTH } from '../lib/refresh';
+import type { CellCode } from '../lib/refresh';
+import { cellBounds, cellCode, differingCells, KEY_CELL_WIDTH } from '../lib/refresh';
 
-/** Cells of `keys`, as the source's and the catalog's SQL group them. */
-function cells(keys: number[]): Map<string, CellFigures> {
-  const out = new Map<string, CellFigures>();
+/** Cells of `keys` as codes, as the source's and the catalog's SQL group them. */
+function cells(keys: number[]): Map<string, CellCode> {
+  const figures = new Map<string, { jobs: number; offsets: number }>();
   for (const k of keys) {
-    const id = `${BigInt(k) / KEY_CELL_WIDTH}`;
-    const had = out.get(id) ?? { jobs: 0, keySum: 0n };
-    out.set(id, { jobs: had.jobs + 1, keySum: had.keySum + BigInt(k) });
+    const cell = BigInt(k) / KEY_CELL_WIDTH;
+    const had = figures.get(`${cell}`) ?? { jobs: 0, offsets: 0 };
+    figures.set(`${cell}`, { jobs: had.jobs + 1, offsets: had.offsets + Number(BigInt(k) - cell * KEY_CELL_WIDTH) });
   }
-  return out;
+  return new Map([...figures].map(([id, f]) => [id, cellCode(f.jobs, f.offsets)]));
 }
 
 test('cells whose jobs differ are found: a deletion, a swap with equal counts, a new key; equal cells are not', () => {
@@ -51,4 +51,30 @@ test('cell bounds follow truncating division and stay inside the range', () => {
   assert.deepEqual(cellBounds(r, -1n, 64n), { firstKey: '-127', lastKey: '-64' });
   assert.deepEqual(cellBounds(r, 1n, 64n), { firstKey: '64', lastKey: '100' });
   assert.deepEqual(cellBounds({ firstKey: '70', lastKey: '1000' }, 1n, 64n), { firstKey: '70', lastKey: '127' });
+});
+
+test('a cell code tells equal figures from different ones: jobs, key sums, and a swap of keys', () => {
+  // Every pair of keys of cell 0 and of cell -1 (offsets of the key's sign): equal codes, equal sums.
+  for (const base of [0, -64]) {
+    const keys = Array.from({ length: 64 }, (_, i) => (base < 0 ? -(i + 64) : i));
+    const seen = new Map<CellCode, string>();
+    for (let a = 0; a < 64; a++)
+      for (let b = a + 1; b < 64; b++) {
+        const set = [keys[a], keys[b]];
+        const code = cells(set).values().next().value!;
+        const sum = `${set.length}:${set[0] + set[1]}`;
+        const before = seen.get(code);
+        assert.ok(before === undefined || before === sum, `${set} shares code ${code} with another sum`);
+        seen.set(code, sum);
+      }
+  }
+  assert.notEqual(cellCode(2, 10), cellCode(2, 11));
+  assert.notEqual(cellCode(2, 10), cellCode(3, 10));
+  assert.ok(Number.isNaN(cellCode(1, 4096)), 'an offsets sum out of span has no code');
+  assert.ok(Number.isNaN(cellCode(-1, 0)));
+  // A cell without a code (NaN) always differs.
+  const version = new Map([['5', NaN]]);
+  assert.deepEqual(differingCells(new Map([['5', NaN]]), version, [], KEY_CELL_WIDTH), [
+    { firstKey: '320', lastKey: '383' },
+  ]);
 });

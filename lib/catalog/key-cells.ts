@@ -12,8 +12,8 @@
 import type { PoolClient } from 'pg';
 import format from 'pg-format';
 import type { Queryable } from '../db';
-import type { CellFigures } from '../refresh';
-import { KEY_CELL_WIDTH } from '../refresh';
+import type { CellCode } from '../refresh';
+import { cellCodeSql, KEY_CELL_WIDTH } from '../refresh';
 import { partitionName } from './partitions';
 import { refreshChangesSql, versionSegments } from './segments';
 
@@ -125,21 +125,25 @@ export async function storeVersionCellsFromTable(db: Queryable, versionId: strin
 }
 
 /**
- * `versionId`'s jobs and key sum per cell (cell as decimal text → figures; cells without jobs
- * absent): the stored ones, or with none stored, counted on its table (one scan per segment; run
- * it on a session without statement timeout).
+ * `versionId`'s jobs per cell as lib/refresh.ts `CellCode`s (cell as decimal text → code: the jobs
+ * and the sum of their keys' offsets in the cell; cells without jobs absent): from the stored jobs
+ * and key sums, or with none stored, counted on its table (one scan per segment; run it on a
+ * session without statement timeout).
  */
-export async function versionCells(db: Queryable, versionId: string): Promise<Map<string, CellFigures>> {
+export async function versionCells(db: Queryable, versionId: string): Promise<Map<string, CellCode>> {
   const stored = await hasStoredCells(db, versionId);
   const segments = stored ? [] : await versionSegments(db, versionId);
-  const { rows } = await db.query<{ cell: string; n: string; s: string }>(
-    stored
-      ? `SELECT cell::text, jobs::text AS n, key_sum::text AS s FROM version_cell WHERE version_id = $1`
-      : `SELECT cell::text, sum(n)::text AS n, sum(s)::text AS s FROM (${segments.map(segmentCellsSql).join(' UNION ALL ')}) t
-         GROUP BY cell HAVING sum(n) > 0`,
-    [versionId],
-  );
-  return new Map(rows.map((r) => [r.cell, { jobs: Number(r.n), keySum: BigInt(r.s) }]));
+  const figures = stored
+    ? `SELECT cell, jobs AS n, key_sum AS s FROM version_cell WHERE version_id = $1`
+    : `SELECT cell, sum(n) AS n, sum(s) AS s FROM (${segments.map(segmentCellsSql).join(' UNION ALL ')}) t
+       GROUP BY cell HAVING sum(n) > 0`;
+  const offsets = `f.s - f.n * ${KEY_CELL_WIDTH.toString()} * f.cell`;
+  const { rows } = await db.query<[string, number | null]>({
+    text: `SELECT f.cell::text, (${cellCodeSql('f.n', offsets)})::int FROM (${figures}) f`,
+    values: [versionId],
+    rowMode: 'array',
+  });
+  return new Map(rows.map(([cell, code]) => [cell, code ?? NaN]));
 }
 
 /**

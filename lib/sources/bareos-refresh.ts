@@ -6,7 +6,7 @@
  *   hash (lib/sources/bareos-columns.ts `bareosRowHash`: the row as the product writes it, with
  *   `JobFiles` and `PurgedFiles`), computed only for them: one scan of `job` that builds no text for
  *   the others;
- * - jobs and key sums per cell of 64 keys (one pass over the primary key), which tell the cells
+ * - jobs and key offsets per cell of 64 keys (one pass over the primary key), which tell the cells
  *   where jobs were deleted, and key counts per key range (for a refresh's reconciliation);
  * - the keys of such a cell or range (index-only), to name the deleted jobs.
  * Rows the page would quarantine are never hashed (their text may not convert).
@@ -16,7 +16,9 @@ import { withLongSession, withRangeScanSession } from '../db';
 import type { SourceTextMode } from './bareos-columns';
 import { BAREOS_FROM_JOB, bareosRowHash, bareosRejectCondition, LONG_CLIENT_IDS_SQL } from './bareos-columns';
 import { FILE_WEIGHT } from './bareos-files';
-import type { KeyCell, RefreshCandidates, SourceJobHash } from './types';
+import type { CellCode } from '../refresh';
+import { cellCodeSql } from '../refresh';
+import type { RefreshCandidates, SourceJobHash } from './types';
 
 /**
  * SQL: the candidates at or below `$3`: key and row hash (NULL for a job the page would quarantine),
@@ -62,12 +64,13 @@ const rangeScan = (maxKey: string) =>
 
 /**
  * SQL: per cell of `$2` key values (`b`: the key divided by `$2`, truncated), the jobs at or below
- * `$1` (`n`) and the sum of their keys (`s`, decimal text); only cells that hold a job. One pass
- * over the primary key's values, grouped by a hash aggregate: nothing but the figures leaves the
- * source (one row per 64 keys).
+ * `$1` as a {@link CellCode} (`c`: their count and the sum of their keys' offsets in the cell); only
+ * cells that hold a job. One pass over the primary key's values, grouped by a hash aggregate on the
+ * cell: nothing but one row per 64 keys leaves the source.
  */
-export const KEY_CELLS_SQL = `SELECT (jobid / $2::bigint)::text AS b, count(*)::int AS n, sum(jobid)::text AS s
-   FROM job WHERE jobid <= $1::bigint GROUP BY 1`;
+export const KEY_CELLS_SQL = `SELECT b::text AS b, ${cellCodeSql('count(*)', 'sum(o)')}::int AS c
+   FROM (SELECT jobid / $2::bigint AS b, jobid - jobid / $2::bigint * $2::bigint AS o FROM job WHERE jobid <= $1::bigint) k
+   GROUP BY b`;
 
 /** SQL: the job keys at or below `$3` in the inclusive ranges (`$1` first, `$2` last keys), ascending. */
 export const KEYS_IN_RANGES_SQL = `SELECT j.jobid::text AS key FROM unnest($1::bigint[], $2::bigint[]) AS r(lo, hi)
@@ -111,14 +114,14 @@ export async function rangeKeyCounts(pool: Pool, maxKey: string, firstKeys: stri
 }
 
 /**
- * Jobs at or below `maxKey` and the sum of their keys per cell of `width` key values (see
- * {@link KEY_CELLS_SQL}), as cell (decimal text) → figures, on a session without statement timeout.
+ * Jobs at or below `maxKey` per cell of `width` key values as {@link CellCode}s (see
+ * {@link KEY_CELLS_SQL}), cell (decimal text) → code, on a session without statement timeout.
  */
-export async function keyCells(pool: Pool, maxKey: string, width: number): Promise<Map<string, KeyCell>> {
+export async function keyCells(pool: Pool, maxKey: string, width: number): Promise<Map<string, CellCode>> {
   const { rows } = await withLongSession(pool, (c) =>
-    c.query<{ b: string; n: number; s: string }>(KEY_CELLS_SQL, [maxKey, width]),
+    c.query<[string, number | null]>({ text: KEY_CELLS_SQL, values: [maxKey, width], rowMode: 'array' }),
   );
-  return new Map(rows.map((r) => [r.b, { jobs: r.n, keySum: BigInt(r.s) }]));
+  return new Map(rows.map(([b, code]) => [b, code ?? NaN]));
 }
 
 /** The job keys at or below `maxKey` in the inclusive `ranges`, ascending (index-only). */

@@ -18,7 +18,8 @@ import {
 import type { SourceTextMode } from './bareos-columns';
 import { openBareosPageRead } from './bareos-page';
 import type { FileJobStat, FileRead, FileSchema, FileSource, PageRead, PageReadOptions } from './types';
-import type { KeyCell, PageKeys, RefreshCandidates, RefreshSource } from './types';
+import type { CellCode } from '../refresh';
+import type { PageKeys, RefreshCandidates, RefreshSource } from './types';
 import type { SourceFileReconciliation } from './types';
 import { fileJobStats, fileReconciliation, openBareosFileRead, planFilePages, readFileSchema } from './bareos-files';
 import { HASH_PROBE_SQL } from '../fingerprint';
@@ -322,7 +323,7 @@ export class BareosSource implements JobSource, FileSource, RefreshSource {
     return keysInRanges(this.pool, maxKey, ranges);
   }
 
-  keyCells(maxKey: string, width: number): Promise<Map<string, KeyCell>> {
+  keyCells(maxKey: string, width: number): Promise<Map<string, CellCode>> {
     return keyCells(this.pool, maxKey, width);
   }
 

@@ -1,4 +1,5 @@
 /** The change detection of a refresh, as a source offers it (director catalogs). */
+import type { CellCode } from '../refresh';
 
 /** A job of the source as change detection sees it: key and row hash (null: the page would quarantine it). */
 export interface SourceJobHash {
@@ -7,12 +8,6 @@ export interface SourceJobHash {
 }
 
 /** The refresh's candidates: jobs a transaction wrote since the active version's plan. */
-/** Jobs of a cell of key values, and the sum of their keys (which tells a cell whose jobs were swapped). */
-export interface KeyCell {
-  jobs: number;
-  keySum: bigint;
-}
-
 export interface RefreshCandidates {
   /** The candidates at or below the watermark, by key. */
   jobs: SourceJobHash[];
@@ -48,11 +43,12 @@ export interface RefreshSource extends RangeKeySource {
   /** This source's horizon now (xid8 text), for the plan of a full rebuild. */
   horizon(): Promise<string>;
   /**
-   * Jobs at or below `maxKey` and the sum of their keys per cell of `width` key values (the key
-   * divided by `width`, truncated toward zero), keyed by the cell as decimal text; cells without
+   * Jobs at or below `maxKey` per cell of `width` key values (the key divided by `width`, truncated
+   * toward zero) as lib/refresh.ts `CellCode`s (their count and the sum of their keys' offsets,
+   * which tells a cell whose jobs were swapped), keyed by the cell as decimal text; cells without
    * jobs absent.
    */
-  keyCells(maxKey: string, width: number): Promise<Map<string, KeyCell>>;
+  keyCells(maxKey: string, width: number): Promise<Map<string, CellCode>>;
   /** The file records the jobs `keys` are expected to have (their JobFiles), summed: for `--dry-run`. */
   fileRecordsOf(keys: string[]): Promise<number>;
   /** The file records every job at or below `maxKey` is expected to have, summed: for `--dry-run`. */

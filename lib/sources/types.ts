@@ -3,7 +3,7 @@ import type { PoolClient } from 'pg';
 import type { BucketDigestKind, RowHashKind } from '../fingerprint';
 import type { GoneJob, PageRejectRecord, ReadRow } from '../rows';
 
-export type { KeyCell, RangeKeySource, RefreshCandidates, RefreshSource, SourceJobHash } from './refresh-types';
+export type { RangeKeySource, RefreshCandidates, RefreshSource, SourceJobHash } from './refresh-types';
 
 export { JOB_COLUMNS } from '../rows';
 export type { GoneJob, JobColumn, PageRejectRecord, ReadRow, SourceRow } from '../rows';
