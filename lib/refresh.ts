@@ -237,12 +237,13 @@ export function differingCells(
     const had = plus.get(id) ?? { jobs: 0, offsets: 0 };
     plus.set(id, { jobs: had.jobs + 1, offsets: had.offsets + Number(key - cell * width) });
   }
+  // A version's code without figures (NaN) stays NaN: cellCode takes no NaN.
   const expected = (id: string): CellCode | undefined => {
     const v = version.get(id);
     const p = plus.get(id);
     if (!p) return v;
-    const had = v === undefined ? { jobs: 0, offsets: 0 } : cellOfCode(v);
-    return v !== undefined && Number.isNaN(v) ? NaN : cellCode(had.jobs + p.jobs, had.offsets + p.offsets);
+    const had = cellOfCode(v ?? cellCode(0, 0));
+    return cellCode(had.jobs + p.jobs, had.offsets + p.offsets);
   };
   const out: bigint[] = [];
   for (const [id, a] of source) if (a !== expected(id)) out.push(BigInt(id));
