@@ -19,7 +19,7 @@ import { pageReadWriter } from '../lib/page';
 import type { PageContext } from '../lib/page';
 import { partitionName } from '../lib/catalog/partitions';
 import { JOB_COLUMNS } from '../lib/sources/types';
-import type { PageRead, PageSource } from '../lib/sources/types';
+import type { PageRead } from '../lib/sources/types';
 import type { TestDatabases } from '../dev/harness/harness';
 import { testDatabases } from '../dev/harness/harness';
 import { waitFor, within } from '../dev/harness/wait';
@@ -103,9 +103,7 @@ function writer(read: PageRead) {
     { pageNo: 1, attempt: 1 },
     read,
     {
-      source: {} as PageSource,
-      range: { firstKey: '1', lastKey: '1000' },
-      statementTimeoutMs: 30_000,
+      reopen: () => Promise.reject(new Error('no fresh read in this test')),
       signal: new AbortController().signal,
       files: false,
     },

@@ -46,15 +46,10 @@ export async function copyPlannedPage(
   // A refresh's page reads only its own jobs (plan.keys) within its bounds.
   const range = { firstKey: plan.firstKey, lastKey: plan.lastKey, ...(plan.keys ? { keys: plan.keys } : {}) };
   copy.progress.stage = 'reading';
-  const read = await source.openPageRead(range, { statementTimeoutMs, files: plan.files, signal });
+  const open = () => source.openPageRead(range, { statementTimeoutMs, files: plan.files, signal });
+  const read = await open();
   try {
-    const write = pageReadWriter(ctx, input, page, read, {
-      source,
-      range,
-      statementTimeoutMs,
-      signal,
-      files: plan.files,
-    });
+    const write = pageReadWriter(ctx, input, page, read, { reopen: open, signal, files: plan.files });
     await ctx.hooks?.afterRead?.(page);
     copy.progress.stage = 'writing';
     if (signal.aborted) throw new PageCancelledError(input.pageNo, false);

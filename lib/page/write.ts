@@ -27,7 +27,7 @@ import {
 } from '../catalog';
 import { isDataError, withSavepoint } from '../db';
 import { isFileSource as isListing } from '../config';
-import type { PageRead, PageSource } from '../sources/types';
+import type { PageRead } from '../sources/types';
 import type { RejectRecord } from '../validate';
 import { validateRows } from '../validate';
 import type { CopyPageInput, CopyPageResult } from '../../workflows/definitions';
@@ -173,14 +173,13 @@ export async function writePage(
   };
 }
 
-/** Where a page reads from, and under which limits. */
+/** How a page's writer reads and stops. */
 export interface StreamedPage {
-  /** The page's source. */
-  source: PageSource;
-  /** The page's job-id range (decimal text). */
-  range: { firstKey: string; lastKey: string };
-  /** statement_timeout of its statements (ms). */
-  statementTimeoutMs: number;
+  /**
+   * Opens a fresh read of the same page (its own snapshot; a listing's `filesCommand` runs again),
+   * for the per-row fallback. @throws the source's errors.
+   */
+  reopen(): Promise<PageRead>;
   /** The attempt's cancellation: ends both streams. */
   signal: AbortSignal;
   /** The version rebuilds file records: the page writes its jobs' files after their rows. */
@@ -254,11 +253,7 @@ function digestOf(d: RowDigest, rows: number): Pick<WrittenRows, 'digest' | 'buc
  * `filesCommand` runs again), rows validated and upserted.
  */
 async function writeRowByRow(c: PoolClient, input: CopyPageInput, streamed: StreamedPage): Promise<WrittenRows> {
-  const again = await streamed.source.openPageRead(streamed.range, {
-    statementTimeoutMs: streamed.statementTimeoutMs,
-    files: streamed.files,
-    signal: streamed.signal,
-  });
+  const again = await streamed.reopen();
   try {
     const checked = validateRows(await again.readRows());
     const rejects: RejectRecord[] = [...again.rejects, ...checked.rejects];
