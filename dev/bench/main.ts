@@ -89,7 +89,10 @@ function parseOptions(): BenchOptions {
       '--worker-node-options <flags>',
       'NODE_OPTIONS of the worker processes only (e.g. "--max-old-space-size=256")',
     )
-    .option('--worker-log <file>', "also write the product's worker output to this file (e.g. with --trace-gc)")
+    .option(
+      '--worker-log <file>',
+      "also write the product's worker output (then the refresh's) to this file (e.g. with --trace-gc)",
+    )
     .parse()
     .opts<BenchOptions>();
   if (!Number.isInteger(o.jobs) || o.jobs < 1) throw new Error('--jobs must be a positive integer');

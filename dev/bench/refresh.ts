@@ -10,6 +10,7 @@
  * - `refresh: equivalence`: the refreshed `active_jobs` against the changed source, field by field.
  */
 import { spawn } from 'node:child_process';
+import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { projectRoot } from '../../lib/paths';
 import { compareCatalogToSource } from '../verify';
@@ -121,6 +122,7 @@ export async function runRefresh(ctx: BenchContext, temporalAddress: string, ful
     address: temporalAddress,
     configFile: writeConfig(ctx.dbs),
     taskQueue: uniqueQueue('bench-refresh'),
+    extra: ctx.o.workerNodeOptions ? { NODE_OPTIONS: ctx.o.workerNodeOptions } : {},
   });
   const workers: WorkerProcess[] = [];
   try {
@@ -187,6 +189,12 @@ export async function runRefresh(ctx: BenchContext, temporalAddress: string, ful
       if (!same) throw new Error('the refreshed catalog has other file records than the changed source');
     }
   } finally {
+    // The refresh's workers' output (memory probe lines included) follows the full rebuild's.
+    if (ctx.o.workerLog)
+      fs.appendFileSync(
+        ctx.o.workerLog,
+        workers.map((w) => `\n# refresh worker pid ${w.pid}\n${w.output()}`).join('\n'),
+      );
     for (const w of workers) w.kill('SIGTERM');
     for (const w of workers) await within(w.exited, 10_000).catch(() => undefined);
   }
