@@ -28,7 +28,8 @@ import {
   setVersionFiles,
   carryListingFileStats,
   storeRanges,
-  versionCells,
+  differingCellsOfSource,
+  stageSourceCells,
   versionKeysInRanges,
   versionRowHashes,
 } from '../lib/catalog';
@@ -39,7 +40,7 @@ import { PAGE_SIZING } from '../lib/page-sizing';
 import type { RefreshChanges, WeightedRefreshPage } from '../lib/refresh';
 import {
   classifyCandidates,
-  differingCells,
+  cellKeyBounds,
   KEY_CELL_WIDTH,
   refreshedRanges,
   refreshPages,
@@ -178,32 +179,37 @@ export async function detectRefresh(
   const detectionMs: Record<string, number> = {};
   const timed = stopwatch(detectionMs);
   // Two independent reads, run at once (each on its own session of the source): the candidates
-  // with their stored hashes, and the cells of both sides. Each step timed alone: `candidates`,
-  // `hashes`, `cells` (`cells.source`, `cells.catalog`).
+  // with their stored hashes, and the source's cells. Each step timed alone: `candidates`,
+  // `hashes`, `cells.source`, `cells.compare`.
   const candidatesStep = async () => {
     const found = await timed('candidates', () => source.candidates(maxKey, base.horizon!));
     if (!found) return null;
     const keys = found.jobs.map((j) => j.key);
-    return { found, stored: await timed('hashes', () => versionRowHashes(pool, base.versionId, keys)) };
+    const stored = await timed('hashes', () => versionRowHashes(pool, base.versionId, keys));
+    return { found, ...classifyCandidates(found.jobs, stored) };
   };
+  const written = candidatesStep();
   // Deletions: cells of 64 key values whose jobs differ between the source and the version, once
-  // the new jobs are counted in. The source counts its cells in one pass over its primary key; the
-  // version's were stored at its seal (lib/catalog/key-cells.ts). What is listed then grows with
-  // the changed jobs, not with the catalog.
+  // the new jobs are counted in. The source counts its cells in one pass over its primary key and
+  // streams them into a temporary table of the catalog; the version's were stored at its seal
+  // (lib/catalog/key-cells.ts); one statement there compares them. What reaches the worker, and
+  // what is listed then, grows with the changed jobs, not with the catalog.
   const cellsStep = () =>
-    Promise.all([
-      timed('cells.source', () => source.keyCells(maxKey, Number(KEY_CELL_WIDTH))),
-      timed('cells.catalog', () => withLongSession(pool, (c) => versionCells(c, base.versionId))),
-    ]);
-  const [written, [sourceCells, catalogCells]] = await Promise.all([candidatesStep(), timed('cells', cellsStep)]);
-  if (!written)
+    withLongSession(pool, async (c) => {
+      const width = Number(KEY_CELL_WIDTH);
+      await timed('cells.source', () => stageSourceCells(c, (into) => source.copyKeyCells(maxKey, width, into)));
+      const w = await written;
+      if (!w) return [];
+      return timed('cells.compare', () => differingCellsOfSource(c, base.versionId, w.newKeys));
+    });
+  const [w, cells] = await Promise.all([written, cellsStep()]);
+  if (!w)
     return {
       fullRebuild:
         'the source cannot tell what changed since the active version (its transaction horizon is out of reach)',
     };
-  const { found, stored } = written;
-  const { newKeys, changedKeys, unchanged } = classifyCandidates(found.jobs, stored);
-  const bounds = differingCells(sourceCells, catalogCells, newKeys, KEY_CELL_WIDTH);
+  const { found, newKeys, changedKeys, unchanged } = w;
+  const bounds = cellKeyBounds(cells, KEY_CELL_WIDTH);
   const candidates = new Set(found.jobs.map((j) => j.key));
   const { deletedKeys, missing } = await timed('keys', () =>
     keysOfDifferingCells(source, pool, base.versionId, maxKey, bounds, candidates),

@@ -161,38 +161,24 @@ export function refreshedRanges(
   return out;
 }
 
-/** Key values per cell of a refresh's search for deleted jobs (lib/sources `keyCells`, lib/catalog/key-cells.ts). */
+/** Key values per cell of a refresh's search for deleted jobs (lib/sources `copyKeyCells`, lib/catalog/key-cells.ts). */
 export const KEY_CELL_WIDTH = 64n;
 
-/**
- * A cell's jobs and the sum of their keys' offsets in it (a key less the cell times the width:
- * from −63 to 63, of the key's sign), packed in one Number: `jobs × CELL_CODE_JOBS + offsets +
- * CELL_CODE_OFFSETS`. Two cells of one key range with the same jobs have equal key sums exactly when
- * their offsets' sums are equal (the key sum is jobs × width × cell plus the offsets), and a cell
- * holds at most 64 keys, so the code tells what a (jobs, key sum) pair would, in a Number: 156,000
- * cells at 10^7 jobs per side of a refresh's comparison, held in the worker. `NaN` (never equal to
- * anything) for figures outside that span.
- */
-export type CellCode = number;
-
-/** The factor of a cell's jobs in its {@link CellCode}. */
+/** The factor of a cell's jobs in its cell code ({@link cellCodeSql}). */
 const CELL_CODE_JOBS = 8192;
-/** Added to a cell's offsets' sum in its {@link CellCode}: sums from −4095 to 4095 fit. */
+/** Added to a cell's offsets' sum in its cell code: sums from −4095 to 4095 fit. */
 const CELL_CODE_OFFSETS = 4096;
 
-/** The {@link CellCode} of a cell's `jobs` and the sum of their keys' `offsets`; NaN out of span. */
-export function cellCode(jobs: number, offsets: number): CellCode {
-  const ok = Number.isInteger(jobs) && jobs >= 0 && Number.isInteger(offsets) && Math.abs(offsets) < CELL_CODE_OFFSETS;
-  return ok ? jobs * CELL_CODE_JOBS + offsets + CELL_CODE_OFFSETS : NaN;
-}
-
-/** The jobs and offsets' sum of a {@link CellCode}. */
-function cellOfCode(code: CellCode): { jobs: number; offsets: number } {
-  const jobs = Math.floor(code / CELL_CODE_JOBS);
-  return { jobs, offsets: code - jobs * CELL_CODE_JOBS - CELL_CODE_OFFSETS };
-}
-
-/** SQL: the {@link CellCode} of a cell, from its jobs `n` and the sum of its keys' offsets `r` (SQL expressions). */
+/**
+ * SQL: a cell's code, from its jobs `n` and the sum of its keys' offsets `r` (SQL expressions).
+ * The code is a cell's jobs and the sum of their keys' offsets in it (a key less the cell times the width:
+ * from −63 to 63, of the key's sign), packed in one integer: `jobs × CELL_CODE_JOBS + offsets +
+ * CELL_CODE_OFFSETS`. Two cells of one key range with the same jobs have equal key sums exactly when
+ * their offsets' sums are equal (the key sum is jobs × width × cell plus the offsets), and a cell
+ * holds at most 64 keys, so the code tells what a (jobs, key sum) pair would, in one `int`: the
+ * source's cells travel to the catalog as (cell, code) and are compared there. NULL (never equal
+ * to anything) for figures outside that span.
+ */
 export const cellCodeSql = (n: string, r: string): string =>
   `CASE WHEN abs(${r}) < ${CELL_CODE_OFFSETS} THEN (${n}) * ${CELL_CODE_JOBS} + (${r}) + ${CELL_CODE_OFFSETS} END`;
 
@@ -215,41 +201,7 @@ export function cellBounds(
 /** Every job key: the bounds of a cell with no range to clip it. */
 const ALL_KEYS = { firstKey: MIN_KEY, lastKey: '9223372036854775807' };
 
-/**
- * The cells (keyed by the cell as decimal text, as {@link CellCode}s) whose jobs differ between the
- * source and the version, once the new keys (`added`, in the source only) are counted in: by jobs
- * or by the sum of keys, so a cell where one job left and another came is found too.
- * @returns their key bounds, ascending.
- */
-export function differingCells(
-  source: Map<string, CellCode>,
-  version: Map<string, CellCode>,
-  added: string[],
-  width: bigint,
-): { firstKey: string; lastKey: string }[] {
-  // The new keys' figures per cell, kept apart: the version's map (a row per 64 keys of the
-  // catalog) is neither copied nor changed.
-  const plus = new Map<string, { jobs: number; offsets: number }>();
-  for (const k of added) {
-    const key = BigInt(k);
-    const cell = cellOf(key, width);
-    const id = cell.toString();
-    const had = plus.get(id) ?? { jobs: 0, offsets: 0 };
-    plus.set(id, { jobs: had.jobs + 1, offsets: had.offsets + Number(key - cell * width) });
-  }
-  // A version's code without figures (NaN) stays NaN: cellCode takes no NaN.
-  const expected = (id: string): CellCode | undefined => {
-    const v = version.get(id);
-    const p = plus.get(id);
-    if (!p) return v;
-    const had = cellOfCode(v ?? cellCode(0, 0));
-    return cellCode(had.jobs + p.jobs, had.offsets + p.offsets);
-  };
-  const out: bigint[] = [];
-  for (const [id, a] of source) if (a !== expected(id)) out.push(BigInt(id));
-  // Cells the source no longer has: every job of them left.
-  for (const id of version.keys()) if (!source.has(id)) out.push(BigInt(id));
-  for (const id of plus.keys()) if (!source.has(id) && !version.has(id)) out.push(BigInt(id));
-  out.sort((x, y) => (x < y ? -1 : x > y ? 1 : 0));
-  return out.map((c) => cellBounds(ALL_KEYS, c, width));
+/** The key bounds of each of `cells` (decimal text, in their order) of `width` key values. */
+export function cellKeyBounds(cells: string[], width: bigint): { firstKey: string; lastKey: string }[] {
+  return cells.map((c) => cellBounds(ALL_KEYS, BigInt(c), width));
 }

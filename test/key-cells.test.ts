@@ -1,22 +1,29 @@
 /**
- * The catalog side of a refresh's deletion check (lib/catalog/key-cells.ts): a version's jobs and
- * key sums per cell, counted on its table or stored (a refresh's from its base's and its changes),
- * equal the cells of the keys the version holds, over a version of two segments with superseded
- * rows, deletions that empty whole cells included.
+ * A refresh's deletion check (lib/catalog/key-cells.ts): a version's jobs and key sums per cell,
+ * counted on its table or stored (a refresh's from its base's and its changes), equal the cells of
+ * the keys the version holds, over a version of two segments with superseded rows, deletions that
+ * empty whole cells included; the source's cells, streamed into the catalog, are compared there,
+ * and exactly the cells whose jobs differ come back: a deletion, a swap with equal counts, a new key
+ * counted in, a cell without a code.
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { TestDatabases } from '../dev/harness/harness';
 import { testDatabases } from '../dev/harness/harness';
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import type { Writable } from 'node:stream';
 import {
   createVersionPartition,
+  differingCellsOfSource,
   refreshRangeCounts,
+  stageSourceCells,
   storeRefreshVersionCells,
   storeVersionCellsFromTable,
-  versionCells,
 } from '../lib/catalog';
-import { cellCode, differingCells, KEY_CELL_WIDTH } from '../lib/refresh';
-import { keyCells } from '../lib/sources/bareos-refresh';
+import { withLongSession } from '../lib/db';
+import { cellCodeSql, KEY_CELL_WIDTH } from '../lib/refresh';
+import { copyKeyCells } from '../lib/sources/bareos-refresh';
 
 let dbs: TestDatabases;
 let base: string;
@@ -85,7 +92,11 @@ function expected(keys: number[]) {
   return out;
 }
 
-/** The cell codes of `keys` (lib/refresh.ts `CellCode`), computed here from their jobs and key sums. */
+/** A cell's code as lib/refresh.ts `cellCodeSql` packs it: null out of span. */
+const cellCode = (jobs: number, offsets: number): number | null =>
+  Math.abs(offsets) < 4096 ? jobs * 8192 + offsets + 4096 : null;
+
+/** The cell codes of `keys`, computed here from their jobs and key sums. */
 function expectedCodes(keys: number[]) {
   return new Map(
     [...expected(keys)].map(([id, f]) => [
@@ -93,6 +104,31 @@ function expectedCodes(keys: number[]) {
       cellCode(f.jobs, Number(f.keySum - BigInt(f.jobs) * KEY_CELL_WIDTH * BigInt(id))),
     ]),
   );
+}
+
+/**
+ * The cells that differ between version `v` and a source whose cells `fill` streams (COPY text of
+ * cell and code), `added` counted in: as a refresh's detection stages and compares them.
+ */
+function differing(v: string, fill: (into: Writable) => Promise<void>, added: string[] = []): Promise<string[]> {
+  return withLongSession(dbs.catalogPool, async (c) => {
+    await stageSourceCells(c, fill);
+    return differingCellsOfSource(c, v, added);
+  });
+}
+
+/** A source holding exactly `keys`, as COPY text of its cells and codes. */
+const sourceOf =
+  (keys: number[], codes: Map<string, number | null> = expectedCodes(keys)) =>
+  (into: Writable) =>
+    pipeline(Readable.from([...codes].map(([cell, code]) => `${cell}\t${code ?? '\\N'}\n`)), into);
+
+/** The cells where the cells of `a` and of `b` differ, ascending, computed here. */
+function cellsBetween(a: number[], b: number[]): string[] {
+  const x = expectedCodes(a);
+  const y = expectedCodes(b);
+  const ids = new Set([...x.keys(), ...y.keys()]);
+  return [...ids].filter((id) => x.get(id) !== y.get(id)).sort((p, q) => Number(BigInt(p) - BigInt(q)));
 }
 
 /** The jobs and key sums `version_cell` stores for `v`. */
@@ -112,11 +148,13 @@ const keyCellsFlag = async (v: string) =>
 
 test("without stored cells, a version's cells are counted on its segments, superseded rows left out", async () => {
   assert.equal(await keyCellsFlag(refresh), false);
-  const want = sorted(expectedCodes(refreshKeys));
-  assert.ok(want.length > 90, `${want.length} cells`);
-  assert.deepEqual(sorted(await versionCells(dbs.catalogPool, refresh)), want);
+  assert.ok(expectedCodes(refreshKeys).size > 90, `${expectedCodes(refreshKeys).size} cells`);
+  assert.deepEqual(await differing(refresh, sourceOf(refreshKeys)), []);
   // The base as its refresh left it: every row counts for the base (superseded after it).
-  assert.deepEqual(sorted(await versionCells(dbs.catalogPool, base)), sorted(expectedCodes(baseKeys)));
+  assert.deepEqual(await differing(base, sourceOf(baseKeys)), []);
+  const changed = cellsBetween(baseKeys, refreshKeys);
+  assert.ok(changed.length > 40, `${changed.length} cells differ`);
+  assert.deepEqual(await differing(refresh, sourceOf(baseKeys)), changed);
 });
 
 test("a refresh's stored cells are its base's, less the rows it superseded, plus its own", async () => {
@@ -124,13 +162,14 @@ test("a refresh's stored cells are its base's, less the rows it superseded, plus
   await storeVersionCellsFromTable(dbs.catalogPool, base);
   assert.equal(await keyCellsFlag(base), true);
   assert.deepEqual(sorted(await storedCells(base)), sorted(expected(baseKeys)));
-  assert.deepEqual(sorted(await versionCells(dbs.catalogPool, base)), sorted(expectedCodes(baseKeys)));
+  assert.deepEqual(await differing(base, sourceOf(baseKeys)), []);
   assert.equal(await storeRefreshVersionCells(dbs.catalogPool, refresh, base), true);
   // Twice: it replaces what it stored.
   assert.equal(await storeRefreshVersionCells(dbs.catalogPool, refresh, base), true);
   assert.equal(await keyCellsFlag(refresh), true);
   assert.deepEqual(sorted(await storedCells(refresh)), sorted(expected(refreshKeys)));
-  assert.deepEqual(sorted(await versionCells(dbs.catalogPool, refresh)), sorted(expectedCodes(refreshKeys)));
+  assert.deepEqual(await differing(refresh, sourceOf(refreshKeys)), []);
+  assert.deepEqual(await differing(refresh, sourceOf(baseKeys)), cellsBetween(baseKeys, refreshKeys));
   const { rows } = await dbs.catalogPool.query<{ n: string }>(
     `SELECT count(*)::text AS n FROM version_cell WHERE version_id = $1 AND jobs <= 0`,
     [refresh],
@@ -164,22 +203,62 @@ test("a refresh's jobs per key range are its base's, less the rows it superseded
 });
 
 test("the source's cell codes, from one pass over its job ids, equal the catalog's for the same keys", async () => {
-  // The source side needs only the job ids (lib/sources/bareos-refresh.ts KEY_CELLS_SQL).
+  // The source side needs only the job ids (lib/sources/bareos-refresh.ts keyCellsSql).
   await dbs.sourcePool.query(`CREATE TABLE job (jobid bigint PRIMARY KEY)`);
   const big = [2n ** 53n + 1n, 2n ** 53n + 64n, 2n ** 60n];
   await dbs.sourcePool.query(`INSERT INTO job SELECT unnest($1::bigint[])`, [[...refreshKeys, ...big.map(String)]]);
-  const source = await keyCells(dbs.sourcePool, '6100', Number(KEY_CELL_WIDTH));
-  assert.deepEqual(sorted(source), sorted(expectedCodes(refreshKeys)), 'keys above maxKey left out');
-  assert.deepEqual(differingCells(source, await versionCells(dbs.catalogPool, refresh), [], KEY_CELL_WIDTH), []);
-  const all = await keyCells(dbs.sourcePool, (2n ** 62n).toString(), Number(KEY_CELL_WIDTH));
-  assert.deepEqual([...all.keys()].filter((c) => !source.has(c)).sort(), [
-    '140737488355328',
-    '140737488355329',
-    '18014398509481984',
-  ]);
+  const width = Number(KEY_CELL_WIDTH);
+  assert.deepEqual(await differing(refresh, (into) => copyKeyCells(dbs.sourcePool, '6100', width, into)), []);
+  const all = (into: Writable) => copyKeyCells(dbs.sourcePool, (2n ** 62n).toString(), width, into);
   assert.deepEqual(
-    differingCells(all, await versionCells(dbs.catalogPool, refresh), [], KEY_CELL_WIDTH).length,
-    3,
+    await differing(refresh, all),
+    ['140737488355328', '140737488355329', '18014398509481984'],
     'the cells of the keys the version lacks differ',
   );
+  // Those keys counted in as new: nothing differs.
+  assert.deepEqual(await differing(refresh, all, big.map(String)), []);
+  await assert.rejects(copyKeyCells(dbs.sourcePool, '1; DROP TABLE job', width, process.stdout), /not a key/);
+});
+
+test('cells whose jobs differ are found: a deletion, a swap with equal counts, a new key; equal cells are not', async () => {
+  const v = await version('swap', []);
+  const kept = Array.from({ length: 1200 }, (_, i) => 2 * (i + 1));
+  await jobs(v, [-5, ...kept]);
+  // 10 deleted; in cell 10 (640..703) 700 left and 701 came (the same count, another key sum);
+  // 2402 new (a candidate, counted in); 4001 in the source and not in the version (missing); -5
+  // and 2400 (the top of the version) deleted.
+  const source = kept.filter((k) => k !== 10 && k !== 700 && k !== 2400).concat([701, 2402, 4001]);
+  assert.deepEqual(await differing(v, sourceOf(source), ['2402']), ['0', '10', '37', '62']);
+  assert.deepEqual(await differing(v, sourceOf([-5, ...kept])), [], 'nothing differs');
+  assert.deepEqual(await differing(v, sourceOf([-5, ...kept, 2402]), ['2402']), [], 'a new key counted in');
+  assert.deepEqual(await differing(v, sourceOf([-5, ...kept, 2402])), ['37'], 'a key the version lacks');
+  // A cell without a code (offsets out of span) always differs.
+  const codes = expectedCodes([-5, ...kept]);
+  codes.set('5', null);
+  assert.deepEqual(await differing(v, sourceOf([], codes)), ['5']);
+});
+
+test('a cell code tells equal figures from different ones: every pair of keys of cell 0 and of cell -1', async () => {
+  // Offsets of the key's sign: cell 0 holds -63..63, cell -1 -127..-64.
+  const { rows } = await dbs.catalogPool.query<{ a: string; b: string; code: number }>(
+    `SELECT a::text, b::text, (${cellCodeSql('2', '(a - a / 64 * 64) + (b - b / 64 * 64)')})::int AS code
+     FROM generate_series(-127, 63) a, generate_series(-127, 63) b
+     WHERE a < b AND a / 64 = b / 64`,
+  );
+  assert.equal(rows.length, (127 * 126) / 2 + (64 * 63) / 2, 'pairs of cell 0 (-63..63) and of cell -1');
+  // Codes are compared cell by cell (the source's and the version's of one cell).
+  const sumOf = new Map<string, number>();
+  for (const r of rows) {
+    const sum = Number(r.a) + Number(r.b);
+    const id = `${Math.trunc(Number(r.a) / 64)}:${r.code}`;
+    assert.equal(sumOf.get(id) ?? sum, sum, `${r.a}, ${r.b} share code ${r.code} with another sum`);
+    sumOf.set(id, sum);
+  }
+  const one = async (n: number, o: number) =>
+    (await dbs.catalogPool.query<{ c: number | null }>(`SELECT (${cellCodeSql(String(n), String(o))})::int AS c`))
+      .rows[0].c;
+  assert.notEqual(await one(2, 10), await one(2, 11));
+  assert.notEqual(await one(2, 10), await one(3, 10));
+  assert.equal(await one(1, 4096), null, 'an offsets sum out of span has no code');
+  assert.equal(await one(1, 4095), cellCode(1, 4095));
 });

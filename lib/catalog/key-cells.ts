@@ -9,10 +9,11 @@
  * A cell is the key divided by {@link KEY_CELL_WIDTH}, truncated toward zero, as PostgreSQL divides.
  * Identifiers are escaped with pg-format's %I.
  */
+import type { Writable } from 'node:stream';
 import type { PoolClient } from 'pg';
+import { from as copyFrom } from 'pg-copy-streams';
 import format from 'pg-format';
 import type { Queryable } from '../db';
-import type { CellCode } from '../refresh';
 import { cellCodeSql, KEY_CELL_WIDTH } from '../refresh';
 import { partitionName } from './partitions';
 import { refreshChangesSql, versionSegments } from './segments';
@@ -124,26 +125,54 @@ export async function storeVersionCellsFromTable(db: Queryable, versionId: strin
   await replaceVersionCells(db, versionId, segments.map(segmentCellsSql).join(' UNION ALL '));
 }
 
+/** The temporary table a refresh's detection copies the source's cells into, on its own session. */
+const SOURCE_CELLS = 'refresh_source_cell';
+
 /**
- * `versionId`'s jobs per cell as lib/refresh.ts `CellCode`s (cell as decimal text → code: the jobs
- * and the sum of their keys' offsets in the cell; cells without jobs absent): from the stored jobs
- * and key sums, or with none stored, counted on its table (one scan per segment; run it on a
- * session without statement timeout).
+ * Creates the session's temporary table of the source's cells and fills it through `fill` (the
+ * source's `copyKeyCells`: COPY text of cell and cell code), streamed from the source without a row
+ * becoming a JavaScript object. Run it on a session of its own without statement timeout, then
+ * {@link differingCellsOfSource} on the same session; the session is discarded afterwards.
+ * @throws the catalog's or `fill`'s errors.
  */
-export async function versionCells(db: Queryable, versionId: string): Promise<Map<string, CellCode>> {
-  const stored = await hasStoredCells(db, versionId);
-  const segments = stored ? [] : await versionSegments(db, versionId);
+export async function stageSourceCells(c: PoolClient, fill: (into: Writable) => Promise<void>): Promise<void> {
+  await c.query(`CREATE TEMP TABLE ${SOURCE_CELLS} (cell bigint NOT NULL, code int)`);
+  await fill(c.query(copyFrom(`COPY ${SOURCE_CELLS} (cell, code) FROM STDIN`)));
+  await c.query(`ANALYZE ${SOURCE_CELLS}`);
+}
+
+/**
+ * The cells (decimal text, ascending) whose jobs differ between the source's cells staged on this
+ * session ({@link stageSourceCells}) and `versionId`'s, once the new keys `added` (in the source
+ * only) are counted in: by jobs or by the sum of their keys' offsets, so a cell where one job left
+ * and another came is found too. A cell on one side only differs; so does a cell without a code on
+ * either side (its offsets out of span). The version's cells are its stored ones or, with none
+ * stored, counted on its table (one scan per segment). One statement in the catalog: only the
+ * differing cells reach the worker.
+ * @throws the catalog's errors.
+ */
+export async function differingCellsOfSource(c: PoolClient, versionId: string, added: string[]): Promise<string[]> {
+  const w = KEY_CELL_WIDTH.toString();
+  const stored = await hasStoredCells(c, versionId);
+  const segments = stored ? [] : await versionSegments(c, versionId);
   const figures = stored
     ? `SELECT cell, jobs AS n, key_sum AS s FROM version_cell WHERE version_id = $1`
     : `SELECT cell, sum(n) AS n, sum(s) AS s FROM (${segments.map(segmentCellsSql).join(' UNION ALL ')}) t
        GROUP BY cell HAVING sum(n) > 0`;
-  const offsets = `f.s - f.n * ${KEY_CELL_WIDTH.toString()} * f.cell`;
-  const { rows } = await db.query<[string, number | null]>({
-    text: `SELECT f.cell::text, (${cellCodeSql('f.n', offsets)})::int FROM (${figures}) f`,
-    values: [versionId],
-    rowMode: 'array',
-  });
-  return new Map(rows.map(([cell, code]) => [cell, code ?? NaN]));
+  const code = (n: string, o: string) => cellCodeSql(n, o);
+  const { rows } = await c.query<{ cell: string }>(
+    `WITH v AS (SELECT f.cell, f.n, f.s - f.n * ${w} * f.cell AS o FROM (${figures}) f),
+          a AS (SELECT k / ${w} AS cell, count(*) AS n, sum(k - k / ${w} * ${w}) AS o
+                FROM unnest($2::bigint[]) AS t(k) GROUP BY 1),
+          e AS (SELECT coalesce(v.cell, a.cell) AS cell,
+                       CASE WHEN v.cell IS NOT NULL AND ${code('v.n', 'v.o')} IS NULL THEN NULL
+                            ELSE ${code('coalesce(v.n, 0) + coalesce(a.n, 0)', 'coalesce(v.o, 0) + coalesce(a.o, 0)')} END AS code
+                FROM v FULL JOIN a ON a.cell = v.cell)
+     SELECT coalesce(s.cell, e.cell) AS cell FROM ${SOURCE_CELLS} s FULL JOIN e ON e.cell = s.cell
+     WHERE (s.code = e.code) IS NOT TRUE ORDER BY 1`,
+    [versionId, added],
+  );
+  return rows.map((r) => r.cell);
 }
 
 /**

@@ -11,12 +11,14 @@
  * - the keys of such a cell or range (index-only), to name the deleted jobs.
  * Rows the page would quarantine are never hashed (their text may not convert).
  */
+import type { Writable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
 import type { Pool } from 'pg';
+import { to as copyTo } from 'pg-copy-streams';
 import { withLongSession, withRangeScanSession } from '../db';
 import type { SourceTextMode } from './bareos-columns';
 import { BAREOS_FROM_JOB, bareosRowHash, bareosRejectCondition, LONG_CLIENT_IDS_SQL } from './bareos-columns';
 import { FILE_WEIGHT } from './bareos-files';
-import type { CellCode } from '../refresh';
 import { cellCodeSql } from '../refresh';
 import type { RefreshCandidates, SourceJobHash } from './types';
 
@@ -63,14 +65,21 @@ const rangeScan = (maxKey: string) =>
   `SELECT jobid FROM job WHERE jobid BETWEEN r.lo AND r.hi AND jobid <= ${maxKey}::bigint OFFSET 0`;
 
 /**
- * SQL: per cell of `$2` key values (`b`: the key divided by `$2`, truncated), the jobs at or below
- * `$1` as a {@link CellCode} (`c`: their count and the sum of their keys' offsets in the cell); only
- * cells that hold a job. One pass over the primary key's values, grouped by a hash aggregate on the
- * cell: nothing but one row per 64 keys leaves the source.
+ * SQL: per cell of `width` key values (the key divided by `width`, truncated), the jobs at or
+ * below `maxKey` as a cell code (lib/refresh.ts `cellCodeSql`: their count and the sum of their keys' offsets in the cell;
+ * NULL out of span): columns cell, code; only cells that hold a job. One pass over the primary
+ * key's values, grouped by a hash aggregate on the cell: nothing but one row per 64 keys leaves the
+ * source. Literal values (it runs as a COPY, which takes no parameters).
+ * @throws Error when `maxKey` or `width` is not an integer.
  */
-export const KEY_CELLS_SQL = `SELECT b::text AS b, ${cellCodeSql('count(*)', 'sum(o)')}::int AS c
-   FROM (SELECT jobid / $2::bigint AS b, jobid - jobid / $2::bigint * $2::bigint AS o FROM job WHERE jobid <= $1::bigint) k
+export function keyCellsSql(maxKey: string, width: number): string {
+  if (!/^-?\d{1,19}$/.test(maxKey) || !Number.isSafeInteger(width) || width < 1)
+    throw new Error(`not a key and a cell width: ${maxKey}, ${width}`);
+  return `SELECT b, ${cellCodeSql('count(*)', 'sum(o)')}::int
+   FROM (SELECT jobid / ${width}::bigint AS b, jobid - jobid / ${width}::bigint * ${width}::bigint AS o
+         FROM job WHERE jobid <= ${maxKey}::bigint) k
    GROUP BY b`;
+}
 
 /** SQL: the job keys at or below `$3` in the inclusive ranges (`$1` first, `$2` last keys), ascending. */
 export const KEYS_IN_RANGES_SQL = `SELECT j.jobid::text AS key FROM unnest($1::bigint[], $2::bigint[]) AS r(lo, hi)
@@ -114,14 +123,14 @@ export async function rangeKeyCounts(pool: Pool, maxKey: string, firstKeys: stri
 }
 
 /**
- * Jobs at or below `maxKey` per cell of `width` key values as {@link CellCode}s (see
- * {@link KEY_CELLS_SQL}), cell (decimal text) → code, on a session without statement timeout.
+ * Streams the source's cells (see {@link keyCellsSql}) as COPY text (cell, code) into `into`, a
+ * catalog `COPY … FROM STDIN`, on a session without statement timeout: no cell becomes a
+ * JavaScript object. Resolves when `into` has finished.
+ * @throws the source's or `into`'s errors (both streams are ended).
  */
-export async function keyCells(pool: Pool, maxKey: string, width: number): Promise<Map<string, CellCode>> {
-  const { rows } = await withLongSession(pool, (c) =>
-    c.query<[string, number | null]>({ text: KEY_CELLS_SQL, values: [maxKey, width], rowMode: 'array' }),
-  );
-  return new Map(rows.map(([b, code]) => [b, code ?? NaN]));
+export async function copyKeyCells(pool: Pool, maxKey: string, width: number, into: Writable): Promise<void> {
+  const sql = keyCellsSql(maxKey, width);
+  await withLongSession(pool, (c) => pipeline(c.query(copyTo(`COPY (${sql}) TO STDOUT`)), into));
 }
 
 /** The job keys at or below `maxKey` in the inclusive `ranges`, ascending (index-only). */

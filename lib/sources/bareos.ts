@@ -1,3 +1,4 @@
+import type { Writable } from 'node:stream';
 import type { Pool } from 'pg';
 import { createPool, withLongSession } from '../db';
 import type { Queryable } from '../db';
@@ -9,7 +10,7 @@ import { sourceDatabaseDescription } from '../config';
 import { BAREOS_JOB_SELECT as SELECT_JOB, bareosJobSelect } from './bareos-columns';
 import {
   expectedFileRecords,
-  keyCells,
+  copyKeyCells,
   keysInRanges,
   rangeKeyCounts,
   refreshCandidates,
@@ -18,7 +19,6 @@ import {
 import type { SourceTextMode } from './bareos-columns';
 import { openBareosPageRead } from './bareos-page';
 import type { FileJobStat, FileRead, FileSchema, FileSource, PageRead, PageReadOptions } from './types';
-import type { CellCode } from '../refresh';
 import type { PageKeys, RefreshCandidates, RefreshSource } from './types';
 import type { SourceFileReconciliation } from './types';
 import { fileJobStats, fileReconciliation, openBareosFileRead, planFilePages, readFileSchema } from './bareos-files';
@@ -323,8 +323,8 @@ export class BareosSource implements JobSource, FileSource, RefreshSource {
     return keysInRanges(this.pool, maxKey, ranges);
   }
 
-  keyCells(maxKey: string, width: number): Promise<Map<string, CellCode>> {
-    return keyCells(this.pool, maxKey, width);
+  copyKeyCells(maxKey: string, width: number, into: Writable): Promise<void> {
+    return copyKeyCells(this.pool, maxKey, width, into);
   }
 
   fileRecordsOf(keys: string[]): Promise<number> {

@@ -1,5 +1,5 @@
 /** The change detection of a refresh, as a source offers it (director catalogs). */
-import type { CellCode } from '../refresh';
+import type { Writable } from 'node:stream';
 
 /** A job of the source as change detection sees it: key and row hash (null: the page would quarantine it). */
 export interface SourceJobHash {
@@ -43,12 +43,13 @@ export interface RefreshSource extends RangeKeySource {
   /** This source's horizon now (xid8 text), for the plan of a full rebuild. */
   horizon(): Promise<string>;
   /**
-   * Jobs at or below `maxKey` per cell of `width` key values (the key divided by `width`, truncated
-   * toward zero) as lib/refresh.ts `CellCode`s (their count and the sum of their keys' offsets,
-   * which tells a cell whose jobs were swapped), keyed by the cell as decimal text; cells without
-   * jobs absent.
+   * Streams the jobs at or below `maxKey` per cell of `width` key values (the key divided by
+   * `width`, truncated toward zero) as cell codes (lib/refresh.ts `cellCodeSql`) (their count and the sum of their
+   * keys' offsets, which tells a cell whose jobs were swapped; NULL out of span) into `into`, a
+   * catalog `COPY … FROM STDIN` as COPY text (cell, code); cells without jobs absent. Resolves when
+   * `into` has finished. @throws the source's or `into`'s errors.
    */
-  keyCells(maxKey: string, width: number): Promise<Map<string, CellCode>>;
+  copyKeyCells(maxKey: string, width: number, into: Writable): Promise<void>;
   /** The file records the jobs `keys` are expected to have (their JobFiles), summed: for `--dry-run`. */
   fileRecordsOf(keys: string[]): Promise<number>;
   /** The file records every job at or below `maxKey` is expected to have, summed: for `--dry-run`. */
