@@ -30,7 +30,8 @@ import {
   storeRanges,
   differingCellsOfSource,
   stageSourceCells,
-  versionKeysInRanges,
+  sourceKeyDifferences,
+  stageSourceKeys,
   versionRowHashes,
 } from '../lib/catalog';
 import type { RefreshBase, VersionRange } from '../lib/catalog';
@@ -120,42 +121,34 @@ export function refreshObstacle(base: RefreshBase | null, s: RefreshSettings): s
 }
 
 /**
- * Cells whose keys are listed and compared per round trip: at most 64 × this many keys of each
- * side are held at once. 0.1 % of 10^7 jobs changed, spread over the history, make about 10,000
- * cells differ: listed at once, their 640,000 keys per side and the sets over them took the
- * worker to 558 MB (docs/performance.md).
+ * Cells whose keys one COPY of the source lists: bounds the literal arrays of its statement (two
+ * keys per cell). The keys themselves stream into the catalog and never reach the worker.
  */
-const CELLS_PER_KEY_LIST = 1_000;
+const CELLS_PER_KEY_COPY = 10_000;
 
 /**
- * The keys of the differing cells `bounds` (ascending), listed on both sides, `CELLS_PER_KEY_LIST`
- * cells at a time: those of the version that the source no longer has (`deletedKeys`, ascending),
- * and those of the source that the version lacks and that were not written since it (`missing`:
- * a job the version is missing, or one quarantined before; not in `candidates`).
+ * The keys of the differing cells `bounds` (ascending) on which the source and the version
+ * disagree, compared in the catalog on session `c`: the source's keys of those cells are streamed
+ * into it, `CELLS_PER_KEY_COPY` cells per COPY. `deletedKeys`: the version's that the source no
+ * longer has; `missing`: the source's that the version lacks and that were not written since it
+ * (not in `candidates`: a job the version is missing, or one quarantined before). Both ascending.
+ * At 10^7 jobs with 0.1 % changed, listing these keys in the worker (640,000 per side) and the
+ * cells before them took the refresh's worker to 558 MB (docs/performance.md).
  * @throws the source's or the catalog's errors.
  */
 async function keysOfDifferingCells(
+  c: PoolClient,
   source: RefreshSource,
-  pool: Pool,
   versionId: string,
   maxKey: string,
   bounds: { firstKey: string; lastKey: string }[],
-  candidates: Set<string>,
+  candidates: string[],
 ): Promise<{ deletedKeys: string[]; missing: string[] }> {
-  const deletedKeys: string[] = [];
-  const missing: string[] = [];
-  for (let i = 0; i < bounds.length; i += CELLS_PER_KEY_LIST) {
-    const cells = bounds.slice(i, i + CELLS_PER_KEY_LIST);
-    const [sourceKeys, catalogKeys] = await Promise.all([
-      source.keysInRanges(maxKey, cells),
-      withRangeScanSession(pool, (c) => versionKeysInRanges(c, versionId, cells)),
-    ]);
-    const inSource = new Set(sourceKeys);
-    const inCatalog = new Set(catalogKeys);
-    for (const k of catalogKeys) if (!inSource.has(k)) deletedKeys.push(k);
-    for (const k of sourceKeys) if (!inCatalog.has(k) && !candidates.has(k)) missing.push(k);
+  for (let i = 0; i < bounds.length; i += CELLS_PER_KEY_COPY) {
+    const cells = bounds.slice(i, i + CELLS_PER_KEY_COPY);
+    await stageSourceKeys(c, (into) => source.copyKeysInRanges(maxKey, cells, into));
   }
-  return { deletedKeys, missing };
+  return sourceKeyDifferences(c, versionId, bounds, candidates);
 }
 
 /**
@@ -195,31 +188,33 @@ export async function detectRefresh(
   // (lib/catalog/key-cells.ts); one statement there compares them. What reaches the worker, and
   // what is listed then, grows with the changed jobs, not with the catalog.
   const cellsStep = () =>
-    withLongSession(pool, async (c) => {
+    withRangeScanSession(pool, async (c) => {
       const width = Number(KEY_CELL_WIDTH);
       await timed('cells.source', () => stageSourceCells(c, (into) => source.copyKeyCells(maxKey, width, into)));
       const w = await written;
-      if (!w) return [];
-      return timed('cells.compare', () => differingCellsOfSource(c, base.versionId, w.newKeys));
+      if (!w) return null;
+      const cells = await timed('cells.compare', () => differingCellsOfSource(c, base.versionId, w.newKeys));
+      const bounds = cellKeyBounds(cells, KEY_CELL_WIDTH);
+      const candidates = w.found.jobs.map((j) => j.key);
+      const keys = await timed('keys', () =>
+        keysOfDifferingCells(c, source, base.versionId, maxKey, bounds, candidates),
+      );
+      return { cells: cells.length, ...keys };
     });
-  const [w, cells] = await Promise.all([written, cellsStep()]);
-  if (!w)
+  const [w, differing] = await Promise.all([written, cellsStep()]);
+  if (!w || !differing)
     return {
       fullRebuild:
         'the source cannot tell what changed since the active version (its transaction horizon is out of reach)',
     };
-  const { found, newKeys, changedKeys, unchanged } = w;
-  const bounds = cellKeyBounds(cells, KEY_CELL_WIDTH);
-  const candidates = new Set(found.jobs.map((j) => j.key));
-  const { deletedKeys, missing } = await timed('keys', () =>
-    keysOfDifferingCells(source, pool, base.versionId, maxKey, bounds, candidates),
-  );
+  const { newKeys, changedKeys, unchanged } = w;
+  const { deletedKeys, missing } = differing;
   return {
     base,
     ranges,
     changes: { newKeys: sortKeys([...newKeys, ...missing]), changedKeys: sortKeys(changedKeys), deletedKeys },
     unchanged,
-    cellsCompared: bounds.length,
+    cellsCompared: differing.cells,
     detectionMs,
   };
 }

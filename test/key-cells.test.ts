@@ -17,13 +17,15 @@ import {
   createVersionPartition,
   differingCellsOfSource,
   refreshRangeCounts,
+  sourceKeyDifferences,
   stageSourceCells,
+  stageSourceKeys,
   storeRefreshVersionCells,
   storeVersionCellsFromTable,
 } from '../lib/catalog';
 import { withLongSession } from '../lib/db';
 import { cellCodeSql, KEY_CELL_WIDTH } from '../lib/refresh';
-import { copyKeyCells } from '../lib/sources/bareos-refresh';
+import { copyKeyCells, copyKeysInRanges } from '../lib/sources/bareos-refresh';
 
 let dbs: TestDatabases;
 let base: string;
@@ -218,6 +220,31 @@ test("the source's cell codes, from one pass over its job ids, equal the catalog
   // Those keys counted in as new: nothing differs.
   assert.deepEqual(await differing(refresh, all, big.map(String)), []);
   await assert.rejects(copyKeyCells(dbs.sourcePool, '1; DROP TABLE job', width, process.stdout), /not a key/);
+});
+
+test("the keys of differing cells: the version's the source lost, the source's the version lacks but for candidates", async () => {
+  // The source's job table holds refreshKeys and three keys above 2^53 (the test before).
+  const ranges = [
+    { firstKey: '1', lastKey: '3000' },
+    { firstKey: '3001', lastKey: '6100' },
+  ];
+  const candidates = Array.from({ length: 50 }, (_, i) => String(6001 + i));
+  const got = await withLongSession(dbs.catalogPool, async (c) => {
+    // Two COPYs add to the same staged keys, as the detection's rounds do.
+    for (const r of ranges) await stageSourceKeys(c, (into) => copyKeysInRanges(dbs.sourcePool, '6100', [r], into));
+    return sourceKeyDifferences(c, base, ranges, candidates);
+  });
+  assert.deepEqual(got.deletedKeys, deleted.map(String), 'ascending, every deletion');
+  assert.deepEqual(got.missing, added.filter((k) => k > 6050).map(String), 'the new keys that are not candidates');
+  const none = await withLongSession(dbs.catalogPool, async (c) => {
+    await stageSourceKeys(c, (into) => copyKeysInRanges(dbs.sourcePool, '6100', ranges, into));
+    return sourceKeyDifferences(c, refresh, ranges, []);
+  });
+  assert.deepEqual(none, { deletedKeys: [], missing: [] }, 'the refresh holds what the source holds');
+  await assert.rejects(
+    copyKeysInRanges(dbs.sourcePool, '6100', [{ firstKey: '1)', lastKey: '2' }], process.stdout),
+    /not a job key/,
+  );
 });
 
 test('cells whose jobs differ are found: a deletion, a swap with equal counts, a new key; equal cells are not', async () => {

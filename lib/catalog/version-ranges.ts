@@ -4,6 +4,9 @@
  * the version (lib/catalog/segments.ts), superseded rows left out. Identifiers are escaped with
  * pg-format's %I.
  */
+import type { Writable } from 'node:stream';
+import type { PoolClient } from 'pg';
+import { from as copyFrom } from 'pg-copy-streams';
 import format from 'pg-format';
 import type { Queryable } from '../db';
 import { partitionName } from './partitions';
@@ -124,6 +127,58 @@ export async function versionKeysInRanges(
     for (const r of rows) out.push(BigInt(r.k));
   }
   return out.sort((a, b) => (a < b ? -1 : a > b ? 1 : 0)).map(String);
+}
+
+/** The temporary table a refresh's detection copies the source's keys of differing cells into. */
+const SOURCE_KEYS = 'refresh_source_key';
+
+/**
+ * Adds source keys to the session's temporary table of them (created on first use) through `fill`
+ * (the source's `copyKeysInRanges`: COPY text of one key per line), streamed without a key
+ * becoming a JavaScript object. Run on the detection's own session (no statement timeout; the
+ * session is discarded afterwards), then {@link sourceKeyDifferences} on it.
+ * @throws the catalog's or `fill`'s errors.
+ */
+export async function stageSourceKeys(c: PoolClient, fill: (into: Writable) => Promise<void>): Promise<void> {
+  await c.query(`CREATE TEMP TABLE IF NOT EXISTS ${SOURCE_KEYS} (key bigint NOT NULL)`);
+  await fill(c.query(copyFrom(`COPY ${SOURCE_KEYS} (key) FROM STDIN`)));
+}
+
+/**
+ * The keys of the inclusive `ranges` on which the source keys staged on this session
+ * ({@link stageSourceKeys}) and version `versionId` (all its segments, superseded rows left out)
+ * disagree: `deletedKeys`, the version's that the source no longer has, and `missing`, the
+ * source's that the version lacks and that are not `candidates` (written since the version: a
+ * job the version is missing, or one quarantined before). Both ascending, decimal text. One
+ * statement; the version's keys by the segments' `job_key` indexes, range by range.
+ * @throws the catalog's errors.
+ */
+export async function sourceKeyDifferences(
+  c: PoolClient,
+  versionId: string,
+  ranges: { firstKey: string; lastKey: string }[],
+  candidates: string[],
+): Promise<{ deletedKeys: string[]; missing: string[] }> {
+  if (!ranges.length) return { deletedKeys: [], missing: [] };
+  await c.query(`CREATE TEMP TABLE IF NOT EXISTS ${SOURCE_KEYS} (key bigint NOT NULL)`);
+  await c.query(`ANALYZE ${SOURCE_KEYS}`);
+  const version = (await versionSegments(c, versionId))
+    .map((s) => `SELECT t.job_key AS k FROM r CROSS JOIN LATERAL (${inRange(s, '$3')}) t`)
+    .join(' UNION ALL ');
+  const { rows } = await c.query<{ gone: boolean; k: string }>(
+    `WITH r AS MATERIALIZED (SELECT lo, hi FROM unnest($1::bigint[], $2::bigint[]) AS r(lo, hi)),
+          v AS MATERIALIZED (${version}),
+          s AS MATERIALIZED (SELECT DISTINCT key AS k FROM ${SOURCE_KEYS})
+     SELECT true AS gone, k FROM (SELECT k FROM v EXCEPT SELECT k FROM s) d
+     UNION ALL
+     SELECT false, k FROM (SELECT k FROM s EXCEPT SELECT k FROM v EXCEPT SELECT unnest($4::bigint[])) m
+     ORDER BY 1 DESC, 2`,
+    [ranges.map((r) => r.firstKey), ranges.map((r) => r.lastKey), versionId, candidates],
+  );
+  const deletedKeys: string[] = [];
+  const missing: string[] = [];
+  for (const r of rows) (r.gone ? deletedKeys : missing).push(r.k);
+  return { deletedKeys, missing };
 }
 
 /**

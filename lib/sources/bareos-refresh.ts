@@ -15,6 +15,7 @@ import type { Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { Pool } from 'pg';
 import { to as copyTo } from 'pg-copy-streams';
+import format from 'pg-format';
 import { withLongSession, withRangeScanSession } from '../db';
 import type { SourceTextMode } from './bareos-columns';
 import { BAREOS_FROM_JOB, bareosRowHash, bareosRejectCondition, LONG_CLIENT_IDS_SQL } from './bareos-columns';
@@ -144,6 +145,27 @@ export async function keysInRanges(
     c.query<{ key: string }>(KEYS_IN_RANGES_SQL, [ranges.map((r) => r.firstKey), ranges.map((r) => r.lastKey), maxKey]),
   );
   return rows.map((r) => r.key);
+}
+
+/**
+ * Streams the job keys at or below `maxKey` in the inclusive `ranges` as COPY text (one key per
+ * line) into `into`, a catalog `COPY … FROM STDIN` (index-only, JIT off; the ranges as literal
+ * arrays, since a COPY takes no parameters). Resolves when `into` has finished.
+ * @throws Error for a key or bound that is not an integer; the source's or `into`'s errors.
+ */
+export async function copyKeysInRanges(
+  pool: Pool,
+  maxKey: string,
+  ranges: { firstKey: string; lastKey: string }[],
+  into: Writable,
+): Promise<void> {
+  const keys = [maxKey, ...ranges.flatMap((r) => [r.firstKey, r.lastKey])];
+  const bad = keys.find((k) => !/^-?\d{1,19}$/.test(k));
+  if (bad !== undefined) throw new Error(`not a job key: ${bad}`);
+  const array = (ks: string[]) => format('%L::bigint[]', `{${ks.join(',')}}`);
+  const sql = `SELECT j.jobid FROM unnest(${array(ranges.map((r) => r.firstKey))}, ${array(ranges.map((r) => r.lastKey))}) AS r(lo, hi)
+     CROSS JOIN LATERAL (${rangeScan(maxKey)}) j`;
+  await withRangeScanSession(pool, (c) => pipeline(c.query(copyTo(`COPY (${sql}) TO STDOUT`)), into));
 }
 
 /**

@@ -11,6 +11,7 @@ import { BAREOS_JOB_SELECT as SELECT_JOB, bareosJobSelect } from './bareos-colum
 import {
   expectedFileRecords,
   copyKeyCells,
+  copyKeysInRanges,
   keysInRanges,
   rangeKeyCounts,
   refreshCandidates,
@@ -325,6 +326,10 @@ export class BareosSource implements JobSource, FileSource, RefreshSource {
 
   copyKeyCells(maxKey: string, width: number, into: Writable): Promise<void> {
     return copyKeyCells(this.pool, maxKey, width, into);
+  }
+
+  copyKeysInRanges(maxKey: string, ranges: { firstKey: string; lastKey: string }[], into: Writable): Promise<void> {
+    return copyKeysInRanges(this.pool, maxKey, ranges, into);
   }
 
   fileRecordsOf(keys: string[]): Promise<number> {

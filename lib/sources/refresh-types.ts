@@ -50,6 +50,12 @@ export interface RefreshSource extends RangeKeySource {
    * `into` has finished. @throws the source's or `into`'s errors.
    */
   copyKeyCells(maxKey: string, width: number, into: Writable): Promise<void>;
+  /**
+   * Streams the job keys at or below `maxKey` in the inclusive `ranges` into `into`, a catalog
+   * `COPY … FROM STDIN`, as COPY text (one key per line). Resolves when `into` has finished.
+   * @throws the source's or `into`'s errors.
+   */
+  copyKeysInRanges(maxKey: string, ranges: { firstKey: string; lastKey: string }[], into: Writable): Promise<void>;
   /** The file records the jobs `keys` are expected to have (their JobFiles), summed: for `--dry-run`. */
   fileRecordsOf(keys: string[]): Promise<number>;
   /** The file records every job at or below `maxKey` is expected to have, summed: for `--dry-run`. */
