@@ -295,7 +295,7 @@ function reportMemory(ctx: BenchContext, run: Run, workers: WorkerProcess[]): nu
     .join('; ');
   ctx.figures.add(
     'worker peak RSS',
-    `${peak} MB (per worker process tree: the sum over every process ever seen in the tree of its VmHWM, read every 200 ms${nodeOptions ? `; NODE_OPTIONS=${nodeOptions}` : ''}; ` +
+    `${peak} MB (per worker process tree: the sum over every process ever seen in the tree of its VmHWM, read every 200 ms; MALLOC_ARENA_MAX=${process.env.MALLOC_ARENA_MAX ?? '2'} as deployed${nodeOptions ? `; NODE_OPTIONS=${nodeOptions}` : ''}; ` +
       `target < 300 MB: ${peak < 300 ? 'met' : 'MISSED'}) — ${text}`,
     {
       maxMb: Number.isFinite(peak) ? peak : null,

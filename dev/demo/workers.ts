@@ -61,8 +61,9 @@ export async function spawnDemoWorker(
 ): Promise<DemoWorker> {
   const logFile = path.join(dataDir(), `demo-worker-${n}.log`);
   const fd = fs.openSync(logFile, 'w');
+  // As `npm run worker` runs it: MALLOC_ARENA_MAX=2 unless set (README, "Worker").
   const child = spawn(process.execPath, [path.join(projectRoot(), 'dist/worker/main.js')], {
-    env,
+    env: { ...env, MALLOC_ARENA_MAX: env.MALLOC_ARENA_MAX ?? '2' },
     detached: true,
     stdio: ['ignore', fd, fd],
   });

@@ -190,7 +190,8 @@ export interface WorkerProcess {
 /**
  * Spawns a worker detached and resolves once it polls: by default the test worker entry
  * (`dist/dev/test-worker.js`, which adds the page hooks of `CATALOG_REBUILD_FAULTS`); with
- * `{ entry: 'product' }` the product's `dist/worker/main.js`, as benchmarks measure it. `root` is
+ * `{ entry: 'product' }` the product's `dist/worker/main.js`, as benchmarks measure it (with
+ * `MALLOC_ARENA_MAX=2` unless `env` sets it, as `npm run worker` and the Dockerfile run it). `root` is
  * the built tree it runs from (default this project; e.g. a previous release's build).
  */
 export async function spawnWorker(
@@ -198,8 +199,10 @@ export async function spawnWorker(
   opts: { entry?: 'test' | 'product'; root?: string } = {},
 ): Promise<WorkerProcess> {
   const entry = opts.entry === 'product' ? 'dist/worker/main.js' : 'dist/dev/test-worker.js';
+  // The product's worker as `npm run worker` and the Dockerfile run it: MALLOC_ARENA_MAX=2 unless set.
+  const product = opts.entry === 'product' ? { MALLOC_ARENA_MAX: env.MALLOC_ARENA_MAX ?? '2' } : {};
   const child = spawn(process.execPath, [path.join(opts.root ?? projectRoot(), entry)], {
-    env,
+    env: { ...env, ...product },
     detached: true,
     stdio: ['ignore', 'pipe', 'pipe'],
   });
