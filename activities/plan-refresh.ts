@@ -63,7 +63,7 @@ export interface RefreshDetection {
   unchanged: number;
   /** Cells of job keys whose keys were compared (their jobs differed). */
   cellsCompared: number;
-  /** Wall time (ms) of each step: `candidates`, `hashes`, `cells` (`cells.source`, `cells.catalog`), `keys`. */
+  /** Wall time (ms) of each step: `candidates`, `hashes`, `cells.source`, `cells.compare`, `keys`. */
   detectionMs: Record<string, number>;
 }
 

@@ -1,8 +1,10 @@
 import format from 'pg-format';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
+import type { Writable } from 'node:stream';
 import type { PoolClient, PoolConfig } from 'pg';
 import { Pool } from 'pg';
+import { from as copyFrom } from 'pg-copy-streams';
 import { projectRoot } from './paths';
 import { SchemaTooNewError } from './errors';
 
@@ -220,6 +222,27 @@ export async function withLongSession<T>(pool: Pool, fn: (client: PoolClient) =>
     return await fn(client);
   } finally {
     client.release(true);
+  }
+}
+
+/**
+ * Runs `copySql` (a `COPY … FROM STDIN`) on `c`, fed by `fill`, which pipes a stream into it (e.g. a
+ * source's `COPY … TO STDOUT`) and resolves when it has finished. Should `fill` fail before it
+ * piped anything (its source could not connect, a bad argument), the COPY is ended here and the
+ * error thrown: the session is then broken, and its stream's own error on the discarded
+ * connection is not left to crash the process.
+ * @throws `fill`'s errors, or the catalog's.
+ */
+export async function copyInto(c: PoolClient, copySql: string, fill: (into: Writable) => Promise<void>): Promise<void> {
+  const into = c.query(copyFrom(copySql));
+  // `fill`'s pipeline reports the stream's errors; before it listens, and after a failure, nothing
+  // else would.
+  into.on('error', () => undefined);
+  try {
+    await fill(into);
+  } catch (err) {
+    into.destroy();
+    throw err;
   }
 }
 

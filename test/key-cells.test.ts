@@ -204,11 +204,19 @@ test("a refresh's jobs per key range are its base's, less the rows it superseded
   assert.deepEqual(await refreshRangeCounts(dbs.catalogPool, refresh, planned, baseRanges), want);
 });
 
+/** Keys above 2^53 the source holds besides `refreshKeys`. */
+const big = [2n ** 53n + 1n, 2n ** 53n + 64n, 2n ** 60n];
+
+/** The source's `job` table: `refreshKeys` and `big` (it needs only the job ids, lib/sources/bareos-refresh.ts). */
+async function sourceJobs(): Promise<void> {
+  await dbs.sourcePool.query(`CREATE TABLE IF NOT EXISTS job (jobid bigint PRIMARY KEY)`);
+  await dbs.sourcePool.query(`INSERT INTO job SELECT unnest($1::bigint[]) ON CONFLICT DO NOTHING`, [
+    [...refreshKeys, ...big.map(String)],
+  ]);
+}
+
 test("the source's cell codes, from one pass over its job ids, equal the catalog's for the same keys", async () => {
-  // The source side needs only the job ids (lib/sources/bareos-refresh.ts keyCellsSql).
-  await dbs.sourcePool.query(`CREATE TABLE job (jobid bigint PRIMARY KEY)`);
-  const big = [2n ** 53n + 1n, 2n ** 53n + 64n, 2n ** 60n];
-  await dbs.sourcePool.query(`INSERT INTO job SELECT unnest($1::bigint[])`, [[...refreshKeys, ...big.map(String)]]);
+  await sourceJobs();
   const width = Number(KEY_CELL_WIDTH);
   assert.deepEqual(await differing(refresh, (into) => copyKeyCells(dbs.sourcePool, '6100', width, into)), []);
   const all = (into: Writable) => copyKeyCells(dbs.sourcePool, (2n ** 62n).toString(), width, into);
@@ -223,7 +231,7 @@ test("the source's cell codes, from one pass over its job ids, equal the catalog
 });
 
 test("the keys of differing cells: the version's the source lost, the source's the version lacks but for candidates", async () => {
-  // The source's job table holds refreshKeys and three keys above 2^53 (the test before).
+  await sourceJobs();
   const ranges = [
     { firstKey: '1', lastKey: '3000' },
     { firstKey: '3001', lastKey: '6100' },
@@ -247,6 +255,22 @@ test("the keys of differing cells: the version's the source lost, the source's t
   );
 });
 
+test('a source that fails before its COPY starts fails the staging, and the catalog session with it, nothing else', async () => {
+  for (const stage of [stageSourceCells, stageSourceKeys])
+    await assert.rejects(
+      withLongSession(dbs.catalogPool, (c) => stage(c, () => Promise.reject(new Error('source unreachable')))),
+      /source unreachable/,
+    );
+  await assert.rejects(
+    withLongSession(dbs.catalogPool, (c) =>
+      stageSourceCells(c, (into) => copyKeyCells(dbs.sourcePool, 'not a key', 64, into)),
+    ),
+    /not a key/,
+  );
+  // The pool still serves: the failed sessions were discarded, and no stream error went unobserved.
+  assert.equal((await dbs.catalogPool.query<{ n: number }>('SELECT 1 AS n')).rows[0].n, 1);
+});
+
 test('cells whose jobs differ are found: a deletion, a swap with equal counts, a new key; equal cells are not', async () => {
   const v = await version('swap', []);
   const kept = Array.from({ length: 1200 }, (_, i) => 2 * (i + 1));
@@ -263,6 +287,21 @@ test('cells whose jobs differ are found: a deletion, a swap with equal counts, a
   const codes = expectedCodes([-5, ...kept]);
   codes.set('5', null);
   assert.deepEqual(await differing(v, sourceOf([], codes)), ['5']);
+  // The same from the stored cells, and with keys near 2^62 (a cell's key sum passes 2^63).
+  await storeVersionCellsFromTable(dbs.catalogPool, v);
+  assert.deepEqual(await differing(v, sourceOf(source), ['2402']), ['0', '10', '37', '62']);
+  const high = await version('high', []);
+  const near = [2n ** 62n, 2n ** 62n + 1n, 2n ** 62n + 63n];
+  await dbs.catalogPool.query(
+    `INSERT INTO job (version_id, job_key, job_id, page_no, start_time)
+     SELECT $1, k, k::text, 1, '2026-12-01T00:00:00Z' FROM unnest($2::bigint[]) k`,
+    [high, near.map(String)],
+  );
+  await storeVersionCellsFromTable(dbs.catalogPool, high);
+  const cell = (2n ** 62n / KEY_CELL_WIDTH).toString();
+  const nearCodes = new Map([[cell, cellCode(3, 0 + 1 + 63)]]);
+  assert.deepEqual(await differing(high, sourceOf([], nearCodes)), []);
+  assert.deepEqual(await differing(high, sourceOf([], new Map([[cell, cellCode(3, 0 + 1 + 62)]]))), [cell]);
 });
 
 test('a cell code tells equal figures from different ones: every pair of keys of cell 0 and of cell -1', async () => {

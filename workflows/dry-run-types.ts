@@ -30,8 +30,9 @@ export interface DryRunResult {
   /** Seconds the rebuild would take at the active version's copy rate (or 50,000 rows/s when none is known). */
   estimateSeconds: number;
   /**
-   * A refresh: wall time (ms) of each step of its change detection (candidates, hashes, rangeCounts,
-   * cells, keys), and of each side of the cells step, which run at once (cells.source, cells.catalog).
+   * A refresh: wall time (ms) of each step of its change detection: candidates and hashes, and at
+   * the same time the source's cells streamed into the catalog (cells.source); then the comparison
+   * of the cells (cells.compare) and of the differing cells' keys (keys).
    */
   detectionMs?: Record<string, number>;
   /** The active version now (null: none). */

@@ -11,9 +11,9 @@
  */
 import type { Writable } from 'node:stream';
 import type { PoolClient } from 'pg';
-import { from as copyFrom } from 'pg-copy-streams';
 import format from 'pg-format';
 import type { Queryable } from '../db';
+import { copyInto } from '../db';
 import { cellCodeSql, KEY_CELL_WIDTH } from '../refresh';
 import { partitionName } from './partitions';
 import { refreshChangesSql, versionSegments } from './segments';
@@ -137,7 +137,7 @@ const SOURCE_CELLS = 'refresh_source_cell';
  */
 export async function stageSourceCells(c: PoolClient, fill: (into: Writable) => Promise<void>): Promise<void> {
   await c.query(`CREATE TEMP TABLE ${SOURCE_CELLS} (cell bigint NOT NULL, code int)`);
-  await fill(c.query(copyFrom(`COPY ${SOURCE_CELLS} (cell, code) FROM STDIN`)));
+  await copyInto(c, `COPY ${SOURCE_CELLS} (cell, code) FROM STDIN`, fill);
   await c.query(`ANALYZE ${SOURCE_CELLS}`);
 }
 
@@ -161,7 +161,7 @@ export async function differingCellsOfSource(c: PoolClient, versionId: string, a
        GROUP BY cell HAVING sum(n) > 0`;
   const code = (n: string, o: string) => cellCodeSql(n, o);
   const { rows } = await c.query<{ cell: string }>(
-    `WITH v AS (SELECT f.cell, f.n, f.s - f.n * ${w} * f.cell AS o FROM (${figures}) f),
+    `WITH v AS (SELECT f.cell, f.n, f.s - f.n::numeric * ${w} * f.cell AS o FROM (${figures}) f),
           a AS (SELECT k / ${w} AS cell, count(*) AS n, sum(k - k / ${w} * ${w}) AS o
                 FROM unnest($2::bigint[]) AS t(k) GROUP BY 1),
           e AS (SELECT coalesce(v.cell, a.cell) AS cell,

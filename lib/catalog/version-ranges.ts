@@ -6,9 +6,9 @@
  */
 import type { Writable } from 'node:stream';
 import type { PoolClient } from 'pg';
-import { from as copyFrom } from 'pg-copy-streams';
 import format from 'pg-format';
 import type { Queryable } from '../db';
+import { copyInto } from '../db';
 import { partitionName } from './partitions';
 import { refreshChangesSql, versionSegments } from './segments';
 
@@ -141,7 +141,7 @@ const SOURCE_KEYS = 'refresh_source_key';
  */
 export async function stageSourceKeys(c: PoolClient, fill: (into: Writable) => Promise<void>): Promise<void> {
   await c.query(`CREATE TEMP TABLE IF NOT EXISTS ${SOURCE_KEYS} (key bigint NOT NULL)`);
-  await fill(c.query(copyFrom(`COPY ${SOURCE_KEYS} (key) FROM STDIN`)));
+  await copyInto(c, `COPY ${SOURCE_KEYS} (key) FROM STDIN`, fill);
 }
 
 /**
