@@ -159,14 +159,13 @@ export async function differingCellsOfSource(c: PoolClient, versionId: string, a
     ? `SELECT cell, jobs AS n, key_sum AS s FROM version_cell WHERE version_id = $1`
     : `SELECT cell, sum(n) AS n, sum(s) AS s FROM (${segments.map(segmentCellsSql).join(' UNION ALL ')}) t
        GROUP BY cell HAVING sum(n) > 0`;
-  const code = (n: string, o: string) => cellCodeSql(n, o);
   const { rows } = await c.query<{ cell: string }>(
     `WITH v AS (SELECT f.cell, f.n, f.s - f.n::numeric * ${w} * f.cell AS o FROM (${figures}) f),
           a AS (SELECT k / ${w} AS cell, count(*) AS n, sum(k - k / ${w} * ${w}) AS o
                 FROM unnest($2::bigint[]) AS t(k) GROUP BY 1),
           e AS (SELECT coalesce(v.cell, a.cell) AS cell,
-                       CASE WHEN v.cell IS NOT NULL AND ${code('v.n', 'v.o')} IS NULL THEN NULL
-                            ELSE ${code('coalesce(v.n, 0) + coalesce(a.n, 0)', 'coalesce(v.o, 0) + coalesce(a.o, 0)')} END AS code
+                       CASE WHEN v.cell IS NOT NULL AND ${cellCodeSql('v.n', 'v.o')} IS NULL THEN NULL
+                            ELSE ${cellCodeSql('coalesce(v.n, 0) + coalesce(a.n, 0)', 'coalesce(v.o, 0) + coalesce(a.o, 0)')} END AS code
                 FROM v FULL JOIN a ON a.cell = v.cell)
      SELECT coalesce(s.cell, e.cell) AS cell FROM ${SOURCE_CELLS} s FULL JOIN e ON e.cell = s.cell
      WHERE (s.code = e.code) IS NOT TRUE ORDER BY 1`,
