@@ -227,7 +227,7 @@ test("the source's cell codes, from one pass over its job ids, equal the catalog
   );
   // Those keys counted in as new: nothing differs.
   assert.deepEqual(await differing(refresh, all, big.map(String)), []);
-  await assert.rejects(copyKeyCells(dbs.sourcePool, '1; DROP TABLE job', width, process.stdout), /not a key/);
+  await assert.rejects(copyKeyCells(dbs.sourcePool, '1; DROP TABLE job', width, process.stdout), /not a job id/);
 });
 
 test("the keys of differing cells: the version's the source lost, the source's the version lacks but for candidates", async () => {
@@ -251,7 +251,7 @@ test("the keys of differing cells: the version's the source lost, the source's t
   assert.deepEqual(none, { deletedKeys: [], missing: [] }, 'the refresh holds what the source holds');
   await assert.rejects(
     copyKeysInRanges(dbs.sourcePool, '6100', [{ firstKey: '1)', lastKey: '2' }], process.stdout),
-    /not a job key/,
+    /not a job id/,
   );
 });
 

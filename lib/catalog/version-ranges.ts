@@ -105,6 +105,17 @@ export async function versionRowHashes(
 }
 
 /**
+ * SQL: the job keys (`k`) of the segments `segments` in the version `$3`, superseded rows left out,
+ * in the inclusive ranges of CTE `r` (`lo`, `hi`): one range scan of each segment's `job_key`
+ * index per range.
+ */
+const versionKeysInRangesSql = (segments: string[]): string =>
+  segments.map((s) => `SELECT t.job_key AS k FROM r CROSS JOIN LATERAL (${inRange(s, '$3')}) t`).join(' UNION ALL ');
+
+/** SQL: the CTE `r` of the inclusive ranges `$1` (first keys) and `$2` (last keys). */
+const RANGES_CTE = `r AS MATERIALIZED (SELECT lo, hi FROM unnest($1::bigint[], $2::bigint[]) AS r(lo, hi))`;
+
+/**
  * The job keys of version `versionId` (all its segments, superseded rows left out) in the
  * inclusive `ranges`, ascending. Uses the segments' `job_key` indexes: O(the ranges' rows).
  */
@@ -114,19 +125,12 @@ export async function versionKeysInRanges(
   ranges: { firstKey: string; lastKey: string }[],
 ): Promise<string[]> {
   if (!ranges.length) return [];
-  const out: bigint[] = [];
-  for (const s of await versionSegments(db, versionId)) {
-    const { rows } = await db.query<{ k: string }>(
-      format(
-        `SELECT t.job_key::text AS k FROM unnest($1::bigint[], $2::bigint[]) AS r(lo, hi)
-         CROSS JOIN LATERAL (%s) t`,
-        inRange(s, '$3'),
-      ),
-      [ranges.map((r) => r.firstKey), ranges.map((r) => r.lastKey), versionId],
-    );
-    for (const r of rows) out.push(BigInt(r.k));
-  }
-  return out.sort((a, b) => (a < b ? -1 : a > b ? 1 : 0)).map(String);
+  const segments = await versionSegments(db, versionId);
+  const { rows } = await db.query<{ k: string }>(
+    `WITH ${RANGES_CTE} SELECT k::text AS k FROM (${versionKeysInRangesSql(segments)}) v ORDER BY v.k`,
+    [ranges.map((r) => r.firstKey), ranges.map((r) => r.lastKey), versionId],
+  );
+  return rows.map((r) => r.k);
 }
 
 /** The temporary table a refresh's detection copies the source's keys of differing cells into. */
@@ -162,11 +166,9 @@ export async function sourceKeyDifferences(
   if (!ranges.length) return { deletedKeys: [], missing: [] };
   await c.query(`CREATE TEMP TABLE IF NOT EXISTS ${SOURCE_KEYS} (key bigint NOT NULL)`);
   await c.query(`ANALYZE ${SOURCE_KEYS}`);
-  const version = (await versionSegments(c, versionId))
-    .map((s) => `SELECT t.job_key AS k FROM r CROSS JOIN LATERAL (${inRange(s, '$3')}) t`)
-    .join(' UNION ALL ');
+  const version = versionKeysInRangesSql(await versionSegments(c, versionId));
   const { rows } = await c.query<{ gone: boolean; k: string }>(
-    `WITH r AS MATERIALIZED (SELECT lo, hi FROM unnest($1::bigint[], $2::bigint[]) AS r(lo, hi)),
+    `WITH ${RANGES_CTE},
           v AS MATERIALIZED (${version}),
           s AS MATERIALIZED (SELECT DISTINCT key AS k FROM ${SOURCE_KEYS})
      SELECT true AS gone, k FROM (SELECT k FROM v EXCEPT SELECT k FROM s) d

@@ -249,11 +249,20 @@ export interface KeyRange {
   keys?: string[];
 }
 
+/** A job id as a validated SQL literal (for statements that take no parameters, COPY). @throws Error when it is not a decimal integer. */
+export function jobIdLiteral(id: string): string {
+  if (!/^-?\d{1,19}$/.test(id)) throw new Error(`not a job id: ${id}`);
+  return id;
+}
+
+/** Job ids as a validated SQL bigint array literal. @throws Error when one is not a decimal integer. */
+export function jobIdArrayLiteral(jobIds: string[]): string {
+  return format('%L::bigint[]', `{${jobIds.map(jobIdLiteral).join(',')}}`);
+}
+
 function rangeCondition(r: KeyRange): string {
-  const all = [r.firstKey, r.lastKey, ...(r.keys ?? [])];
-  for (const k of all) if (!/^-?\d{1,19}$/.test(k)) throw new Error(`not a job id: ${k}`);
-  const between = `j.jobid BETWEEN ${r.firstKey} AND ${r.lastKey}`;
-  return r.keys ? `${between} AND j.jobid = ANY ('{${r.keys.join(',')}}'::bigint[])` : between;
+  const between = `j.jobid BETWEEN ${jobIdLiteral(r.firstKey)} AND ${jobIdLiteral(r.lastKey)}`;
+  return r.keys ? `${between} AND j.jobid = ANY (${jobIdArrayLiteral(r.keys)})` : between;
 }
 
 /**

@@ -16,7 +16,7 @@ import { SourceDataInvalidError } from '../errors';
 import { digestOfSumSql, fileFingerprintRow, rowHashSql } from '../fingerprint';
 import type { RowHashKind } from '../fingerprint';
 import type { SourceTextMode } from './bareos-columns';
-import { UTF8_TEXT } from './bareos-columns';
+import { jobIdArrayLiteral, jobIdLiteral, UTF8_TEXT } from './bareos-columns';
 import type { FileJobStat, FileRead, FileSchema, PageRange, PageWalkProgress, SourceFileReconciliation } from './types';
 
 /** Schema versions whose file records this release reads, by where the name is. */
@@ -121,17 +121,6 @@ function fileColumns(schema: FileSchema, mode: SourceTextMode) {
   };
 }
 
-/** A job id as a validated literal. @throws Error when it is not a decimal integer. */
-function jobId(id: string): string {
-  if (!/^-?\d{1,19}$/.test(id)) throw new Error(`not a job id: ${id}`);
-  return id;
-}
-
-/** Job ids as a validated bigint array literal. */
-function jobIdArray(jobIds: string[]): string {
-  return format('%L::bigint[]', `{${jobIds.map(jobId).join(',')}}`);
-}
-
 /** Which jobs' files a COPY reads: a job-id range (a page) or a list (a repair). */
 export type FileJobs = { firstKey: string; lastKey: string } | { jobIds: string[] };
 
@@ -146,8 +135,8 @@ export function bareosFilesCopyQuery(schema: FileSchema, mode: SourceTextMode, j
   const c = fileColumns(schema, mode);
   const where =
     'jobIds' in jobs
-      ? `f.jobid = ANY (${jobIdArray(jobs.jobIds)})`
-      : `f.jobid BETWEEN ${jobId(jobs.firstKey)} AND ${jobId(jobs.lastKey)}`;
+      ? `f.jobid = ANY (${jobIdArrayLiteral(jobs.jobIds)})`
+      : `f.jobid BETWEEN ${jobIdLiteral(jobs.firstKey)} AND ${jobIdLiteral(jobs.lastKey)}`;
   return `COPY (SELECT f.jobid, f.jobid::text, j.starttime::date, f.fileid, f.pathid, ${c.path.text}, ${c.name.text},
                  ${c.path.bytes}, ${c.name.bytes}, f.fileindex, f.deltaseq, f.lstat, f.md5, ${c.problem}
           FROM file f JOIN job j ON j.jobid = f.jobid ${textJoins(schema)}

@@ -15,10 +15,16 @@ import type { Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { Pool } from 'pg';
 import { to as copyTo } from 'pg-copy-streams';
-import format from 'pg-format';
 import { withLongSession, withRangeScanSession } from '../db';
 import type { SourceTextMode } from './bareos-columns';
-import { BAREOS_FROM_JOB, bareosRowHash, bareosRejectCondition, LONG_CLIENT_IDS_SQL } from './bareos-columns';
+import {
+  BAREOS_FROM_JOB,
+  bareosRowHash,
+  bareosRejectCondition,
+  jobIdArrayLiteral,
+  jobIdLiteral,
+  LONG_CLIENT_IDS_SQL,
+} from './bareos-columns';
 import { FILE_WEIGHT } from './bareos-files';
 import { cellCodeSql } from '../refresh';
 import type { RefreshCandidates, SourceJobHash } from './types';
@@ -71,20 +77,22 @@ const rangeScan = (maxKey: string) =>
  * NULL out of span): columns cell, code; only cells that hold a job. One pass over the primary
  * key's values, grouped by a hash aggregate on the cell: nothing but one row per 64 keys leaves the
  * source. Literal values (it runs as a COPY, which takes no parameters).
- * @throws Error when `maxKey` or `width` is not an integer.
+ * @throws Error when `maxKey` is not a job id or `width` not a positive integer.
  */
 export function keyCellsSql(maxKey: string, width: number): string {
-  if (!/^-?\d{1,19}$/.test(maxKey) || !Number.isSafeInteger(width) || width < 1)
-    throw new Error(`not a key and a cell width: ${maxKey}, ${width}`);
+  if (!Number.isSafeInteger(width) || width < 1) throw new Error(`not a cell width: ${width}`);
   return `SELECT b, ${cellCodeSql('count(*)', 'sum(o)')}::int
    FROM (SELECT jobid / ${width}::bigint AS b, jobid - jobid / ${width}::bigint * ${width}::bigint AS o
-         FROM job WHERE jobid <= ${maxKey}::bigint) k
+         FROM job WHERE jobid <= ${jobIdLiteral(maxKey)}::bigint) k
    GROUP BY b`;
 }
 
+/** SQL: the job keys (`j.jobid`) at or below `maxKey` in the inclusive ranges of the arrays `lo` and `hi` (SQL expressions). */
+const keysInRangesSql = (lo: string, hi: string, maxKey: string) =>
+  `SELECT j.jobid AS key FROM unnest(${lo}, ${hi}) AS r(lo, hi) CROSS JOIN LATERAL (${rangeScan(maxKey)}) j`;
+
 /** SQL: the job keys at or below `$3` in the inclusive ranges (`$1` first, `$2` last keys), ascending. */
-export const KEYS_IN_RANGES_SQL = `SELECT j.jobid::text AS key FROM unnest($1::bigint[], $2::bigint[]) AS r(lo, hi)
-   CROSS JOIN LATERAL (${rangeScan('$3')}) j ORDER BY j.jobid`;
+export const KEYS_IN_RANGES_SQL = `${keysInRangesSql('$1::bigint[]', '$2::bigint[]', '$3')} ORDER BY j.jobid`;
 
 /** The source's transaction horizon now: the oldest transaction still running (xid8 text). */
 export async function sourceHorizon(pool: Pool): Promise<string> {
@@ -151,7 +159,7 @@ export async function keysInRanges(
  * Streams the job keys at or below `maxKey` in the inclusive `ranges` as COPY text (one key per
  * line) into `into`, a catalog `COPY … FROM STDIN` (index-only, JIT off; the ranges as literal
  * arrays, since a COPY takes no parameters). Resolves when `into` has finished.
- * @throws Error for a key or bound that is not an integer; the source's or `into`'s errors.
+ * @throws Error for a key or bound that is not a job id; the source's or `into`'s errors.
  */
 export async function copyKeysInRanges(
   pool: Pool,
@@ -159,12 +167,11 @@ export async function copyKeysInRanges(
   ranges: { firstKey: string; lastKey: string }[],
   into: Writable,
 ): Promise<void> {
-  const keys = [maxKey, ...ranges.flatMap((r) => [r.firstKey, r.lastKey])];
-  const bad = keys.find((k) => !/^-?\d{1,19}$/.test(k));
-  if (bad !== undefined) throw new Error(`not a job key: ${bad}`);
-  const array = (ks: string[]) => format('%L::bigint[]', `{${ks.join(',')}}`);
-  const sql = `SELECT j.jobid FROM unnest(${array(ranges.map((r) => r.firstKey))}, ${array(ranges.map((r) => r.lastKey))}) AS r(lo, hi)
-     CROSS JOIN LATERAL (${rangeScan(maxKey)}) j`;
+  const sql = keysInRangesSql(
+    jobIdArrayLiteral(ranges.map((r) => r.firstKey)),
+    jobIdArrayLiteral(ranges.map((r) => r.lastKey)),
+    jobIdLiteral(maxKey),
+  );
   await withRangeScanSession(pool, (c) => pipeline(c.query(copyTo(`COPY (${sql}) TO STDOUT`)), into));
 }
 
