@@ -3,12 +3,12 @@
  * rebuild's `describe` is a scripted sequence of what the server answers (pending workflow task,
  * pending activities), so every state is exact and nothing waits on a server.
  */
-import { test } from 'node:test';
+import { mock, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { msToTs } from '@temporalio/common/lib/time';
 import { temporal } from '@temporalio/proto';
 import type { PendingTaskSeen } from '../client/commands/start-watch';
-import { noPollerLine, pendingTask, watchForPoller } from '../client/commands/start-watch';
+import { noPollerLine, pendingTask, watchForPoller, whileWatchingPollers } from '../client/commands/start-watch';
 
 const { PENDING_ACTIVITY_STATE_SCHEDULED: SCHEDULED, PENDING_ACTIVITY_STATE_STARTED: STARTED } =
   temporal.api.enums.v1.PendingActivityState;
@@ -117,4 +117,29 @@ test('watchForPoller: activities that wait get the line once they waited noPolle
   assert.match(lines[0].line, /its 2 activities \(pages 3, 4\) have waited/);
   assert.ok(lines[0].call <= 15, `the first line came during the first wait (poll ${lines[0].call})`);
   assert.ok(lines[1].call > 20, `the second line came during the second wait (poll ${lines[1].call})`);
+});
+
+test('whileWatchingPollers ends with its work: the watch stops in its pause, not after it', async () => {
+  // Timers stand still unless ticked: a watch that waited its pause out would never end.
+  mock.timers.enable({ apis: ['setTimeout'] });
+  try {
+    const handle = scripted([{ workflowTask: 'started' }]);
+    const settings = { noPollerMs: 60_000, pollMs: 60_000 };
+    let watchedWhileWorking = 0;
+    const out = await whileWatchingPollers(
+      handle as never,
+      { taskQueue: 'Q', settings, note: () => undefined, repeatMs: 60_000 },
+      async () => {
+        // The work ends after the watch's first poll, while the watch sleeps.
+        while (handle.calls() === 0) await new Promise((r) => setImmediate(r));
+        watchedWhileWorking = handle.calls();
+        return 'result';
+      },
+    );
+    assert.equal(out, 'result');
+    assert.equal(watchedWhileWorking, 1, 'the watch polled once while the work ran');
+    assert.equal(handle.calls(), 1, 'no poll after the work ended');
+  } finally {
+    mock.timers.reset();
+  }
 });

@@ -4,6 +4,7 @@
  * rebuild's pending workflow task, else its activities when none of them runs and some wait (the
  * pages of a copy whose only worker died: after their heartbeat timeout they wait for a worker).
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { WorkflowHandle } from '@temporalio/client';
 import { optionalTsToMs } from '@temporalio/common/lib/time';
 import { temporal } from '@temporalio/proto';
@@ -139,8 +140,10 @@ export async function watchForPoller(
       m.noted = { at: task!.scheduledAt, time: Date.now() };
       if (o.repeatMs === undefined) return;
     }
-    // Every 0.5 s for the first line; at most every 2 s while a whole --wait is watched.
-    await new Promise((r) => setTimeout(r, Math.min(o.settings.pollMs, o.repeatMs === undefined ? 500 : 2_000)));
+    // Every 0.5 s for the first line; at most every 2 s while a whole --wait is watched. The pause
+    // ends when the watch is aborted: the command it watches has its answer and exits at once.
+    const pauseMs = Math.min(o.settings.pollMs, o.repeatMs === undefined ? 500 : 2_000);
+    await sleep(pauseMs, undefined, { signal: o.signal }).catch(() => undefined);
   }
 }
 
