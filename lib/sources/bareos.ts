@@ -28,6 +28,7 @@ import type { BucketDigestKind, RowHashKind } from '../fingerprint';
 import { bareosBucketStatsQuery } from './bareos-buckets';
 import type { ZoneCheck } from './bareos-zone';
 import { checkNaiveTimes, DST_COUNTS } from './bareos-zone';
+import { PAGE_WALK_SQL } from './bareos-walk';
 
 /** Keys one statement of the page walk reads at most (an index-only scan of about 0.1–1 s). */
 export const WALK_ROWS_PER_STATEMENT = 1_000_000;
@@ -177,10 +178,9 @@ export class BareosSource implements JobSource, FileSource, RefreshSource {
   }
 
   /**
-   * Keyset walk over the primary key (an index-only scan): each statement reads the next
-   * `pagesPerStatement × pageSize` keys above the previous page (at most `rowsPerStatement` keys,
-   * default {@link WALK_ROWS_PER_STATEMENT}, so its time is bounded at any table size) and numbers
-   * them into pages.
+   * Keyset walk over the primary key (index-only, {@link PAGE_WALK_SQL}): each statement finds the
+   * next `pagesPerStatement` pages above the previous page (at most `rowsPerStatement` keys,
+   * default {@link WALK_ROWS_PER_STATEMENT}, so its time is bounded at any table size).
    */
   async planPages(
     maxKey: string,
@@ -189,30 +189,25 @@ export class BareosSource implements JobSource, FileSource, RefreshSource {
     rowsPerStatement = WALK_ROWS_PER_STATEMENT,
   ): Promise<PageRange[]> {
     const perStatement = Math.max(1, Math.floor(rowsPerStatement / pageSize));
-    const limit = perStatement * pageSize;
     const pages: PageRange[] = [];
     let from = MIN_BIGINT;
     let total = 0;
     for (;;) {
-      const { rows } = await this.pool.query<{ first_key: string; last_key: string; n: number }>(
-        `SELECT min(jobid)::text AS first_key, max(jobid)::text AS last_key, count(*)::int AS n
-         FROM (SELECT jobid, (row_number() OVER (ORDER BY jobid) - 1) / $3 AS p
-               FROM (SELECT jobid FROM job WHERE jobid >= $1::bigint AND jobid <= $2::bigint
-                     ORDER BY jobid LIMIT $4) k) s
-         GROUP BY p ORDER BY p`,
-        [from, maxKey, pageSize, limit],
-      );
-      let read = 0;
+      const { rows } = await this.pool.query<{ first_key: string; last_key: string; n: number }>(PAGE_WALK_SQL, [
+        from,
+        maxKey,
+        pageSize,
+        perStatement,
+      ]);
       for (const r of rows) {
         pages.push({ firstKey: r.first_key, lastKey: r.last_key, rows: r.n });
-        read += r.n;
+        total += r.n;
       }
-      total += read;
       if (!rows.length) break;
-      const last = rows[rows.length - 1].last_key;
-      onProgress?.({ pages: pages.length, rows: total, lastKey: last });
-      if (read < limit || last === maxKey) break;
-      from = (BigInt(last) + 1n).toString();
+      const last = rows[rows.length - 1];
+      onProgress?.({ pages: pages.length, rows: total, lastKey: last.last_key });
+      if (rows.length < perStatement || last.n < pageSize || last.last_key === maxKey) break;
+      from = (BigInt(last.last_key) + 1n).toString();
     }
     return pages;
   }
