@@ -5,7 +5,7 @@
  */
 import { mock, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { startHeapCeiling } from '../worker/heap-ceiling';
+import { heapCeilingBytes, startHeapCeiling } from '../worker/heap-ceiling';
 
 const MB = 1024 * 1024;
 
@@ -69,4 +69,16 @@ test("the default collection is V8's own: it frees what nothing references any m
   } finally {
     mock.timers.reset();
   }
+});
+
+test('CATALOG_REBUILD_HEAP_CEILING_MB: MiB, 0 for none, 32 unset; anything else is refused by name', () => {
+  assert.equal(heapCeilingBytes({}), 32 * MB);
+  assert.equal(heapCeilingBytes({ CATALOG_REBUILD_HEAP_CEILING_MB: '' }), 32 * MB);
+  assert.equal(heapCeilingBytes({ CATALOG_REBUILD_HEAP_CEILING_MB: '64' }), 64 * MB);
+  assert.equal(heapCeilingBytes({ CATALOG_REBUILD_HEAP_CEILING_MB: '0' }), 0);
+  for (const bad of ['-1', '1.5', 'lots', '32MB'])
+    assert.throws(
+      () => heapCeilingBytes({ CATALOG_REBUILD_HEAP_CEILING_MB: bad }),
+      /CATALOG_REBUILD_HEAP_CEILING_MB must be a whole number of MiB/,
+    );
 });

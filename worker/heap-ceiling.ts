@@ -37,6 +37,21 @@ export interface HeapCeilingOptions {
 export const HEAP_CEILING_GROWTH_BYTES = 32 * 1024 * 1024;
 
 /**
+ * The ceiling's growth (bytes) from `CATALOG_REBUILD_HEAP_CEILING_MB`: a whole number of MiB, 0 for
+ * no ceiling (V8's own collections only); unset or empty, {@link HEAP_CEILING_GROWTH_BYTES}.
+ * @throws Error naming the variable when it is not a non-negative whole number.
+ */
+export function heapCeilingBytes(env: NodeJS.ProcessEnv = process.env): number {
+  const raw = env.CATALOG_REBUILD_HEAP_CEILING_MB;
+  if (raw === undefined || raw.trim() === '') return HEAP_CEILING_GROWTH_BYTES;
+  if (!/^\d+$/.test(raw.trim()))
+    throw new Error(
+      `CATALOG_REBUILD_HEAP_CEILING_MB must be a whole number of MiB (0: no ceiling), not ${JSON.stringify(raw)}`,
+    );
+  return Number(raw.trim()) * 1024 * 1024;
+}
+
+/**
  * V8's full collection, made callable without `--expose-gc` on the command line: the flag is set,
  * and a fresh context hands out its `gc` function (as Jest's leak detector does).
  */
