@@ -17,7 +17,7 @@ import * as vm from 'node:vm';
 
 /** What the ceiling reads and does; the defaults are V8's. */
 export interface HeapCeilingDeps {
-  /** Bytes of the heap in use now (default: V8's `used_heap_size`). */
+  /** Bytes of the heap in use now, outside the young generation (default: {@link oldHeapUsed}). */
   usedHeap: () => number;
   /** Runs a full, synchronous garbage collection (default: V8's `gc`, exposed for this). */
   collect: () => void;
@@ -25,11 +25,11 @@ export interface HeapCeilingDeps {
 
 /** The ceiling's settings. */
 export interface HeapCeilingOptions {
-  /** Growth of the used heap (bytes) since the last full collection that triggers one; default 32 MiB. */
+  /** Growth of the heap's use outside the young generation (bytes) since the last full collection that triggers one; default 32 MiB. */
   growthBytes?: number;
   /** How often the used heap is read (ms); default 1,000. */
   everyMs?: number;
-  /** Called after each collection this ceiling ran: used heap (bytes) before and after it. */
+  /** Called after each collection this ceiling ran: the use it read (bytes) before and after it. */
   onCollect?: (before: number, after: number) => void;
 }
 
@@ -51,6 +51,21 @@ export function heapCeilingBytes(env: NodeJS.ProcessEnv = process.env): number {
   return Number(raw.trim()) * 1024 * 1024;
 }
 
+/** V8's spaces of the young generation: they fill and empty many times a second as objects are allocated. */
+const YOUNG_SPACES = new Set(['new_space', 'new_large_object_space']);
+
+/**
+ * Bytes in use in V8's spaces outside the young generation: what survived scavenges and waits
+ * for a full collection. The whole heap's use is no measure of that: the young generation (up to
+ * 32 MiB here) fills and empties between two readings. Counting it made a first version collect
+ * every second or so: 103 full collections in a 10^7-job rebuild, against 12 of V8's own.
+ */
+export function oldHeapUsed(): number {
+  let used = 0;
+  for (const s of v8.getHeapSpaceStatistics()) if (!YOUNG_SPACES.has(s.space_name)) used += s.space_used_size;
+  return used;
+}
+
 /**
  * V8's full collection, made callable without `--expose-gc` on the command line: the flag is set,
  * and a fresh context hands out its `gc` function (as Jest's leak detector does).
@@ -62,14 +77,15 @@ function v8Collect(): () => void {
 }
 
 /**
- * Starts reading the used heap every `everyMs`. When it has grown by `growthBytes` or more since the
- * lowest reading after the last collection, it runs one full collection. The timer does not keep
+ * Starts reading the heap's use outside the young generation every `everyMs`. When it has grown
+ * by `growthBytes` or more since the lowest reading after the last collection, it runs one full
+ * collection. The timer does not keep
  * the process alive.
  * @returns a function that stops the ceiling.
  */
 export function startHeapCeiling(o: HeapCeilingOptions = {}, deps?: Partial<HeapCeilingDeps>): () => void {
   const growth = o.growthBytes ?? HEAP_CEILING_GROWTH_BYTES;
-  const usedHeap = deps?.usedHeap ?? (() => v8.getHeapStatistics().used_heap_size);
+  const usedHeap = deps?.usedHeap ?? oldHeapUsed;
   const collect = deps?.collect ?? v8Collect();
   let base = usedHeap();
   const timer = setInterval(() => {
