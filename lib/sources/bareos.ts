@@ -28,7 +28,7 @@ import type { BucketDigestKind, RowHashKind } from '../fingerprint';
 import { bareosBucketStatsQuery } from './bareos-buckets';
 import type { ZoneCheck } from './bareos-zone';
 import { checkNaiveTimes, DST_COUNTS } from './bareos-zone';
-import { PAGE_WALK_SQL } from './bareos-walk';
+import { PAGE_WALK_SQL, WALK_PAGES_PER_STATEMENT } from './bareos-walk';
 
 /** Keys one statement of the page walk reads at most (an index-only scan of about 0.1–1 s). */
 export const WALK_ROWS_PER_STATEMENT = 1_000_000;
@@ -179,8 +179,9 @@ export class BareosSource implements JobSource, FileSource, RefreshSource {
 
   /**
    * Keyset walk over the primary key (index-only, {@link PAGE_WALK_SQL}): each statement finds the
-   * next `pagesPerStatement` pages above the previous page (at most `rowsPerStatement` keys,
-   * default {@link WALK_ROWS_PER_STATEMENT}, so its time is bounded at any table size).
+   * next pages above the previous page, reading at most `rowsPerStatement` keys (default
+   * {@link WALK_ROWS_PER_STATEMENT}) and finding at most {@link WALK_PAGES_PER_STATEMENT} pages, so
+   * its time is bounded at any table size and page size.
    */
   async planPages(
     maxKey: string,
@@ -188,7 +189,7 @@ export class BareosSource implements JobSource, FileSource, RefreshSource {
     onProgress?: (p: PageWalkProgress) => void,
     rowsPerStatement = WALK_ROWS_PER_STATEMENT,
   ): Promise<PageRange[]> {
-    const perStatement = Math.max(1, Math.floor(rowsPerStatement / pageSize));
+    const perStatement = Math.max(1, Math.min(WALK_PAGES_PER_STATEMENT, Math.floor(rowsPerStatement / pageSize)));
     const pages: PageRange[] = [];
     let from = MIN_BIGINT;
     let total = 0;
