@@ -21,6 +21,7 @@ import type { BenchContext } from './context';
 import { fmtInt, fmtS, mean } from './context';
 import { CpuSampler, cpuText } from './cpu';
 import { allHistories } from './history';
+import { productWorkerEnv } from '../harness/product-worker-env';
 
 /** A worker's log line once its build is its deployment's current version (worker/deployment.ts `adoptionLine`). */
 const CURRENT_BUILD = /this build is current now|this build is the current version/;
@@ -295,7 +296,7 @@ function reportMemory(ctx: BenchContext, run: Run, workers: WorkerProcess[]): nu
     .join('; ');
   ctx.figures.add(
     'worker peak RSS',
-    `${peak} MB (per worker process tree: the sum over every process ever seen in the tree of its VmHWM, read every 200 ms; MALLOC_ARENA_MAX=${process.env.MALLOC_ARENA_MAX ?? '2'} as deployed${nodeOptions ? `; NODE_OPTIONS=${nodeOptions}` : ''}; ` +
+    `${peak} MB (per worker process tree: the sum over every process ever seen in the tree of its VmHWM, read every 200 ms; MALLOC_ARENA_MAX=${productWorkerEnv(process.env).MALLOC_ARENA_MAX} as deployed${nodeOptions ? `; NODE_OPTIONS=${nodeOptions}` : ''}; ` +
       `target < 300 MB: ${peak < 300 ? 'met' : 'MISSED'}) — ${text}`,
     {
       maxMb: Number.isFinite(peak) ? peak : null,

@@ -21,6 +21,7 @@ import type { BenchContext } from './context';
 import { fmtInt, fmtS } from './context';
 import { memoryOf } from './cpu';
 import { CATALOG, workersReady } from './product';
+import { productWorkerEnv } from '../harness/product-worker-env';
 
 /** What the changes did to the source. */
 interface Changes {
@@ -158,7 +159,7 @@ export async function runRefresh(ctx: BenchContext, temporalAddress: string, ful
     const peak = Math.max(...peaks.map((p) => p.mb));
     ctx.figures.add(
       'refresh: worker peak RSS',
-      `${peak} MB (VmHWM of each worker process after the dry run and the refresh; MALLOC_ARENA_MAX=${process.env.MALLOC_ARENA_MAX ?? '2'} as deployed; target < 300 MB: ${peak < 300 ? 'met' : 'MISSED'}) — ${peaks.map((p) => `pid ${p.pid}: ${p.mb} MB`).join('; ')}`,
+      `${peak} MB (VmHWM of each worker process after the dry run and the refresh; MALLOC_ARENA_MAX=${productWorkerEnv(process.env).MALLOC_ARENA_MAX} as deployed; target < 300 MB: ${peak < 300 ? 'met' : 'MISSED'}) — ${peaks.map((p) => `pid ${p.pid}: ${p.mb} MB`).join('; ')}`,
       { maxMb: Number.isFinite(peak) ? peak : null, workers: peaks },
     );
     const cmp = await compareCatalogToSource(ctx.dbs.catalogPool, ctx.dbs.sourcePool, CATALOG, ctx.tz);

@@ -10,6 +10,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { dataDir, projectRoot } from '../../lib/paths';
 import type { WorkerBuild } from '../../worker/build-id';
+import { productWorkerEnv } from '../harness/product-worker-env';
 import { waitFor } from '../harness/wait';
 
 /** Whether `pid` is alive and its command line contains `marker`. */
@@ -61,9 +62,8 @@ export async function spawnDemoWorker(
 ): Promise<DemoWorker> {
   const logFile = path.join(dataDir(), `demo-worker-${n}.log`);
   const fd = fs.openSync(logFile, 'w');
-  // As `npm run worker` runs it: MALLOC_ARENA_MAX=2 unless set (README, "Worker").
   const child = spawn(process.execPath, [path.join(projectRoot(), 'dist/worker/main.js')], {
-    env: { ...env, MALLOC_ARENA_MAX: env.MALLOC_ARENA_MAX ?? '2' },
+    env: productWorkerEnv(env),
     detached: true,
     stdio: ['ignore', fd, fd],
   });

@@ -21,6 +21,7 @@ import { compareCatalogToSource as compareInSql } from '../verify';
 import type { GenerateBareosResult } from '../bareos-generator';
 import type { SourceTemplateOptions } from './templates';
 import { catalogFromTemplate, sourceFromTemplate } from './templates';
+import { productWorkerEnv } from './product-worker-env';
 
 /**
  * A private Temporal dev server for one test file (headless, on a free port unless `port` is given,
@@ -199,10 +200,8 @@ export async function spawnWorker(
   opts: { entry?: 'test' | 'product'; root?: string } = {},
 ): Promise<WorkerProcess> {
   const entry = opts.entry === 'product' ? 'dist/worker/main.js' : 'dist/dev/test-worker.js';
-  // The product's worker as `npm run worker` and the Dockerfile run it: MALLOC_ARENA_MAX=2 unless set.
-  const product = opts.entry === 'product' ? { MALLOC_ARENA_MAX: env.MALLOC_ARENA_MAX ?? '2' } : {};
   const child = spawn(process.execPath, [path.join(opts.root ?? projectRoot(), entry)], {
-    env: { ...env, ...product },
+    env: opts.entry === 'product' ? productWorkerEnv(env) : env,
     detached: true,
     stdio: ['ignore', 'pipe', 'pipe'],
   });

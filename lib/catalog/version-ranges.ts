@@ -136,6 +136,10 @@ export async function versionKeysInRanges(
 /** The temporary table a refresh's detection copies the source's keys of differing cells into. */
 const SOURCE_KEYS = 'refresh_source_key';
 
+/** Creates the session's temporary table of source keys unless it exists. */
+const createSourceKeys = (c: PoolClient) =>
+  c.query(`CREATE TEMP TABLE IF NOT EXISTS ${SOURCE_KEYS} (key bigint NOT NULL)`);
+
 /**
  * Adds source keys to the session's temporary table of them (created on first use) through `fill`
  * (the source's `copyKeysInRanges`: COPY text of one key per line), streamed without a key
@@ -144,7 +148,7 @@ const SOURCE_KEYS = 'refresh_source_key';
  * @throws the catalog's or `fill`'s errors.
  */
 export async function stageSourceKeys(c: PoolClient, fill: (into: Writable) => Promise<void>): Promise<void> {
-  await c.query(`CREATE TEMP TABLE IF NOT EXISTS ${SOURCE_KEYS} (key bigint NOT NULL)`);
+  await createSourceKeys(c);
   await copyInto(c, `COPY ${SOURCE_KEYS} (key) FROM STDIN`, fill);
 }
 
@@ -164,7 +168,7 @@ export async function sourceKeyDifferences(
   candidates: string[],
 ): Promise<{ deletedKeys: string[]; missing: string[] }> {
   if (!ranges.length) return { deletedKeys: [], missing: [] };
-  await c.query(`CREATE TEMP TABLE IF NOT EXISTS ${SOURCE_KEYS} (key bigint NOT NULL)`);
+  await createSourceKeys(c);
   await c.query(`ANALYZE ${SOURCE_KEYS}`);
   const version = versionKeysInRangesSql(await versionSegments(c, versionId));
   const { rows } = await c.query<{ gone: boolean; k: string }>(
