@@ -6,6 +6,7 @@
  */
 import format from 'pg-format';
 import { JOB_COLUMNS } from './types';
+import { UTC_OFFSET, zoneOperand } from './zone-operand';
 
 /** Text form of a naive source timestamp as a UTC instant, in the source's zone (`zone`, default `$1`). */
 export const bareosUtcText = (col: string, zone = '$1'): string =>
@@ -273,7 +274,7 @@ function rangeCondition(r: KeyRange): string {
 export const ROW_MAPPING_VERSION = 2;
 
 /**
- * SQL (over `j`, `c`, `p`, `f`; the zone as `zone`): the job's 64-bit row hash, from the values the
+ * SQL (over `j`, `c`, `p`, `f`; `zone` the operand of `AT TIME ZONE`, {@link zoneOperand}): the job's 64-bit row hash, from the values the
  * catalog would hold (text decoded per `mode`, times converted from `zone`) and the director's own
  * file facts (`JobFiles` is a column, `PurgedFiles` is added), so that any change to what a refresh
  * would write, or to the job's file records as the director accounts for them, changes the hash.
@@ -286,7 +287,8 @@ export const ROW_MAPPING_VERSION = 2;
 export function bareosRowHash(mode: SourceTextMode, zone: string): string {
   const t = (c: keyof typeof BAREOS_TEXT_COLUMNS) => ['text', sourceText(BAREOS_TEXT_COLUMNS[c], mode)] as const;
   const int = (e: string) => ['int', e] as const;
-  const time = (col: string) => ['time', `(${col} AT TIME ZONE ${zone}) AT TIME ZONE 'UTC'`] as const;
+  // The instant as a UTC timestamp: AT TIME ZONE 'UTC' would look the zone up per value.
+  const time = (col: string) => ['time', `(${col} AT TIME ZONE ${zone}) AT TIME ZONE ${UTC_OFFSET}`] as const;
   const terms = [
     int('j.jobid'),
     t('job'),
@@ -346,7 +348,7 @@ export function bareosPageCheckQuery(mode: SourceTextMode, range: KeyRange, long
  * `fingerprintRow` is the fingerprint input over `j` (lib/fingerprint.ts) with the zone as `$1`.
  */
 export function bareosRejectsQuery(mode: SourceTextMode, zone: string, jobIds: string, fingerprintRow: string): string {
-  const z = format('%L', zone);
+  const z = zoneOperand(zone);
   return `SELECT m.job_key, m.job_id, m.bucket, m.fingerprint_row, m.reason, json_build_object(${COLUMN_PAIRS})::text AS raw
      FROM (SELECT ${selectList(mode, 'text', z)}, ${bareosRejectReason(mode)} AS reason,
                   ${fingerprintRow.replaceAll('$1', z)} AS fingerprint_row
@@ -370,7 +372,7 @@ export function bareosPageCopyQuery(
   page: { versionId: string; pageNo: number; rejectIds: string },
 ): string {
   if (!/^\d+$/.test(page.versionId) || !Number.isInteger(page.pageNo)) throw new Error('bad version or page number');
-  const z = format('%L', zone);
+  const z = zoneOperand(zone);
   const skip = page.rejectIds === '{}' ? '' : format(' AND j.jobid <> ALL (%L::bigint[])', page.rejectIds);
   return `COPY (SELECT ${page.versionId}, ${page.pageNo}, ${selectList(mode, 'native', z)}, ${bareosRowHash(mode, z)}${BAREOS_FROM_JOB}
           WHERE ${rangeCondition(range)}${skip}) TO STDOUT`;

@@ -25,27 +25,30 @@ import {
   jobIdLiteral,
   LONG_CLIENT_IDS_SQL,
 } from './bareos-columns';
+import { zoneOperand } from './zone-operand';
 import { FILE_WEIGHT } from './bareos-files';
 import { cellCodeSql } from '../refresh';
 import type { RefreshCandidates, SourceJobHash } from './types';
 
 /**
- * SQL: the candidates at or below `$3`: key and row hash (NULL for a job the page would quarantine),
- * by key; `$1` the zone, `$2` the largest transaction age (int) that counts as written since the
- * active version's plan. `longClientIds`: lib/sources/bareos-columns.ts LONG_CLIENT_IDS_SQL.
+ * SQL: the candidates at or below `$2`: key and row hash (NULL for a job the page would quarantine),
+ * by key; `$1` the largest transaction age (int) that counts as written since the active version's
+ * plan; naive times read in `zone` ({@link zoneOperand}). `longClientIds`:
+ * lib/sources/bareos-columns.ts LONG_CLIENT_IDS_SQL.
  * The Clients, Pools and FileSets written since are looked up first (small tables), so the scan of
  * `job` filters on its own columns and only the candidates are joined: at 10^6 jobs 0.4 s against
  * 1.6 s for a filter on the joined rows' `xmin` (docs/performance.md).
  */
-export function candidatesQuery(mode: SourceTextMode, longClientIds: string): string {
+export function candidatesQuery(mode: SourceTextMode, longClientIds: string, zone: string): string {
   const rejected = bareosRejectCondition(mode, longClientIds);
-  return `SELECT j.jobid::text AS key, CASE WHEN ${rejected} THEN NULL ELSE ${bareosRowHash(mode, '$1')}::text END AS hash
+  const hash = bareosRowHash(mode, zoneOperand(zone));
+  return `SELECT j.jobid::text AS key, CASE WHEN ${rejected} THEN NULL ELSE ${hash}::text END AS hash
           ${BAREOS_FROM_JOB}
-          WHERE j.jobid <= $3::bigint
-            AND (age(j.xmin) <= $2::int
-                 OR j.clientid IN (SELECT clientid FROM client WHERE age(xmin) <= $2::int)
-                 OR j.poolid IN (SELECT poolid FROM pool WHERE age(xmin) <= $2::int)
-                 OR j.filesetid IN (SELECT filesetid FROM fileset WHERE age(xmin) <= $2::int))
+          WHERE j.jobid <= $2::bigint
+            AND (age(j.xmin) <= $1::int
+                 OR j.clientid IN (SELECT clientid FROM client WHERE age(xmin) <= $1::int)
+                 OR j.poolid IN (SELECT poolid FROM pool WHERE age(xmin) <= $1::int)
+                 OR j.filesetid IN (SELECT filesetid FROM fileset WHERE age(xmin) <= $1::int))
           ORDER BY j.jobid`;
 }
 
@@ -118,7 +121,7 @@ export async function refreshCandidates(
     const distance = Number(d.rows[0].n);
     if (!Number.isSafeInteger(distance) || distance < 0 || distance >= 2 ** 31) return null;
     const long = await c.query<{ ids: string }>(LONG_CLIENT_IDS_SQL);
-    const { rows } = await c.query<SourceJobHash>(candidatesQuery(s.mode, long.rows[0].ids), [s.tz, distance, maxKey]);
+    const { rows } = await c.query<SourceJobHash>(candidatesQuery(s.mode, long.rows[0].ids, s.tz), [distance, maxKey]);
     return { jobs: rows, horizon: d.rows[0].horizon };
   });
 }

@@ -339,7 +339,7 @@ export class BareosSource implements JobSource, FileSource, RefreshSource {
   async bucketStats(maxKey: string, digest: BucketDigestKind = 'md5'): Promise<BucketStat[]> {
     const [tz, mode] = await Promise.all([this.timezone(), this.textMode()]);
     const { rows } = await withLongSession(this.pool, (c) =>
-      c.query<StatRow>(bareosBucketStatsQuery(mode, digest), [tz, maxKey]),
+      c.query<StatRow>(bareosBucketStatsQuery(mode, digest, tz, maxKey)),
     );
     return rows.map(toBucketStat);
   }
