@@ -13,7 +13,7 @@ import {
   missingLedgerPages,
   versionHasFiles,
 } from '../lib/catalog';
-import { withLongSession, withTransaction } from '../lib/db';
+import { settleAll, withLongSession, withTransaction } from '../lib/db';
 import type {
   EndVersionInput,
   IndexVersionInput,
@@ -80,12 +80,14 @@ export async function indexVersion(ctx: ActivityContext, input: IndexVersionInpu
 
 /**
  * The sealed version's indexes: the jobs' reader index, and for a rebuild with file records the
- * file table's unique `file_id`, per-job and path (`find`) indexes. Each idempotent.
+ * file table's unique `file_id`, per-job and path (`find`) indexes; beside them, on sessions of
+ * their own, its figures per bucket and cell. Each idempotent.
  */
 async function createIndexes(ctx: ActivityContext, versionId: string): Promise<void> {
-  await createReaderIndex(ctx.pool, versionId);
-  if (await versionHasFiles(ctx.pool, versionId)) await createFileIndexes(ctx.pool, versionId);
-  await storeBucketFigures(ctx, versionId);
+  const fileIndexes = async () => {
+    if (await versionHasFiles(ctx.pool, versionId)) await createFileIndexes(ctx.pool, versionId);
+  };
+  await settleAll([createReaderIndex(ctx.pool, versionId), fileIndexes(), storeBucketFigures(ctx, versionId)]);
 }
 
 /**

@@ -210,6 +210,21 @@ export async function withSavepoint<T>(client: PoolClient, name: string, fn: () 
 }
 
 /**
+ * Waits for every one of `work` (steps on sessions of their own, run side by side) to settle, so
+ * that none is still running when the caller returns or retries.
+ * @returns their results, in order.
+ * @throws the first rejection of `work`, once all have settled.
+ */
+export async function settleAll<T extends readonly unknown[]>(
+  work: readonly [...{ [K in keyof T]: Promise<T[K]> }],
+): Promise<T> {
+  const settled = await Promise.allSettled(work);
+  const failed = settled.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+  if (failed) throw failed.reason;
+  return settled.map((r) => (r as PromiseFulfilledResult<unknown>).value) as unknown as T;
+}
+
+/**
  * Runs `fn` on a session of its own checked out of `pool`, with `statement_timeout = 0` (for one
  * long statement whose time grows with a table: reconciliation, repair reads, index builds,
  * retirement). The session is discarded afterwards, never returned to the pool altered.

@@ -6,7 +6,7 @@
 import format from 'pg-format';
 import type { Pool } from 'pg';
 import type { Queryable } from '../db';
-import { withLongSession } from '../db';
+import { settleAll, withLongSession } from '../db';
 
 /**
  * Name of the table holding one version's rows: `job_v<id>`.
@@ -44,19 +44,26 @@ export async function partitionExists(db: Queryable, versionId: string): Promise
 }
 
 /**
- * Creates the reader index (client, start time) and the paging-key index (job_key) on the
- * version's table and ANALYZEs it, on one
- * session of its own without statement timeout (both grow with the table; the session is discarded
- * afterwards). Idempotent.
+ * Creates the reader index (client, start time) on one session, and the paging-key index (job_key)
+ * then `ANALYZE` on a second, side by side (both take the table's SHARE lock, which does not
+ * conflict with itself), each session without statement timeout (both grow with the table; the
+ * sessions are discarded afterwards). The reader index is the longest step after the copy: built
+ * alone, the key index and the `ANALYZE` ran after it on one core while the other had finished its
+ * work (docs/performance.md). Idempotent.
+ * @throws the first database error, once both sessions have ended.
  */
 export async function createReaderIndex(pool: Pool, versionId: string): Promise<void> {
   const table = partitionName(versionId);
-  await withLongSession(pool, async (c) => {
-    await c.query(format('CREATE INDEX IF NOT EXISTS %I ON %I (client, start_time)', `${table}_client_start`, table));
-    // The paging key: a refresh built on this version finds (and supersedes) its jobs by key.
-    await c.query(format('CREATE INDEX IF NOT EXISTS %I ON %I (job_key)', `${table}_job_key`, table));
-    await c.query(format('ANALYZE %I', table));
-  });
+  await settleAll([
+    withLongSession(pool, (c) =>
+      c.query(format('CREATE INDEX IF NOT EXISTS %I ON %I (client, start_time)', `${table}_client_start`, table)),
+    ),
+    withLongSession(pool, async (c) => {
+      // The paging key: a refresh built on this version finds (and supersedes) its jobs by key.
+      await c.query(format('CREATE INDEX IF NOT EXISTS %I ON %I (job_key)', `${table}_job_key`, table));
+      await c.query(format('ANALYZE %I', table));
+    }),
+  ]);
 }
 
 /**
