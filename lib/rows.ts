@@ -37,6 +37,30 @@ export const JOB_COLUMNS = [
 export type JobColumn = (typeof JOB_COLUMNS)[number];
 
 /**
+ * The job columns a page's figures read from its COPY lines (lib/page/digest.ts): the paging key,
+ * the three codes, bytes and the bucket.
+ */
+export const FIGURE_COLUMNS = ['job_key', 'type', 'level', 'status', 'bytes', 'bucket'] as const;
+
+/** A field of a page's COPY line. */
+export type PageCopyColumn = 'version_id' | 'page_no' | 'row_hash' | JobColumn;
+
+/**
+ * The fields of a page's COPY line, in order (a page read's `COPY (SELECT …) TO STDOUT`, the page
+ * write's `COPY … FROM STDIN`): `version_id`, `page_no`, the {@link FIGURE_COLUMNS}, `row_hash`,
+ * then the other JOB_COLUMNS in their order. The stream that adds up the page's figures reads a
+ * line only as far as `row_hash` (about 60 bytes) and passes the names, times and comments after
+ * it on unread: with `row_hash` last, it scanned about 200 bytes of each line (docs/performance.md).
+ */
+export const PAGE_COPY_COLUMNS: readonly PageCopyColumn[] = [
+  'version_id',
+  'page_no',
+  ...FIGURE_COLUMNS,
+  'row_hash',
+  ...JOB_COLUMNS.filter((c) => !(FIGURE_COLUMNS as readonly string[]).includes(c)),
+];
+
+/**
  * One job as read from a source: every field as text or NULL.
  * Times are UTC instants `YYYY-MM-DDTHH:MM:SS.ffffffZ`; `bucket` is the source-local date
  * (`YYYY-MM-DD`) of the start time, NULL for jobs that never started; `job_key` is the

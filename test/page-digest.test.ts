@@ -9,8 +9,8 @@ import { Readable, Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { RowDigestStream } from '../lib/page';
 import type { RowDigest } from '../lib/page';
-import { JOB_COLUMNS } from '../lib/rows';
-import type { JobColumn } from '../lib/rows';
+import { PAGE_COPY_COLUMNS } from '../lib/rows';
+import type { PageCopyColumn } from '../lib/rows';
 import { KNOWN_CODES } from '../lib/validate';
 
 const TWO_64 = 1n << 64n;
@@ -34,9 +34,12 @@ interface Row {
   hash: bigint | null;
 }
 
-/** A page's COPY line: `version_id, page_no`, JOB_COLUMNS, `row_hash`. */
+/** A page's COPY line, its fields in PAGE_COPY_COLUMNS order. */
 function copyLine(r: Row): string {
-  const v: Partial<Record<JobColumn, string | null>> = {
+  const v: Partial<Record<PageCopyColumn, string | null>> = {
+    version_id: '7',
+    page_no: '3',
+    row_hash: r.hash === null ? null : String(r.hash),
     job_key: String(r.key),
     job_id: `job\\t${r.key}`,
     type: r.codes[0],
@@ -46,7 +49,7 @@ function copyLine(r: Row): string {
     bucket: r.bucket,
     comment: 'a comment with a\\ttab and a \\\\ backslash',
   };
-  const fields = ['7', '3', ...JOB_COLUMNS.map((c) => (c in v ? v[c] : 'x')), r.hash === null ? null : String(r.hash)];
+  const fields = PAGE_COPY_COLUMNS.map((c) => (c in v ? v[c] : 'x'));
   return `${fields.map((f) => f ?? '\\N').join('\t')}\n`;
 }
 
@@ -177,5 +180,16 @@ test('rows without a row hash are counted apart and left out of the figures', as
 });
 
 test('a line with too few fields fails the stream, naming the count', async () => {
-  await assert.rejects(digestOf('7\t3\t1\tx\n', 7, 4), /a page's COPY line has 4 fields, not 28/);
+  await assert.rejects(
+    digestOf('7\t3\t1\tx\n', 7, 4),
+    /a page's COPY line has 4 fields, fewer than the 9 its figures read/,
+  );
+  // Cut after `row_hash`: the figures read it all; the catalog's COPY refuses the line.
+  const full = copyLine({ key: 5n, bucket: '2026-12-05', bytes: '10', codes: ['B', 'F', 'T'], hash: 3n });
+  const cut = `${full
+    .split('\t')
+    .slice(0, PAGE_COPY_COLUMNS.indexOf('row_hash') + 1)
+    .join('\t')}\n`;
+  assert.equal((await digestOf(cut, 7, 4)).rows, 1);
+  assert.equal((await digestOf(cut, 7, 4)).digest, '3');
 });

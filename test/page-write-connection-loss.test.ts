@@ -18,7 +18,7 @@ import format from 'pg-format';
 import { pageReadWriter } from '../lib/page';
 import type { PageContext } from '../lib/page';
 import { partitionName } from '../lib/catalog/partitions';
-import { JOB_COLUMNS } from '../lib/sources/types';
+import { PAGE_COPY_COLUMNS } from '../lib/rows';
 import type { PageRead } from '../lib/sources/types';
 import type { TestDatabases } from '../dev/harness/harness';
 import { testDatabases } from '../dev/harness/harness';
@@ -35,9 +35,11 @@ before(async () => {
   // A stand-in for the version's job table: the COPY's columns, all text.
   await dbs.catalogPool.query(
     format(
-      'CREATE TABLE %I (version_id bigint, page_no int, %s, row_hash text)',
+      'CREATE TABLE %I (%s)',
       partitionName(VERSION),
-      JOB_COLUMNS.map((c) => format('%I text', c)).join(', '),
+      PAGE_COPY_COLUMNS.map((c) =>
+        format('%I %s', c, { version_id: 'bigint', page_no: 'int' }[c as string] ?? 'text'),
+      ).join(', '),
     ),
   );
   process.on('uncaughtException', onUncaught);
@@ -112,7 +114,9 @@ function writer(read: PageRead) {
 
 /** One COPY text line of the stand-in table. */
 const line = (i: number) =>
-  [VERSION, '1', ...JOB_COLUMNS.map((c) => (c === 'job_id' ? String(i) : '\\N')), '\\N'].join('\t') + '\n';
+  PAGE_COPY_COLUMNS.map((c) => ({ version_id: VERSION, page_no: '1', job_id: String(i) })[c as string] ?? '\\N').join(
+    '\t',
+  ) + '\n';
 
 test('catalog session lost before the savepoint: the source COPY never starts, the write fails, the worker lives', async () => {
   const { c, terminate } = await pageSession();

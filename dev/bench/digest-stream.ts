@@ -1,6 +1,6 @@
 /**
  * What the page digest stream (lib/page/digest.ts) costs the worker: N synthetic COPY lines of a
- * page (the catalog's column order, realistic widths) streamed in 64 KiB chunks through it and,
+ * page (PAGE_COPY_COLUMNS order, realistic widths) streamed in 64 KiB chunks through it and,
  * as the baseline of the same process, through nothing. Prints the CPU seconds of each, three
  * rounds each alternating, and the per-10^6-lines figure.
  *
@@ -10,11 +10,15 @@ import { Readable, Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { Command } from 'commander';
 import { RowDigestStream } from '../../lib/page';
-import { JOB_COLUMNS } from '../../lib/rows';
+import { PAGE_COPY_COLUMNS } from '../../lib/rows';
+import type { PageCopyColumn } from '../../lib/rows';
 
 /** One COPY line of job `i`: 28 buckets of 2,000 jobs, known codes, a 64-bit row hash of either sign. */
 function line(i: number): string {
-  const value: Partial<Record<(typeof JOB_COLUMNS)[number], string>> = {
+  const value: Partial<Record<PageCopyColumn, string>> = {
+    version_id: '7',
+    page_no: '3',
+    row_hash: String((i % 2 ? 1n : -1n) * ((BigInt(i) * 1234567890123n) % 9223372036854775807n)),
     job_key: String(1000 + i),
     job_id: String(1000 + i),
     job: `backup-client-${i % 40}.2024-01-01_00.00.00_${i % 100}`,
@@ -26,8 +30,10 @@ function line(i: number): string {
     bytes: String(i * 12345),
     bucket: `2024-01-${String(1 + (Math.floor(i / 2000) % 28)).padStart(2, '0')}`,
   };
-  const fields = JOB_COLUMNS.map((c) => value[c] ?? (c.endsWith('time') ? '2024-01-01 00:00:00+00' : `v${i % 997}`));
-  return `7\t3\t${fields.join('\t')}\t${(i % 2 ? 1n : -1n) * ((BigInt(i) * 1234567890123n) % 9223372036854775807n)}\n`;
+  const fields = PAGE_COPY_COLUMNS.map(
+    (c) => value[c] ?? (c.endsWith('time') ? '2024-01-01 00:00:00+00' : `v${i % 997}`),
+  );
+  return `${fields.join('\t')}\n`;
 }
 
 async function main(): Promise<void> {

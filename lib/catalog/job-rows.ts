@@ -12,6 +12,7 @@ import { from as copyFrom } from 'pg-copy-streams';
 import type { Queryable } from '../db';
 import { isDataError, withSavepoint } from '../db';
 import { fingerprintRow } from '../fingerprint';
+import { PAGE_COPY_COLUMNS } from '../rows';
 import type { PageRejectRecord } from '../rows';
 import type { SourceRow } from '../sources/types';
 import { JOB_COLUMNS } from '../sources/types';
@@ -116,8 +117,8 @@ export async function copyRows(db: PoolClient, versionId: string, pageNo: number
 }
 
 /**
- * Streams rows in COPY text form (`version_id, page_no`, then JOB_COLUMNS, then `row_hash`: a
- * source's page read) into the version's table with `COPY … FROM STDIN`. The source stream, the
+ * Streams rows in COPY text form (a source's page read, fields in lib/rows.ts PAGE_COPY_COLUMNS
+ * order) into the version's table with `COPY … FROM STDIN`. The source stream, the
  * `through` transforms (a digest) and the catalog side are joined in ONE `stream.pipeline`: an
  * error on any of them (or `signal`) ends every stream and rejects, and no stream is ever left
  * without an error listener (a connection lost while another stream still runs cannot crash the
@@ -133,9 +134,7 @@ export async function copyRowsFromStream(
   signal?: AbortSignal,
   through: Transform[] = [],
 ): Promise<number> {
-  const sink = db.query(
-    copyFrom(format('COPY %I (version_id, page_no, %I, row_hash) FROM STDIN', partitionName(versionId), JOB_COLUMNS)),
-  );
+  const sink = db.query(copyFrom(format('COPY %I (%I) FROM STDIN', partitionName(versionId), PAGE_COPY_COLUMNS)));
   const streams: (NodeJS.ReadableStream | NodeJS.WritableStream)[] = [rows, ...through, sink];
   await pipeline(streams, signal ? { signal } : {});
   return sink.rowCount;

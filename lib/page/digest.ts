@@ -1,8 +1,8 @@
 /**
  * The digest of the rows a page writes, taken from its COPY stream as it passes through the
  * worker, with no read-back of the written rows:
- * - the page's: the number of rows and the sum modulo 2^64 of their `row_hash` (the last column
- *   of each COPY text line, computed by the source; `\N` when the source gives none), stored in
+ * - the page's: the number of rows and the sum modulo 2^64 of their `row_hash` (a field of each
+ *   COPY text line, computed by the source; `\N` when the source gives none), stored in
  *   the page's ledger row (`checksum`): the catalog side of the page's key range for the next
  *   refresh's change detection;
  * - per dated bucket (`page_bucket`, migration 016): jobs, row-hash sum, bytes, first and last
@@ -15,8 +15,8 @@ import type { TransformCallback } from 'node:stream';
 import type { StoredBucketFigures } from '../catalog/bucket-figures';
 import type { StoredCellFigures } from '../catalog/key-cells';
 import { KEY_CELL_WIDTH } from '../refresh';
-import { JOB_COLUMNS } from '../rows';
-import type { JobColumn } from '../rows';
+import { PAGE_COPY_COLUMNS } from '../rows';
+import type { PageCopyColumn } from '../rows';
 import { KNOWN_CODES } from '../validate';
 
 /** 2^64: digests are sums modulo this (lib/fingerprint.ts). */
@@ -42,8 +42,8 @@ export interface RowDigest {
 /** A page's rows of one dated bucket, as `page_bucket` stores them (lib/catalog/bucket-figures.ts). */
 export type PageBucketFigures = StoredBucketFigures;
 
-/** Field positions in a page's COPY line: `version_id, page_no`, JOB_COLUMNS, `row_hash`. */
-const at = (c: JobColumn): number => 2 + JOB_COLUMNS.indexOf(c);
+/** Field positions in a page's COPY line (lib/rows.ts PAGE_COPY_COLUMNS: the figures' fields first). */
+const at = (c: PageCopyColumn): number => PAGE_COPY_COLUMNS.indexOf(c);
 const FIELD = {
   key: at('job_key'),
   type: at('type'),
@@ -51,9 +51,10 @@ const FIELD = {
   status: at('status'),
   bytes: at('bytes'),
   bucket: at('bucket'),
-  hash: 2 + JOB_COLUMNS.length,
+  hash: at('row_hash'),
 } as const;
-const LAST_FIELD = FIELD.hash;
+/** The last field the figures read: the line's fields after it are not looked at. */
+const LAST_FIELD = Math.max(...Object.values(FIELD));
 const CODES: [number, Set<string>][] = [
   [FIELD.type, KNOWN_CODES.type],
   [FIELD.level, KNOWN_CODES.level],
@@ -171,7 +172,8 @@ function sameBytes(buf: Buffer, s: number, e: number, b: Buffer): boolean {
   return true;
 }
 
-const tooFewFields = (n: number) => new Error(`a page's COPY line has ${n} fields, not ${LAST_FIELD + 1}`);
+const tooFewFields = (n: number) =>
+  new Error(`a page's COPY line has ${n} fields, fewer than the ${LAST_FIELD + 1} its figures read`);
 
 /** Known codes as single bytes, per code field (codes of one ASCII character). */
 const KNOWN_BYTES = CODES.map(([, known]) => {
@@ -183,10 +185,9 @@ const KNOWN_BYTES = CODES.map(([, known]) => {
 /**
  * A pass-through stream of a page's COPY text lines that adds up their row hashes, for the page and
  * per bucket (`\N` hashes counted apart); `result()` once the stream ended.
- * @throws (as a stream error) on a line too short to hold the fields it reads (up to `bytes`,
- *   then `bucket`, `extra` and `row_hash`), or whose `row_hash` or `job_key` is not a decimal
- *   integer. A line with some fields missing between `bytes` and `bucket` passes: the catalog's
- *   COPY refuses it.
+ * @throws (as a stream error) on a line too short to hold the fields it reads (lib/rows.ts
+ *   PAGE_COPY_COLUMNS, up to `row_hash`), or whose `row_hash` or `job_key` is not a decimal
+ *   integer. A line with fields missing after `row_hash` passes: the catalog's COPY refuses it.
  */
 export class RowDigestStream extends Transform {
   private rest: Buffer = Buffer.alloc(0);
@@ -231,8 +232,8 @@ export class RowDigestStream extends Transform {
 
   /**
    * Finds the fields the figures read in the line `buf[start, end)` (offsets in `starts`, `ends`):
-   * those up to `bytes` from its start, `bucket` and `row_hash` from its end. The fields between
-   * are not counted: the catalog's COPY refuses a line with a wrong number of fields.
+   * the line's first {@link LAST_FIELD} + 1 fields. The fields after them are not looked at: the
+   * catalog's COPY refuses a line with a wrong number of fields.
    */
   private split(buf: Buffer, start: number, end: number): void {
     const { starts, ends } = this;
@@ -244,17 +245,11 @@ export class RowDigestStream extends Transform {
       starts[f] = s;
       ends[f] = i;
       s = i + 1;
-      if (++f > FIELD.bytes) break;
+      if (++f > LAST_FIELD) return;
     }
-    if (f <= FIELD.bytes) throw tooFewFields(f + 1);
-    const hashTab = buf.lastIndexOf(TAB, end - 1);
-    const extraTab = hashTab > s ? buf.lastIndexOf(TAB, hashTab - 1) : -1;
-    const bucketTab = extraTab > s ? buf.lastIndexOf(TAB, extraTab - 1) : -1;
-    if (bucketTab < s) throw new Error(`a page's COPY line has too few fields after bytes (${LAST_FIELD + 1} in all)`);
-    starts[FIELD.hash] = hashTab + 1;
-    ends[FIELD.hash] = end;
-    starts[FIELD.bucket] = bucketTab + 1;
-    ends[FIELD.bucket] = extraTab;
+    if (f < LAST_FIELD) throw tooFewFields(f + 1);
+    starts[f] = s; // the line ends with the last field read
+    ends[f] = end;
   }
 
   /** Adds the line `buf[start, end)`. */

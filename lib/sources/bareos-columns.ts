@@ -6,6 +6,9 @@
  */
 import format from 'pg-format';
 import { JOB_COLUMNS } from './types';
+import type { JobColumn } from './types';
+import { PAGE_COPY_COLUMNS } from '../rows';
+import type { PageCopyColumn } from '../rows';
 import { UTC_OFFSET, zoneOperand } from './zone-operand';
 
 /** Text form of a naive source timestamp as a UTC instant, in the source's zone (`zone`, default `$1`). */
@@ -76,10 +79,10 @@ function time(col: string, form: TimeForm, zone: string): string {
   return form === 'text' ? bareosUtcText(col, zone) : `(${col} AT TIME ZONE ${zone})`;
 }
 
-/** The mapping's expressions, in JOB_COLUMNS order, text columns decoded per `mode`. */
-function columnExpressions(mode: SourceTextMode, form: TimeForm, zone: string): string[] {
+/** The mapping's expressions per catalog column, text columns decoded per `mode`. */
+function columnExpressions(mode: SourceTextMode, form: TimeForm, zone: string): Record<JobColumn, string> {
   const t = (c: keyof typeof BAREOS_TEXT_COLUMNS) => sourceText(BAREOS_TEXT_COLUMNS[c], mode);
-  const exprs: Record<(typeof JOB_COLUMNS)[number], string> = {
+  return {
     job_key: 'j.jobid::text',
     job_id: 'j.jobid::text',
     job: t('job'),
@@ -106,13 +109,12 @@ function columnExpressions(mode: SourceTextMode, form: TimeForm, zone: string): 
     bucket: 'j.starttime::date::text',
     extra: 'NULL::text',
   };
-  return JOB_COLUMNS.map((c) => exprs[c]);
 }
 
 /** The SELECT list of the mapping, in JOB_COLUMNS order, text columns decoded per `mode`. */
 function selectList(mode: SourceTextMode, form: TimeForm, zone: string): string {
   const exprs = columnExpressions(mode, form, zone);
-  return `\n       ${JOB_COLUMNS.map((c, i) => `${exprs[i]} AS ${c}`).join(',\n       ')}`;
+  return `\n       ${JOB_COLUMNS.map((c) => `${exprs[c]} AS ${c}`).join(',\n       ')}`;
 }
 
 /** The FROM clause of the mapping: `job j` LEFT JOINed to client `c`, pool `p`, fileset `f`. */
@@ -360,10 +362,9 @@ export function bareosRejectsQuery(mode: SourceTextMode, zone: string, jobIds: s
 const COLUMN_PAIRS = JOB_COLUMNS.map((c) => `'${c}', m.${c}`).join(', ');
 
 /**
- * `COPY (SELECT …) TO STDOUT` of a page's good rows (all but `rejectIds`), in the column order of
- * the catalog's page COPY (`version_id, page_no`, then JOB_COLUMNS), times as timestamptz (the
- * session must run with `TimeZone` UTC and `DateStyle` ISO). Every value is a literal: COPY takes
- * no parameters.
+ * `COPY (SELECT …) TO STDOUT` of a page's good rows (all but `rejectIds`), in the field order of
+ * a page's COPY line (lib/rows.ts PAGE_COPY_COLUMNS), times as timestamptz (the session must run
+ * with `TimeZone` UTC and `DateStyle` ISO). Every value is a literal: COPY takes no parameters.
  */
 export function bareosPageCopyQuery(
   mode: SourceTextMode,
@@ -374,6 +375,12 @@ export function bareosPageCopyQuery(
   if (!/^\d+$/.test(page.versionId) || !Number.isInteger(page.pageNo)) throw new Error('bad version or page number');
   const z = zoneOperand(zone);
   const skip = page.rejectIds === '{}' ? '' : format(' AND j.jobid <> ALL (%L::bigint[])', page.rejectIds);
-  return `COPY (SELECT ${page.versionId}, ${page.pageNo}, ${selectList(mode, 'native', z)}, ${bareosRowHash(mode, z)}${BAREOS_FROM_JOB}
+  const exprs: Record<PageCopyColumn, string> = {
+    version_id: page.versionId,
+    page_no: String(page.pageNo),
+    row_hash: bareosRowHash(mode, z),
+    ...columnExpressions(mode, 'native', z),
+  };
+  return `COPY (SELECT ${PAGE_COPY_COLUMNS.map((c) => exprs[c]).join(',\n       ')}${BAREOS_FROM_JOB}
           WHERE ${rangeCondition(range)}${skip}) TO STDOUT`;
 }

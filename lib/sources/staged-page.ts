@@ -26,6 +26,8 @@ import { filesCommandStream } from './files-command';
 import { STAGED_ROW_HASH, stagedSelect } from './staged-select';
 import type { FileRead, GoneJob, PageKeys, PageRead, PageRejectRecord, ReadRow } from './types';
 import { JOB_COLUMNS } from './types';
+import { PAGE_COPY_COLUMNS } from '../rows';
+import type { PageCopyColumn } from '../rows';
 
 /** What a staged page read needs to know of its listing. */
 export interface StagedPageSettings {
@@ -258,9 +260,11 @@ class StagedPageRead implements PageRead {
     if (this.streamed) throw new Error('a page read streams its rows once');
     if (!/^\d+$/.test(versionId) || !Number.isInteger(pageNo)) throw new Error('bad version or page number');
     this.streamed = true;
-    const cols = JOB_COLUMNS.map((c) => `x.${c}`).join(', ');
-    // The row hash a listing refresh compares the next listing's records against.
-    const sql = `COPY (SELECT ${versionId}, ${pageNo}, ${cols}, ${STAGED_ROW_HASH} FROM (${this.q.select}) x
+    // In the field order of a page's COPY line; the row hash is what a listing refresh compares
+    // the next listing's records against.
+    const field = (c: PageCopyColumn) =>
+      c === 'version_id' ? versionId : c === 'page_no' ? String(pageNo) : c === 'row_hash' ? STAGED_ROW_HASH : `x.${c}`;
+    const sql = `COPY (SELECT ${PAGE_COPY_COLUMNS.map(field).join(', ')} FROM (${this.q.select}) x
       WHERE ${this.q.inRange} AND x.seq <> ALL ('${this.q.skipped}'::bigint[]) ORDER BY x.seq) TO STDOUT`;
     const out = new PassThrough();
     this.out = out;
