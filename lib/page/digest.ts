@@ -22,6 +22,7 @@ import { KNOWN_CODES } from '../validate';
 /** 2^64: digests are sums modulo this (lib/fingerprint.ts). */
 const TWO_64 = 1n << 64n;
 const NEWLINE = 0x0a;
+const EMPTY = Buffer.alloc(0);
 const TAB = 0x09;
 const NULL_TEXT = '\\N';
 
@@ -190,7 +191,8 @@ const KNOWN_BYTES = CODES.map(([, known]) => {
  *   integer. A line with fields missing after `row_hash` passes: the catalog's COPY refuses it.
  */
 export class RowDigestStream extends Transform {
-  private rest: Buffer = Buffer.alloc(0);
+  /** The start of a line whose end has not come yet. */
+  private rest: Buffer = EMPTY;
   private rows = 0;
   private unhashed = 0;
   private readonly byBucket = new Map<string, Acc>();
@@ -206,17 +208,27 @@ export class RowDigestStream extends Transform {
   private readonly ends = new Int32Array(LAST_FIELD + 1);
 
   override _transform(chunk: Buffer, _enc: BufferEncoding, done: TransformCallback): void {
-    const buf = this.rest.length ? Buffer.concat([this.rest, chunk]) : chunk;
     let start = 0;
     try {
-      for (let nl = buf.indexOf(NEWLINE, start); nl >= 0; nl = buf.indexOf(NEWLINE, start)) {
-        this.line(buf, start, nl);
+      if (this.rest.length) {
+        // The line begun in the chunks before: only it is joined (not the whole chunk, copied again).
+        const nl = chunk.indexOf(NEWLINE);
+        if (nl < 0) {
+          this.rest = Buffer.concat([this.rest, chunk]);
+          return done(null, chunk);
+        }
+        const first = Buffer.concat([this.rest, chunk.subarray(0, nl)]);
+        this.line(first, 0, first.length);
+        start = nl + 1;
+      }
+      for (let nl = chunk.indexOf(NEWLINE, start); nl >= 0; nl = chunk.indexOf(NEWLINE, start)) {
+        this.line(chunk, start, nl);
         start = nl + 1;
       }
     } catch (err) {
       return done(err as Error);
     }
-    this.rest = start < buf.length ? Buffer.from(buf.subarray(start)) : Buffer.alloc(0);
+    this.rest = start < chunk.length ? Buffer.from(chunk.subarray(start)) : EMPTY;
     done(null, chunk);
   }
 
@@ -226,7 +238,7 @@ export class RowDigestStream extends Transform {
     } catch (err) {
       return done(err as Error);
     }
-    this.rest = Buffer.alloc(0);
+    this.rest = EMPTY;
     done();
   }
 
