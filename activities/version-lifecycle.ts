@@ -79,15 +79,18 @@ export async function indexVersion(ctx: ActivityContext, input: IndexVersionInpu
 }
 
 /**
- * The sealed version's indexes: the jobs' reader index, and for a rebuild with file records the
- * file table's unique `file_id`, per-job and path (`find`) indexes; beside them, on sessions of
- * their own, its figures per bucket and cell. Each idempotent.
+ * The sealed version's indexes: the jobs' reader and paging-key indexes, then for a rebuild with
+ * file records the file table's unique `file_id`, per-job and path (`find`) indexes; beside them,
+ * on a session of its own, its figures per bucket and cell. At most three catalog sessions at
+ * once (the worker's pool also serves the reconciliation and other catalogs' pages). Each
+ * idempotent.
  */
 async function createIndexes(ctx: ActivityContext, versionId: string): Promise<void> {
-  const fileIndexes = async () => {
+  const indexes = async () => {
+    await createReaderIndex(ctx.pool, versionId);
     if (await versionHasFiles(ctx.pool, versionId)) await createFileIndexes(ctx.pool, versionId);
   };
-  await settleAll([createReaderIndex(ctx.pool, versionId), fileIndexes(), storeBucketFigures(ctx, versionId)]);
+  await settleAll([indexes(), storeBucketFigures(ctx, versionId)]);
 }
 
 /**

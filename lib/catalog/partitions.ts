@@ -44,26 +44,21 @@ export async function partitionExists(db: Queryable, versionId: string): Promise
 }
 
 /**
- * Creates the reader index (client, start time) on one session, and the paging-key index (job_key)
- * then `ANALYZE` on a second, side by side (both take the table's SHARE lock, which does not
- * conflict with itself), each session without statement timeout (both grow with the table; the
- * sessions are discarded afterwards). The reader index is the longest step after the copy: built
- * alone, the key index and the `ANALYZE` ran after it on one core while the other had finished its
- * work (docs/performance.md). Idempotent.
- * @throws the first database error, once both sessions have ended.
+ * Creates the reader index (client, start time) on one session and the paging-key index (job_key)
+ * on a second, side by side (`CREATE INDEX` takes the table's SHARE lock, which does not conflict
+ * with itself), then `ANALYZE`s the table (its SHARE UPDATE EXCLUSIVE lock waits for both builds);
+ * each on a session without statement timeout (they grow with the table; the sessions are
+ * discarded afterwards). Built one after the other, the key index ran on one core after the reader
+ * index while the other had finished its work (docs/performance.md). Idempotent.
+ * @throws the first database error, once both builds have ended.
  */
 export async function createReaderIndex(pool: Pool, versionId: string): Promise<void> {
   const table = partitionName(versionId);
-  await settleAll([
-    withLongSession(pool, (c) =>
-      c.query(format('CREATE INDEX IF NOT EXISTS %I ON %I (client, start_time)', `${table}_client_start`, table)),
-    ),
-    withLongSession(pool, async (c) => {
-      // The paging key: a refresh built on this version finds (and supersedes) its jobs by key.
-      await c.query(format('CREATE INDEX IF NOT EXISTS %I ON %I (job_key)', `${table}_job_key`, table));
-      await c.query(format('ANALYZE %I', table));
-    }),
-  ]);
+  const build = (name: string, columns: string) =>
+    withLongSession(pool, (c) => c.query(format('CREATE INDEX IF NOT EXISTS %I ON %I (%s)', name, table, columns)));
+  // The paging key: a refresh built on this version finds (and supersedes) its jobs by key.
+  await settleAll([build(`${table}_client_start`, 'client, start_time'), build(`${table}_job_key`, 'job_key')]);
+  await withLongSession(pool, (c) => c.query(format('ANALYZE %I', table)));
 }
 
 /**

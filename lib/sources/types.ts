@@ -104,9 +104,9 @@ export interface PageRead {
   /** Jobs of the page found gone from the source after the plan: neither their row nor their files are streamed. */
   readonly gone: GoneJob[];
   /**
-   * The good rows as COPY text, columns `version_id, page_no`, then JOB_COLUMNS, then `row_hash`
-   * (the source's 64-bit hash of the row, lib/sources/bareos-columns.ts; `\N` when it gives none) (times as
-   * timestamptz text). Once per read.
+   * The good rows as COPY text, fields in lib/rows.ts PAGE_COPY_COLUMNS order (`row_hash`: the
+   * source's 64-bit hash of the row, lib/sources/bareos-columns.ts; `\N` when it gives none; times
+   * as timestamptz text). Once per read.
    */
   copyOut(versionId: string, pageNo: number): Readable;
   /** The good rows in SourceRow text form, ascending by key (not after `copyOut`). */
