@@ -26,13 +26,15 @@ export const CATALOG_FINGERPRINT_ROW = `t.job_id || '|' || coalesce(t.status, '\
 )}, '\\N') || '|' || coalesce(t.files::text, '\\N') || '|' || coalesce(t.bytes::text, '\\N')`;
 
 /**
- * SQL over a Bareos/Bacula `job` row aliased `j`; `$1` is the source's IANA zone (naive times). The
- * status is read as the page path reads it (`mode`: decoded from the legacy encoding when it is not
- * UTF-8), so both sides hash the same text.
+ * SQL over a Bareos/Bacula `job` row aliased `j`; `zone` is the `AT TIME ZONE` operand of the
+ * naive times (default `$1`, the source's IANA zone as a parameter). The status is read as the page
+ * path reads it (`mode`: decoded from the legacy encoding when it is not UTF-8), so both sides hash
+ * the same text.
  */
-export const bareosFingerprintRow = (mode: SourceTextMode): string =>
+export const bareosFingerprintRow = (mode: SourceTextMode, zone = '$1'): string =>
   `j.jobid::text || '|' || coalesce(NULLIF(${sourceText('j.jobstatus::text', mode)}, ''), '\\N') || '|' || coalesce(${bareosUtcText(
     'j.endtime',
+    zone,
   )}, '\\N') || '|' || coalesce(j.jobfiles::text, '\\N') || '|' || coalesce(j.jobbytes::text, '\\N')`;
 
 /** {@link bareosFingerprintRow} of a source database that checks its encoding. */

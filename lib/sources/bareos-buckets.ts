@@ -25,8 +25,7 @@ export function bareosBucketStatsQuery(
   maxKey: string,
 ): string {
   const z = zoneOperand(zone);
-  const hash =
-    digest === 'row' ? bareosRowHash(mode, z) : rowHashSql(bareosFingerprintRow(mode).replaceAll('$1', z), digest);
+  const hash = digest === 'row' ? bareosRowHash(mode, z) : rowHashSql(bareosFingerprintRow(mode, z), digest);
   // Each row's hash is computed before the grouping (OFFSET 0 keeps the subquery apart), so the
   // rows grouped carry four narrow columns, and the groups (one per day) fit a hash aggregate: with
   // the hash inside the aggregate, PostgreSQL sorted every row with all its columns, on disk
