@@ -16,6 +16,7 @@ import { spawn } from 'node:child_process';
 import * as fs from 'node:fs';
 import type { BenchContext } from './context';
 import { fmtInt, fmtS } from './context';
+import { filePipeTargets, judge, judgedText } from './targets';
 
 const PSQL = '/usr/bin/psql';
 /** Staging table and result table of (pf) in the catalog database. */
@@ -145,11 +146,13 @@ export async function compareFiles(
   catalog: string,
 ): Promise<void> {
   const rate = pf.rows / (productMs / 1000);
+  const judged = judge(rate / pf.rate, filePipeTargets(pf.rows));
   ctx.figures.add(
     'files: product/(pf)',
-    `${(rate / pf.rate).toFixed(2)} (goal ≥ 0.5): product ${fmtInt(rate)} file rows/s over the whole rebuild (${fmtS(productMs)}, jobs included), (pf) ${fmtInt(pf.rate)}`,
+    `${judgedText(judged)}: product ${fmtInt(rate)} file rows/s over the whole rebuild (${fmtS(productMs)}, jobs included), (pf) ${fmtInt(pf.rate)}`,
     {
-      ratio: +(rate / pf.rate).toFixed(3),
+      ratio: judged.value,
+      targets: judged.targets,
       productFileRowsPerSecond: Math.round(rate),
       pfRowsPerSecond: Math.round(pf.rate),
     },

@@ -55,6 +55,7 @@ import { runRefresh } from './refresh';
 import { buildBareosSource, sourcePlan } from './source';
 import { BareosSource } from '../../lib/sources/bareos';
 import { rowSetFingerprint, withSearchPath } from './tables';
+import { judge, judgedText, pipeTargets } from './targets';
 
 /** The command line, validated. @throws Error naming the bad option. */
 function parseOptions(): BenchOptions {
@@ -230,11 +231,12 @@ async function compare(
 /** The headline: rows, (p) seconds and rows/s, product seconds and rows/s, product/(p); and what dominates the product's CPU. */
 function headline(ctx: BenchContext, p: PipeOutcome, product: ProductOutcome): void {
   const ratio = product.rate / p.rate;
+  const judged = judge(ratio, pipeTargets(product.rows));
   const dom = dominant(product.cpu, COMPONENTS);
   const table = [
     '| rows | (p) s | (p) rows/s | product s | product rows/s | product/(p) |',
     '|---:|---:|---:|---:|---:|---:|',
-    `| ${fmtInt(product.rows)} | ${(p.ms / 1000).toFixed(1)} | ${fmtInt(p.rate)} | ${(product.ms / 1000).toFixed(1)} | ${fmtInt(product.rate)} | ${ratio.toFixed(2)} |`,
+    `| ${fmtInt(product.rows)} | ${(p.ms / 1000).toFixed(1)} | ${fmtInt(p.rate)} | ${(product.ms / 1000).toFixed(1)} | ${fmtInt(product.rate)} | ${judged.value.toFixed(3)} |`,
   ];
   const sec = (k: string) => ((product.cpu[k] ?? 0) / 1000).toFixed(1);
   const more = [
@@ -245,9 +247,10 @@ function headline(ctx: BenchContext, p: PipeOutcome, product: ProductOutcome): v
   console.log(['', ...table, '', ...more, ''].join('\n'));
   ctx.figures.add(
     'product/(p)',
-    `${ratio.toFixed(2)} (${ctx.o.workers} worker process(es); targets: ≥ 0.5 at 1M jobs, ≥ 0.4 at 10M); product CPU dominated by ${dom.label} (${(dom.share * 100).toFixed(0)}% of the components' CPU)`,
+    `${judgedText(judged)}, ${ctx.o.workers} worker process(es); product CPU dominated by ${dom.label} (${(dom.share * 100).toFixed(0)}% of the components' CPU)`,
     {
-      ratio: +ratio.toFixed(3),
+      ratio: judged.value,
+      targets: judged.targets,
       rows: product.rows,
       pSeconds: +(p.ms / 1000).toFixed(2),
       pRowsPerSecond: Math.round(p.rate),
