@@ -37,6 +37,8 @@ const FIGURES = [
   'page write (replay, identical rows)',
   'replayed page WAL',
   'rewritten page WAL (ledger row deleted)',
+  '(p) again, after the product',
+  'baseline drift',
   'product/(p)',
   'bench time',
 ];
@@ -86,6 +88,10 @@ test('npm run bench -- --jobs 3000 prints every figure, sane, and equal row sets
   for (const c of COMPONENTS) assert.ok(typeof r['product CPU'][c] === 'number', `CPU of ${c} measured`);
   assert.ok(r['product CPU'].worker > 0, 'the worker used CPU');
   assert.ok(r['(p) CPU']['psql processes'] > 0, "the psql processes' CPU measured");
+  const drift = r['baseline drift'];
+  assert.equal(r['(p) again, after the product'].rows, 3000, '(p) after the product copied every row');
+  assert.ok(drift.beforeMs > 0 && drift.afterMs > 0 && drift.ratioAfter > 0, JSON.stringify(drift));
+  assert.equal(drift.moved, Math.abs(drift.afterMs / drift.beforeMs - 1) > 0.1);
 
   const eq = r.equivalence;
   assert.ok(eq.same, `same row sets: ${JSON.stringify(eq)}`);

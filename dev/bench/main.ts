@@ -46,7 +46,7 @@ import { runCursorCopy } from './cursor-copy';
 import { runInsertSelect } from './insert-select';
 import { runPageWrite } from './page-write';
 import type { PipeOutcome } from './pipe';
-import { PIPE_TABLE, psqlEnvOf, runPipeBaseline } from './pipe';
+import { PIPE_TABLE, psqlEnvOf, reportDrift, runPipeBaseline } from './pipe';
 import type { ProductOutcome } from './product';
 import { CATALOG as PRODUCT_CATALOG, COMPONENTS, runProduct } from './product';
 import { compareFiles, runFilePipeBaseline } from './file-pipe';
@@ -321,6 +321,7 @@ async function main(): Promise<void> {
     const p = await runPipeBaseline(ctx);
     const pf = o.files !== undefined ? await runFilePipeBaseline(ctx) : null;
     const product = await runProduct(ctx, { address: temporal.address, pid: temporal.process.pid! });
+    reportDrift(ctx, p, await runPipeBaseline(ctx, true), product.rate);
     if (pf) await compareFiles(ctx, pf, product.ms, PRODUCT_CATALOG);
     if (pf) await measureFind(ctx, PRODUCT_CATALOG, temporal.address);
     await temporal.stop(); // (b) and (c) run without Temporal
