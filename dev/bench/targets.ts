@@ -26,28 +26,26 @@ export interface Judged {
   targets: (RatioTarget & { met: boolean })[];
 }
 
+/** The (p) targets per scale: from `fromJobs` jobs, at least `hold` and, as the aim, `aim`. */
+const PIPE_SCALES = [
+  { fromJobs: 5_000_000, scale: '10^7 jobs', hold: 0.56, aim: 0.7 },
+  { fromJobs: 500_000, scale: '10^6 jobs', hold: 0.44, aim: 0.6 },
+];
+
 /**
  * The (p) targets at the scale of `jobs`: 10^7 from 5·10^6 jobs, 10^6 from 5·10^5; none below
  * (a smoke run has no target).
  */
 export function pipeTargets(jobs: number): { scale: string; targets: RatioTarget[] } {
-  if (jobs >= 5_000_000)
-    return {
-      scale: '10^7 jobs',
-      targets: [
-        { name: 'hold', atLeast: 0.56 },
-        { name: 'aim', atLeast: 0.7 },
-      ],
-    };
-  if (jobs >= 500_000)
-    return {
-      scale: '10^6 jobs',
-      targets: [
-        { name: 'hold', atLeast: 0.44 },
-        { name: 'aim', atLeast: 0.6 },
-      ],
-    };
-  return { scale: `${jobs} jobs`, targets: [] };
+  const at = PIPE_SCALES.find((s) => jobs >= s.fromJobs);
+  if (!at) return { scale: `${jobs} jobs`, targets: [] };
+  return {
+    scale: at.scale,
+    targets: [
+      { name: 'hold', atLeast: at.hold },
+      { name: 'aim', atLeast: at.aim },
+    ],
+  };
 }
 
 /** The (pf) targets at the scale of `fileRecords`: 0.94 from 5·10^6 records, else 0.5. */
