@@ -6,7 +6,8 @@
  *
  * (p) the baseline: a shell pipe of two psql processes, `psql -c "\copy (SELECT …) to stdout" |
  *     psql -c "\copy j from stdin"`, from the source database into a logged table `j` with the 24
- *     typed columns and `job_id text PRIMARY KEY` only, in the catalog database (pipe.ts).
+ *     typed columns and `job_id text PRIMARY KEY` only, in the catalog database (pipe.ts); run
+ *     again right after the product, `baseline drift` compares the two runs.
  * the product: the wall time of `catalog-rebuild start --catalog bench --source director --wait`
  *     (the real CLI as a child process, default flags) against --workers already polling worker
  *     processes (default 1) on a private Temporal dev server (free ports) (product.ts).
@@ -20,7 +21,8 @@
  *     `files: product/(pf)` is the file rows over the product's whole wall time against it, and
  *     `files: equivalence` compares the product's `active_files` with it field by field.
  *
- * Then the headline table (rows; (p) seconds and rows/s; product seconds and rows/s; product/(p)),
+ * Then the headline table (rows; (p) seconds and rows/s; product seconds and rows/s; product/(p),
+ * judged against the targets of dev/bench/targets.ts),
  * the component whose CPU dominates the product, whether the four copies hold the same rows (an
  * order-independent fingerprint of the 24 columns; exit code 1 if not), and the micro-benchmarks
  * (page-write.ts, replay-wal.ts). Before each variant a CHECKPOINT (when permitted) puts them on the

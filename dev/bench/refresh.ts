@@ -154,7 +154,7 @@ export async function runRefresh(ctx: BenchContext, temporalAddress: string, ful
     ctx.figures.add(
       'refresh',
       `${fmtS(run.ms)} (start --refresh --wait) against ${fmtS(fullMs)} for the full rebuild: refresh/full ${judgedText(judged)}`,
-      { ms: run.ms, fullMs, ratio: +ratio.toFixed(4), targets: judged.targets },
+      { ms: run.ms, fullMs, ratio: judged.value, targets: judged.targets },
     );
     // The dry run and the refresh ran on these workers: their detection and their pages.
     const peaks = workers.map((w) => ({ pid: w.pid, mb: Math.round((memoryOf(w.pid)?.hwmKb ?? NaN) / 1024) }));
