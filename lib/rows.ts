@@ -61,6 +61,30 @@ export const PAGE_COPY_COLUMNS: readonly PageCopyColumn[] = [
 ];
 
 /**
+ * The SELECT list of a page's COPY line ({@link PAGE_COPY_COLUMNS} order), shared by every page
+ * read: `version_id` and `page_no` as literals (COPY takes no parameters), `row_hash` the source's
+ * expression `rowHash`, each job column the expression `column` gives it; joined by `separator`.
+ * @throws Error when `versionId` is not decimal digits or `pageNo` not an integer.
+ */
+export function pageCopySelectList(
+  page: { versionId: string; pageNo: number },
+  rowHash: string,
+  column: (c: JobColumn) => string,
+  separator = ', ',
+): string {
+  if (!/^\d+$/.test(page.versionId) || !Number.isInteger(page.pageNo)) throw new Error('bad version or page number');
+  const field = (c: PageCopyColumn): string =>
+    c === 'version_id'
+      ? page.versionId
+      : c === 'page_no'
+        ? String(page.pageNo)
+        : c === 'row_hash'
+          ? rowHash
+          : column(c);
+  return PAGE_COPY_COLUMNS.map(field).join(separator);
+}
+
+/**
  * One job as read from a source: every field as text or NULL.
  * Times are UTC instants `YYYY-MM-DDTHH:MM:SS.ffffffZ`; `bucket` is the source-local date
  * (`YYYY-MM-DD`) of the start time, NULL for jobs that never started; `job_key` is the

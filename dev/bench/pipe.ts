@@ -17,7 +17,7 @@ import type { BenchContext } from './context';
 import { fmtInt, fmtS } from './context';
 import { CpuSampler, cpuText } from './cpu';
 import { createPipeTable, P_SELECT } from './tables';
-import { judge } from './targets';
+import { printedRatio } from './targets';
 
 /** psql at this path when it exists (the machine's client), else `psql` from PATH. */
 const PSQL = '/usr/bin/psql';
@@ -144,7 +144,7 @@ export function reportDrift(
   const cpuS = (o: PipeOutcome) => Object.values(o.cpu).reduce((a, b) => a + b, 0) / 1000;
   const drift = after.ms / before.ms - 1;
   const moved = Math.abs(drift) > DRIFT_NOTED;
-  const r = (o: PipeOutcome) => judge(productRate / o.rate, { scale: '', targets: [] }).value;
+  const r = (o: PipeOutcome) => printedRatio(productRate / o.rate);
   // One decimal, signed; a change that rounds to zero shows as 0.0 (never -0.0).
   const shown = Math.abs(drift) < 0.0005 ? '0.0' : `${drift > 0 ? '+' : ''}${(drift * 100).toFixed(1)}`;
   const value: DriftFigure = {

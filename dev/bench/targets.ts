@@ -63,9 +63,12 @@ export const REFRESH_TARGETS: RatioTarget[] = [
   { name: 'goal', atMost: 0.03 },
 ];
 
-/** `ratio` rounded to three decimals and judged against `targets`. */
+/** `ratio` as the bench prints it: rounded to three decimals. */
+export const printedRatio = (ratio: number): number => Math.round(ratio * 1000) / 1000;
+
+/** `ratio` rounded to three decimals ({@link printedRatio}) and judged against `targets`. */
 export function judge(ratio: number, at: { scale: string; targets: RatioTarget[] }): Judged {
-  const value = Math.round(ratio * 1000) / 1000;
+  const value = printedRatio(ratio);
   return {
     value,
     scale: at.scale,

@@ -7,8 +7,7 @@
 import format from 'pg-format';
 import { JOB_COLUMNS } from './types';
 import type { JobColumn } from './types';
-import { PAGE_COPY_COLUMNS } from '../rows';
-import type { PageCopyColumn } from '../rows';
+import { pageCopySelectList } from '../rows';
 import { UTC_OFFSET, zoneOperand } from './zone-operand';
 
 /** Text form of a naive source timestamp as a UTC instant, in the source's zone (`zone`, default `$1`). */
@@ -372,15 +371,10 @@ export function bareosPageCopyQuery(
   range: KeyRange,
   page: { versionId: string; pageNo: number; rejectIds: string },
 ): string {
-  if (!/^\d+$/.test(page.versionId) || !Number.isInteger(page.pageNo)) throw new Error('bad version or page number');
   const z = zoneOperand(zone);
+  const exprs = columnExpressions(mode, 'native', z);
+  const fields = pageCopySelectList(page, bareosRowHash(mode, z), (c) => exprs[c], ',\n       ');
   const skip = page.rejectIds === '{}' ? '' : format(' AND j.jobid <> ALL (%L::bigint[])', page.rejectIds);
-  const exprs: Record<PageCopyColumn, string> = {
-    version_id: page.versionId,
-    page_no: String(page.pageNo),
-    row_hash: bareosRowHash(mode, z),
-    ...columnExpressions(mode, 'native', z),
-  };
-  return `COPY (SELECT ${PAGE_COPY_COLUMNS.map((c) => exprs[c]).join(',\n       ')}${BAREOS_FROM_JOB}
+  return `COPY (SELECT ${fields}${BAREOS_FROM_JOB}
           WHERE ${rangeCondition(range)}${skip}) TO STDOUT`;
 }

@@ -26,8 +26,7 @@ import { filesCommandStream } from './files-command';
 import { STAGED_ROW_HASH, stagedSelect } from './staged-select';
 import type { FileRead, GoneJob, PageKeys, PageRead, PageRejectRecord, ReadRow } from './types';
 import { JOB_COLUMNS } from './types';
-import { PAGE_COPY_COLUMNS } from '../rows';
-import type { PageCopyColumn } from '../rows';
+import { pageCopySelectList } from '../rows';
 
 /** What a staged page read needs to know of its listing. */
 export interface StagedPageSettings {
@@ -258,13 +257,10 @@ class StagedPageRead implements PageRead {
 
   copyOut(versionId: string, pageNo: number): Readable {
     if (this.streamed) throw new Error('a page read streams its rows once');
-    if (!/^\d+$/.test(versionId) || !Number.isInteger(pageNo)) throw new Error('bad version or page number');
+    // The row hash is what a listing refresh compares the next listing's records against.
+    const fields = pageCopySelectList({ versionId, pageNo }, STAGED_ROW_HASH, (c) => `x.${c}`);
     this.streamed = true;
-    // In the field order of a page's COPY line; the row hash is what a listing refresh compares
-    // the next listing's records against.
-    const field = (c: PageCopyColumn) =>
-      c === 'version_id' ? versionId : c === 'page_no' ? String(pageNo) : c === 'row_hash' ? STAGED_ROW_HASH : `x.${c}`;
-    const sql = `COPY (SELECT ${PAGE_COPY_COLUMNS.map(field).join(', ')} FROM (${this.q.select}) x
+    const sql = `COPY (SELECT ${fields} FROM (${this.q.select}) x
       WHERE ${this.q.inRange} AND x.seq <> ALL ('${this.q.skipped}'::bigint[]) ORDER BY x.seq) TO STDOUT`;
     const out = new PassThrough();
     this.out = out;
