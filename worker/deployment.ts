@@ -4,6 +4,7 @@
  * rebuilds run on it. When a current version exists it is never changed here: rolling a new build
  * out is the operator's step (`temporal worker deployment set-current-version`, docs/operations.md).
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Client } from '@temporalio/client';
 import type { WorkerBuild } from './build-id';
 
@@ -22,7 +23,9 @@ const NOT_YET = new Set([5 /* NOT_FOUND */, 9 /* FAILED_PRECONDITION */, 14 /* U
  * version of its deployment if the deployment has none (with `opts.force`: whatever the current one
  * is, an explicit rollout). A concurrent worker doing the same is resolved by the deployment's
  * conflict token: one of them wins, the other then sees a current version.
- * @param opts.timeoutMs how long to keep trying (default 60,000 ms); `signal` stops it early.
+ * @param opts.timeoutMs how long to keep trying (default 60,000 ms); `signal` stops it early and
+ *   cancels its call in flight, so that once it settled no call (nor a retry the client's gRPC
+ *   interceptor scheduled) uses the connection: the caller may close it then.
  * @returns what happened; never throws (errors end in `gave-up` with the reason).
  */
 export async function adoptIfNoCurrentVersion(
@@ -33,35 +36,39 @@ export async function adoptIfNoCurrentVersion(
 ): Promise<Adoption> {
   const deadline = Date.now() + (opts.timeoutMs ?? 60_000);
   let last = 'the deployment is not registered yet';
+  const signal = opts.signal;
+  const call = <T>(fn: () => Promise<T>): Promise<T> => (signal ? client.connection.withAbortSignal(signal, fn) : fn());
   while (Date.now() < deadline) {
-    if (opts.signal?.aborted) return { kind: 'stopped' };
+    if (signal?.aborted) return { kind: 'stopped' };
     try {
-      const d = await client.workflowService.describeWorkerDeployment({
-        namespace,
-        deploymentName: build.deploymentName,
-      });
+      const d = await call(() =>
+        client.workflowService.describeWorkerDeployment({ namespace, deploymentName: build.deploymentName }),
+      );
       const current = d.workerDeploymentInfo?.routingConfig?.currentDeploymentVersion?.buildId;
       if (current && (current === build.buildId || !opts.force)) return { kind: 'has-current', buildId: current };
       const registered = (d.workerDeploymentInfo?.versionSummaries ?? []).some(
         (v) => v.deploymentVersion?.buildId === build.buildId,
       );
       if (registered) {
-        await client.workflowService.setWorkerDeploymentCurrentVersion({
-          namespace,
-          deploymentName: build.deploymentName,
-          buildId: build.buildId,
-          conflictToken: d.conflictToken,
-          identity: opts.identity,
-        });
+        await call(() =>
+          client.workflowService.setWorkerDeploymentCurrentVersion({
+            namespace,
+            deploymentName: build.deploymentName,
+            buildId: build.buildId,
+            conflictToken: d.conflictToken,
+            identity: opts.identity,
+          }),
+        );
         return { kind: 'adopted' };
       }
       last = `build ${build.buildId} is not registered in deployment ${build.deploymentName} yet`;
     } catch (err) {
+      if (signal?.aborted) return { kind: 'stopped' };
       const code = (err as { code?: number }).code;
       last = err instanceof Error ? err.message : String(err);
       if (code === undefined || !NOT_YET.has(code)) return { kind: 'gave-up', reason: last };
     }
-    await new Promise((r) => setTimeout(r, 500));
+    await sleep(500, undefined, { signal }).catch(() => undefined);
   }
   return { kind: 'gave-up', reason: last };
 }

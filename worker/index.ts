@@ -185,14 +185,17 @@ export async function createWorker(
       async run() {
         sourceRecords.start();
         const stop = new AbortController();
-        void adoptIfNoCurrentVersion(client, ns, build, { identity, signal: stop.signal }).then((a) => {
+        const adoption = adoptIfNoCurrentVersion(client, ns, build, { identity, signal: stop.signal }).then((a) => {
           const line = adoptionLine(a, build);
           if (line) console.log(`catalog-rebuild worker ${process.pid}: ${line}`);
         });
         try {
           await worker.run();
         } finally {
+          // The adoption's calls end before the connection closes: a gRPC retry of one that fires
+          // on a closed channel throws outside any promise and would end the process with exit 1.
           stop.abort();
+          await adoption.catch(() => undefined);
           await sourceRecords.stop();
           await closeHealth().catch(() => undefined);
           await connection.close().catch(() => undefined);
