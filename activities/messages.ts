@@ -193,19 +193,25 @@ export function renumberedNote(renumbered: { jobs: RenumberedJob[]; truncated: b
   return `; ${renumbered.jobs.length}${renumbered.truncated ? '+' : ''} job names have a new job id (source renumbered?): ${names.join(', ')}${renumbered.jobs.length > 10 ? ', …' : ''}`;
 }
 
-/** The shrink guard's refusal: which buckets lost how many jobs (first 62), and how to publish anyway. */
+/** The shrink guard's refusal: which buckets lost how many jobs (first 62), the catalog as a whole when it did, and how to publish anyway. */
 export function shrinkGuardMessage(f: {
   shrunk: ShrunkBucket[];
+  /** The catalog as a whole, when it lost too many jobs (lib/catalog/publish.ts `shrunkCatalog`). */
+  whole?: { before: string; after: string } | null;
   share: number;
   minJobs: number;
   previousVersionId: string;
   renumberedNote: string;
 }): string {
   const names = f.shrunk.map((r) => `${r.bucket} (${r.before} → ${r.after})`);
-  return (
-    `shrink guard: ${f.shrunk.length} buckets lost more than ${Math.round(f.share * 100)}% and at least ${f.minJobs} jobs compared with active version ${f.previousVersionId}: ` +
-    `${names.slice(0, 62).join(', ')}${names.length > 62 ? ', …' : ''}${f.renumberedNote}; rerun with --allow-shrink if this is intended`
-  );
+  const limits = `more than ${Math.round(f.share * 100)}% and at least ${f.minJobs} jobs compared with active version ${f.previousVersionId}`;
+  const whole = f.whole
+    ? `the catalog as a whole (${f.whole.before} → ${f.whole.after} jobs on the days it still covers)`
+    : '';
+  const what = f.shrunk.length
+    ? `${f.shrunk.length} buckets lost ${limits}: ${names.slice(0, 62).join(', ')}${names.length > 62 ? ', …' : ''}${whole ? `; so did ${whole}` : ''}`
+    : `${whole} lost ${limits}`;
+  return `shrink guard: ${what}${f.renumberedNote}; rerun with --allow-shrink if this is intended`;
 }
 
 /** The `published` event's message; `gone`: jobs gone from the source after the plan, left out (named when any). */

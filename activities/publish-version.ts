@@ -20,6 +20,7 @@ import {
   requireVersionStatus,
   retireVersion,
   shrunkBuckets,
+  shrunkCatalog,
   versionWasRepaired,
 } from '../lib/catalog';
 import { withLongSession, withTransaction } from '../lib/db';
@@ -157,9 +158,10 @@ async function publishInTransaction(
     if (shrink?.previous !== previous)
       throw new Error(`active version of ${input.catalog} changed to ${previous} during the publish; retrying`);
     const shrunk = shrunkBuckets(shrink.before, shrink.after, { minJobs, share });
-    if (shrunk.length)
+    const whole = shrunkCatalog(shrink.before, shrink.after, { minJobs, share });
+    if (shrunk.length || whole)
       throw new NotPublishableError(
-        shrinkGuardMessage({ shrunk, share, minJobs, previousVersionId: previous, renumberedNote: note }),
+        shrinkGuardMessage({ shrunk, whole, share, minJobs, previousVersionId: previous, renumberedNote: note }),
       );
     const jobBuckets = new Set(shrink.after.map((b) => String(b.bucket ?? 'none')));
     const fileProblem = fileShrinkProblem(shrink.files, previous, jobBuckets);

@@ -7,6 +7,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { ReconcileOutcome, ReconcileWarnings } from '../activities/messages';
 import { describeRejects, pageGoneMessage } from '../lib/page/messages';
+import { shrunkBuckets, shrunkCatalog } from '../lib/catalog/publish';
 import {
   pageRetryMessage,
   plannedMessage,
@@ -189,6 +190,56 @@ test('shrink guard: buckets with before → after, the limits, the renumbered no
   });
   assert.ok(m.startsWith('shrink guard: 63 buckets lost more than 25% and at least 1 jobs'), m);
   assert.ok(m.endsWith('b61 (9 → 0), …; note; rerun with --allow-shrink if this is intended'), m);
+});
+
+test('shrink guard over the catalog as a whole: a loss spread over small buckets, history pruned, the message', () => {
+  const limits = { minJobs: 5, share: 0.1 };
+  // 20 days of 3 jobs each (a listing with a few snapshots a day): no bucket loses 5 jobs.
+  const days = Array.from({ length: 20 }, (_, i) => `2026-01-${String(i + 1).padStart(2, '0')}`);
+  const before = days.map((bucket) => ({ bucket, jobs: '3' }));
+  // A listing that lists nothing: every day is compared, none shows, the whole catalog does.
+  assert.deepEqual(shrunkBuckets(before, [], limits), []);
+  assert.deepEqual(shrunkCatalog(before, [], limits), { before: '60', after: '0' });
+  // Two of three jobs gone on every day: the same.
+  const thinned = days.map((bucket) => ({ bucket, jobs: '1' }));
+  assert.deepEqual(shrunkBuckets(before, thinned, limits), []);
+  assert.deepEqual(shrunkCatalog(before, thinned, limits), { before: '60', after: '20' });
+  // The director pruned the oldest 15 days: history, not shrinkage; one job less of 15 is not 10%.
+  const pruned = days.slice(15).map((bucket, i) => ({ bucket, jobs: i === 0 ? '2' : '3' }));
+  assert.equal(shrunkCatalog(before, pruned, limits), null);
+  // At most `minJobs` − 1 lost, or no more than `share`: published.
+  assert.equal(
+    shrunkCatalog(
+      before,
+      before.map((b, i) => ({ ...b, jobs: i < 4 ? '2' : '3' })),
+      limits,
+    ),
+    null,
+  );
+  assert.deepEqual(
+    shrunkCatalog(
+      before,
+      before.map((b, i) => ({ ...b, jobs: i < 7 ? '2' : '3' })),
+      limits,
+    ),
+    {
+      before: '60',
+      after: '53',
+    },
+  );
+  const base = { share: 0.1, minJobs: 5, previousVersionId: '3', renumberedNote: '' };
+  assert.equal(
+    shrinkGuardMessage({ ...base, shrunk: [], whole: { before: '60', after: '0' } }),
+    'shrink guard: the catalog as a whole (60 → 0 jobs on the days it still covers) lost more than 10% and at least 5 jobs compared with active version 3; rerun with --allow-shrink if this is intended',
+  );
+  assert.equal(
+    shrinkGuardMessage({
+      ...base,
+      shrunk: [{ bucket: '2024-05-01', before: '100', after: '0' }],
+      whole: { before: '150', after: '50' },
+    }),
+    'shrink guard: 1 buckets lost more than 10% and at least 5 jobs compared with active version 3: 2024-05-01 (100 → 0); so did the catalog as a whole (150 → 50 jobs on the days it still covers); rerun with --allow-shrink if this is intended',
+  );
 });
 
 test('planned, repaired and unreadable messages', () => {

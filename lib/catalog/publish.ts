@@ -108,15 +108,44 @@ export function shrunkBuckets(
   limits: { minJobs: number; share: number },
 ): ShrunkBucket[] {
   const now = new Map(after.map((b) => [b.bucket, BigInt(b.jobs)]));
-  const oldest = after.length ? after.reduce((lo, b) => (b.bucket < lo ? b.bucket : lo), after[0].bucket) : null;
+  const oldest = oldestBucket(after);
   const shrunk: ShrunkBucket[] = [];
   for (const o of before) {
     if (oldest !== null && o.bucket < oldest) continue;
     const n = BigInt(o.jobs);
     const left = now.get(o.bucket) ?? 0n;
-    const lost = n - left;
-    if (lost >= BigInt(limits.minJobs) && Number(lost) > limits.share * Number(n))
-      shrunk.push({ bucket: o.bucket, before: o.jobs, after: left.toString() });
+    if (lostTooMany(n, left, limits)) shrunk.push({ bucket: o.bucket, before: o.jobs, after: left.toString() });
   }
   return shrunk.sort((a, b) => (a.bucket < b.bucket ? -1 : a.bucket > b.bucket ? 1 : 0));
+}
+
+/**
+ * The shrink guard over the catalog as a whole: the dated jobs of the previous version (`before`) and
+ * of the new one (`after`) on the days the new one still covers (its oldest dated bucket and later,
+ * every day when it has none: as {@link shrunkBuckets} prunes history), when the new version lost at
+ * least `minJobs` and more than `share` of them; null otherwise. It finds a loss spread over many
+ * small buckets that no single bucket shows, e.g. a listing with a few snapshots a day that lists
+ * none. Decimal text. Pure.
+ */
+export function shrunkCatalog(
+  before: BucketJobCount[],
+  after: BucketJobCount[],
+  limits: { minJobs: number; share: number },
+): { before: string; after: string } | null {
+  const oldest = oldestBucket(after);
+  const covered = (b: BucketJobCount) => oldest === null || b.bucket >= oldest;
+  const total = (bs: BucketJobCount[]) => bs.filter(covered).reduce((n, b) => n + BigInt(b.jobs), 0n);
+  const [was, left] = [total(before), total(after)];
+  return lostTooMany(was, left, limits) ? { before: was.toString(), after: left.toString() } : null;
+}
+
+/** The oldest dated bucket of a version's counts; null when it has none. */
+function oldestBucket(counts: BucketJobCount[]): string | null {
+  return counts.length ? counts.reduce((lo, b) => (b.bucket < lo ? b.bucket : lo), counts[0].bucket) : null;
+}
+
+/** Whether going from `was` to `left` jobs loses at least `minJobs` and more than `share` of them. */
+function lostTooMany(was: bigint, left: bigint, limits: { minJobs: number; share: number }): boolean {
+  const lost = was - left;
+  return lost >= BigInt(limits.minJobs) && Number(lost) > limits.share * Number(was);
 }
