@@ -4,7 +4,7 @@
  * staged listing, no event. A refresh's figures are those of its change detection
  * (plan-refresh.ts); a full rebuild's count every job at the watermark.
  */
-import { activeVersionId, countActiveFiles, readCopyRate } from '../lib/catalog';
+import { activeVersionId, countActiveFiles, readPageCopyRate } from '../lib/catalog';
 import type { DryRunInput, DryRunResult } from '../workflows/definitions';
 import { LIMITS } from '../workflows/policies';
 import type { ActivityContext } from './context';
@@ -18,11 +18,20 @@ import {
   refreshPlanPages,
   VERIFY_FULL_REASON,
 } from './plan-refresh';
-import { sizePages } from './plan-rebuild';
+import { requireFileRecords, sizePages } from './plan-rebuild';
 import { workKeys } from '../lib/refresh';
 
-/** Rows per second assumed for the estimate when the catalog has no rebuild to measure. */
-const DEFAULT_ROWS_PER_SECOND = 50_000;
+/** Rows per second of one page in flight assumed for the estimate when the catalog has no rebuild to measure. */
+const DEFAULT_ROWS_PER_SECOND_PER_PAGE = 12_500;
+
+/**
+ * Seconds to copy `rows` in `pages` pages, `concurrency` of them in flight, at `perPage` rows per
+ * second of one page in flight (lib/catalog `readPageCopyRate`); whole seconds, 0 for no rows.
+ */
+export function estimateCopySeconds(rows: number, pages: number, concurrency: number, perPage: number): number {
+  const inFlight = Math.max(1, Math.min(concurrency, pages));
+  return rows > 0 ? Math.ceil(rows / (perPage * inFlight)) : 0;
+}
 
 /**
  * Plans `input` without making it. Heartbeats from a timer (the detection reads O(jobs) of the source).
@@ -40,7 +49,10 @@ async function dryRun(ctx: ActivityContext, input: DryRunInput): Promise<DryRunR
   const prepared = await ctx.sources.prepare(input.source, { reserveKeys: false });
   const maxKey = prepared.watermark.maxKey;
   const active = await activeVersionId(ctx.pool, input.catalog);
-  const rate = (await readCopyRate(ctx.pool, active)) ?? DEFAULT_ROWS_PER_SECOND;
+  if (input.files) await requireFileRecords(prepared, input);
+  const perPage = (await readPageCopyRate(ctx.pool, input.catalog, !!input.files)) ?? DEFAULT_ROWS_PER_SECOND_PER_PAGE;
+  const concurrency = input.concurrency ?? LIMITS.concurrency.default;
+  const estimate = (rows: number, pages: number) => estimateCopySeconds(rows, pages, concurrency, perPage);
   const watermark = { jobKey: maxKey, time: prepared.watermark.time };
   const common = {
     dryRun: true as const,
@@ -70,10 +82,11 @@ async function dryRun(ctx: ActivityContext, input: DryRunInput): Promise<DryRunR
       const copied = [...c.newKeys, ...c.changedKeys];
       // The file records that leave: a director's by job id (its key), a listing's by snapshot id.
       const leaving = (found as { leavingJobIds?: string[] }).leavingJobIds ?? [...c.changedKeys, ...c.deletedKeys];
+      const pages = refreshPlanPages(keys, REFRESH_PAGE_KEYS, !!input.files, prepared).length;
       return {
         ...common,
         refresh: true,
-        pages: refreshPlanPages(keys, REFRESH_PAGE_KEYS, !!input.files, prepared).length,
+        pages,
         rows,
         jobs: { new: c.newKeys.length, changed: c.changedKeys.length, gone: c.deletedKeys.length },
         fileRecords: input.files
@@ -84,7 +97,7 @@ async function dryRun(ctx: ActivityContext, input: DryRunInput): Promise<DryRunR
               drop: await countActiveFiles(ctx.pool, input.catalog, leaving),
             }
           : { copy: 0, drop: 0 },
-        estimateSeconds: Math.ceil(rows / rate),
+        estimateSeconds: estimate(rows, pages),
         detectionMs: found.detectionMs,
       };
     }
@@ -97,16 +110,17 @@ async function dryRun(ctx: ActivityContext, input: DryRunInput): Promise<DryRunR
     catalog: input.catalog,
     source: input.source,
     pageSize: input.pageSize,
-    concurrency: input.concurrency ?? LIMITS.concurrency.default,
+    concurrency,
     files: input.files,
     workflowId: '',
     firstRunId: '',
   });
+  const pages = Math.ceil(rows / sizing.pageSize);
   return {
     ...common,
     refresh: false,
     ...(fullRebuildBecause ? { fullRebuildBecause } : {}),
-    pages: Math.ceil(rows / sizing.pageSize),
+    pages,
     rows,
     jobs: { new: rows, changed: 0, gone: 0 },
     fileRecords: input.files
@@ -119,6 +133,6 @@ async function dryRun(ctx: ActivityContext, input: DryRunInput): Promise<DryRunR
           drop: await countActiveFiles(ctx.pool, input.catalog, null),
         }
       : { copy: 0, drop: 0 },
-    estimateSeconds: Math.ceil(rows / rate),
+    estimateSeconds: estimate(rows, pages),
   };
 }

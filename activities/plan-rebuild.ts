@@ -113,7 +113,7 @@ export async function planRebuild(ctx: ActivityContext, input: PlanRebuildInput)
  * @throws SOURCE_DATA_INVALID (non-retryable) for a source without file records; the source's
  *   schema error (non-retryable) for an unknown catalog schema version.
  */
-async function requireFileRecords(prepared: PreparedSource, input: PlanRebuildInput): Promise<void> {
+export async function requireFileRecords(prepared: PreparedSource, input: { source: string }): Promise<void> {
   if (!prepared.planFilePages || !prepared.checkFileSchema)
     throw new SourceDataInvalidError(
       `source ${input.source} has no file records this release can read: --files needs a Bareos or Bacula catalog database, or a restic or borg listing source with a filesCommand`,

@@ -284,3 +284,45 @@ test('a worker SIGKILLed in the middle of a refresh page: the page is retried on
   const d = await viewDifference(pool, 'active_jobs', fx.catalog, full);
   assert.deepEqual({ onlyA: d.onlyA, onlyB: d.onlyB }, { onlyA: 0, onlyB: 0 }, 'nothing lost or doubled');
 });
+
+test('a dry run that cannot plan names why and exits 1; start --json of an up-to-date refresh prints one JSON object', async (t) => {
+  const fx = await rebuildFixture(t, { address: temporal.address, tag: 'dryfail', jobs: 400, seed: 43 });
+  // A second source whose database does not exist, served by the same worker.
+  const configFile = fx.env.CATALOG_REBUILD_CONFIG!;
+  const config = JSON.parse(fs.readFileSync(configFile, 'utf8')) as { sources: Record<string, object> };
+  const missing = new URL(fx.dbs.sourceUrl);
+  missing.pathname = `/${missing.pathname.slice(1)}_missing`;
+  config.sources.missing = { kind: 'bareos', databaseUrl: missing.toString() };
+  fs.writeFileSync(configFile, JSON.stringify(config));
+  await fx.spawn();
+
+  for (const json of [false, true]) {
+    const dry = await runCliAsync(
+      ['start', '--catalog', fx.catalog, '--source', 'missing', '--dry-run', ...(json ? ['--json'] : [])],
+      fx.env,
+      { timeoutMs: 120_000 },
+    );
+    assert.equal(dry.code, 1, `${dry.stdout}\n${dry.stderr}`);
+    assert.equal(dry.stdout, '', 'nothing on stdout');
+    assert.match(
+      dry.stderr,
+      new RegExp(
+        `dry run of catalog ${fx.catalog} failed, nothing changed: .*${missing.pathname.slice(1)}.* does not exist`,
+      ),
+    );
+  }
+  const attempts = await fx.dbs.catalogPool.query(`SELECT 1 FROM version WHERE catalog_name = $1`, [fx.catalog]);
+  assert.equal(attempts.rowCount, 0, 'no version');
+
+  const first = await start(fx, fx.catalog, ['--refresh']);
+  assert.equal(first.code, 0, first.text);
+  const again = await runCliAsync(
+    ['start', '--catalog', fx.catalog, '--source', 'director', '--refresh', '--json'],
+    fx.env,
+    { timeoutMs: 120_000 },
+  );
+  assert.equal(again.code, 0, again.stderr);
+  const receipt = JSON.parse(again.stdout) as { catalog: string; planned: boolean; refresh: boolean };
+  assert.deepEqual([receipt.catalog, receipt.planned, receipt.refresh], [fx.catalog, false, true]);
+  assert.match(again.stderr, /refresh: up to date/);
+});

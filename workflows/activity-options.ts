@@ -6,6 +6,7 @@ import { proxyActivities } from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import {
   AWAIT_REBUILD_MAX_WAIT_MS,
+  DRY_RUN_RETRY,
   LONG_RETRY,
   LONG_STEP_HEARTBEAT_FACTOR,
   LONG_STEP_HEARTBEAT_TIMEOUT,
@@ -37,6 +38,9 @@ const LONG_STEP_OPTIONS: ActivityOptions = {
 
 /** The long steps' proxy with the options of {@link LONG_STEP_OPTIONS} (30 s heartbeat timeout). */
 export const long = proxyActivities<Activities>(LONG_STEP_OPTIONS);
+
+/** The dry run's plan: the long steps' timeouts with {@link DRY_RUN_RETRY} (3 attempts). */
+export const dryRunSteps = proxyActivities<Activities>({ ...LONG_STEP_OPTIONS, retry: DRY_RUN_RETRY });
 
 /**
  * The long steps' proxy for a rebuild whose pages have heartbeat timeout `heartbeatTimeoutMs`: the

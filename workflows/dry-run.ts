@@ -5,10 +5,10 @@
  */
 import { setWorkflowOptions } from '@temporalio/workflow';
 import type { DryRunInput, DryRunResult } from './definitions';
-import { long } from './activity-options';
+import { dryRunSteps } from './activity-options';
 
 /** Returns the plan a rebuild of `input` would make now. */
 export async function DryRunCatalog(input: DryRunInput): Promise<DryRunResult> {
-  return long.dryRunPlan(input);
+  return dryRunSteps.dryRunPlan(input);
 }
 setWorkflowOptions({ versioningBehavior: 'PINNED' }, DryRunCatalog);

@@ -5,9 +5,11 @@
  * it runs while one does). Nothing changes: no version, no staged listing, no event. Exit 0.
  */
 import { randomUUID } from 'node:crypto';
+import { WorkflowFailedError } from '@temporalio/client';
 import type { DryRunInput, DryRunResult } from '../../workflows/definitions';
 import { dryRunWorkflowId } from '../../workflows/names';
 import type { TemporalSession } from '../index';
+import { deepestMessage } from '../temporal-facts';
 import { ExitCode } from './context';
 import { watchForPoller } from './start-watch';
 
@@ -20,7 +22,8 @@ export const DRY_RUN_TIMEOUT_MS = 15 * 60_000;
  * the source died since it last recorded it), `wait.note` is told so; when it still waits
  * `wait.dryRunNoWorkerMs` after its start, the dry run is ended (it changes nothing) and the command fails
  * saying so, instead of waiting for a worker.
- * @throws ExitCode 1 when no worker took the dry run; the workflow's failure.
+ * @throws ExitCode 1 when no worker took the dry run, or when it failed (`dry run of catalog C
+ *   failed, nothing changed: <the innermost cause>`, e.g. the source database's error).
  */
 export async function runDryRun(
   s: TemporalSession,
@@ -34,7 +37,13 @@ export async function runDryRun(
     args: [input],
     workflowExecutionTimeout: DRY_RUN_TIMEOUT_MS,
   });
-  const result = handle.result().then((r) => ({ r: r as DryRunResult }));
+  const result = handle.result().then(
+    (r) => ({ r: r as DryRunResult }),
+    (err: unknown) => {
+      if (!(err instanceof WorkflowFailedError)) throw err;
+      throw new ExitCode(1, `dry run of catalog ${input.catalog} failed, nothing changed: ${deepestMessage(err)}`);
+    },
+  );
   const stop = new AbortController();
   const noWorker = `no worker polls task queue ${s.taskQueue}`;
   try {

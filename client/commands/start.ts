@@ -323,8 +323,12 @@ export async function startCommand(
       const receipt: Receipt = await whileWatchingPollers(r.handle, watchOptions, () =>
         receiptOf(s, r.handle, { ...o, attached: r.attached, planWaitMs: settings.planWaitMs }, catalogPool),
       );
-      // A rebuild that closed before its plan was seen (it failed planning): its result, at once.
-      if (!receipt.planned && !(await isRunning(r.handle))) return waitAndReport(s, o.catalog, o.json ? note : ctx.out);
+      // A rebuild that closed before its plan was seen (it failed planning, or a refresh found the
+      // catalog up to date): its result, at once; with --json still one object on stdout.
+      if (!receipt.planned && !(await isRunning(r.handle))) {
+        if (o.json) ctx.out(JSON.stringify(receipt));
+        return waitAndReport(s, o.catalog, o.json ? note : ctx.out);
+      }
       const lines = formatReceipt(receipt, Date.now() - t1);
       if (!o.json) for (const line of lines) ctx.out(line);
       else {

@@ -140,16 +140,26 @@ export async function countActiveFiles(db: Queryable, catalog: string, jobIds: s
   return Number(rows[0]?.n ?? 0);
 }
 
+/** Fewest rows a version's committed pages must hold for its copy rate to estimate another rebuild by. */
+export const COPY_RATE_MIN_ROWS = 10_000;
+
 /**
- * Rows per second a version's pages were copied at: its ledger's rows over the time from its first
- * page's start to its last commit; null without a version or committed pages.
+ * Rows per second one page in flight copied at, for a dry run's estimate: the rows of the committed
+ * pages of the newest version of `catalog` with file records (`files`) or without, whose pages hold
+ * at least {@link COPY_RATE_MIN_ROWS} rows, over the sum of those pages' transaction times (the
+ * ledger's `started_at` to `committed_at`), so that pauses, throttling and the steps after the copy
+ * do not count, nor does a refresh of a few jobs. null when the catalog has no such version.
  */
-export async function readCopyRate(db: Queryable, versionId: string | null): Promise<number | null> {
-  if (!versionId) return null;
+export async function readPageCopyRate(db: Queryable, catalog: string, files: boolean): Promise<number | null> {
   const { rows } = await db.query<{ rows: string | null; s: number | null }>(
-    `SELECT sum(rows)::text AS rows, extract(epoch FROM max(committed_at) - min(started_at))::float8 AS s
-     FROM page WHERE version_id = $1 AND committed_at IS NOT NULL`,
-    [versionId],
+    `SELECT sum(p.rows)::text AS rows, sum(extract(epoch FROM p.committed_at - p.started_at))::float8 AS s
+     FROM page p
+     WHERE p.committed_at IS NOT NULL AND p.version_id = (
+       SELECT v.version_id FROM version v
+       JOIN page q ON q.version_id = v.version_id AND q.committed_at IS NOT NULL
+       WHERE v.catalog_name = $1 AND v.files = $2
+       GROUP BY v.version_id HAVING sum(q.rows) >= $3 ORDER BY v.version_id DESC LIMIT 1)`,
+    [catalog, files, COPY_RATE_MIN_ROWS],
   );
   const r = rows[0];
   return r?.rows && r.s && r.s > 0 ? Number(r.rows) / r.s : null;
