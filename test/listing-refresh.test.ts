@@ -239,6 +239,23 @@ test('a refresh of an empty version, or after the listing settings changed, is a
   );
 });
 
+test('a listing that lists none of its snapshots any more: the shrink guard refuses the catalog as a whole', async () => {
+  config = { kind: 'restic-json', path: listingFile };
+  // One snapshot a day: no day can lose the shrink guard's 5 jobs.
+  const snap = (id: string, day: number) => ({ id, time: `2024-08-0${day}T01:00:00Z`, paths: ['/srv'], hostname: 'h' });
+  fs.writeFileSync(listingFile, JSON.stringify([1, 2, 3, 4, 5, 6, 7, 8, 9].map((d) => snap(`s${d}`, d))));
+  await rebuild('lg', { run: '1' });
+  fs.writeFileSync(listingFile, '[]');
+  await assert.rejects(rebuild('lg', { refresh: true, run: '2' }), {
+    message:
+      /shrink guard: the catalog as a whole \(9 → 0 jobs on the days it still covers\) lost more than 10% and at least 5 jobs/,
+  });
+  const { rows } = await fx.dbs.catalogPool.query<{ n: number }>(
+    `SELECT count(*)::int AS n FROM active_jobs WHERE catalog_name = 'lg'`,
+  );
+  assert.equal(rows[0].n, 9, 'the active version stays');
+});
+
 test('refresh pages: at most `size` keys; weighed, a page ends before its target and a heavy job is a page of its own', () => {
   const keys = ['1', '2', '3', '4', '5'];
   assert.deepEqual(
