@@ -5,7 +5,7 @@
  * whichever answers first.
  */
 import type { Pool } from 'pg';
-import { baseVersionOf, findPlan } from '../lib/catalog';
+import { baseVersionOf, findPlan, refreshPlanNote } from '../lib/catalog';
 import type { PageSizing, PlanResult, RebuildProgress, Watermark } from '../workflows/definitions';
 
 export type { PageSizing } from '../workflows/definitions';
@@ -27,6 +27,11 @@ export interface SeenPlan {
    * `progress` query does not say).
    */
   baseVersionId?: string | null;
+  /**
+   * What the plan's `planned` event says of a refresh (lib/catalog `refreshPlanNote`): its changes
+   * or why it runs as a full rebuild; null or absent otherwise.
+   */
+  refreshNote?: string | null;
   /** `database`: the version row; `workflow`: the `progress` query. */
   answeredBy: 'database' | 'workflow';
 }
@@ -37,7 +42,7 @@ export interface PlanReaders {
    * The version row of this rebuild (null while it is not planned).
    * @throws when the catalog database cannot be read; the `progress` query is asked instead.
    */
-  readPlan(): Promise<(PlanResult & Pick<SeenPlan, 'baseVersionId'>) | null>;
+  readPlan(): Promise<(PlanResult & Pick<SeenPlan, 'baseVersionId' | 'refreshNote'>) | null>;
   /** The `progress` query, rejecting after `timeoutMs` (ms) when no worker answers. */
   queryProgress(timeoutMs: number): Promise<RebuildProgress>;
   /** Whether the rebuild has closed (failed at its plan, say): its plan will not come. */
@@ -52,7 +57,13 @@ export interface PlanReaders {
 export function planOfVersionRow(pool: () => Pool, workflowId: string, firstRunId: string): PlanReaders['readPlan'] {
   return async () => {
     const p = await findPlan(pool(), workflowId, firstRunId);
-    return p && { ...p, baseVersionId: await baseVersionOf(pool(), p.versionId) };
+    return (
+      p && {
+        ...p,
+        baseVersionId: await baseVersionOf(pool(), p.versionId),
+        refreshNote: await refreshPlanNote(pool(), p.versionId),
+      }
+    );
   };
 }
 
@@ -131,7 +142,12 @@ export interface Receipt {
    * answered (then a refresh plan is told by its page size differing from `--page-size`).
    */
   baseVersionId: string | null;
-  /** Source rows at or below the watermark; null when not planned or not known. */
+  /**
+   * A refresh's changes as its `planned` event gives them (`a refresh of version B: x new, y changed
+   * and z deleted jobs in p pages`), or why it runs as a full rebuild; null otherwise or not known.
+   */
+  refreshNote: string | null;
+  /** Source rows at or below the watermark (a refresh plan: the new and changed jobs it reads); null when not planned or not known. */
   sourceRows: number | null;
   /** Highest job key (decimal text, null for an empty source) and source time at plan; null when not planned. */
   watermark: Watermark | null;
@@ -151,6 +167,7 @@ export function buildReceipt(
     refresh: !!known.refresh,
     requestedPageSize: known.pageSize,
     baseVersionId: plan?.baseVersionId ?? null,
+    refreshNote: plan?.refreshNote ?? null,
     pageSize: plan?.pageSize ?? known.pageSize,
     pageSizing: plan?.pageSizing ?? known.pageSizing,
     planned: !!plan,
@@ -190,6 +207,8 @@ function refreshPages(r: Receipt): boolean {
  * `planned version 12 of catalog main:` (`… main with files:` with `--files`), `  pages: 40 (500 jobs per page, fixed by --page-size)` (or
  * `sized by the plan from measured cost`),
  * `  rows: 20000 source rows at the watermark`, `  watermark: job 20000 at 2026-11-01T20:00:00.000000Z`;
+ * a refresh adds what its `planned` event says of it after the first line, and a refresh plan's rows
+ * are `N new and changed jobs read from the source`;
  * when not planned, one line saying so after `waitedMs` (ms).
  */
 export function formatReceipt(r: Receipt, waitedMs: number): string[] {
@@ -206,10 +225,14 @@ export function formatReceipt(r: Receipt, waitedMs: number): string[] {
         : 'fixed by --page-size';
   const w = r.watermark;
   const watermark = !w ? 'unknown' : `${w.jobKey === null ? 'no jobs (empty source)' : `job ${w.jobKey}`} at ${w.time}`;
+  const rows = r.sourceRows === null ? 'unknown (the catalog database did not answer)' : r.sourceRows;
   return [
     `planned version ${r.versionId} of catalog ${r.catalog}${r.files ? ' with files' : ''}:`,
+    ...(r.refreshNote ? [`  ${r.refreshNote}`] : []),
     `  pages: ${r.pagesTotal} (${pagesText(r)}, ${sizing})`,
-    `  rows: ${r.sourceRows === null ? 'unknown (the catalog database did not answer)' : r.sourceRows} source rows at the watermark`,
+    r.baseVersionId !== null
+      ? `  rows: ${rows} new and changed jobs read from the source`
+      : `  rows: ${rows} source rows at the watermark`,
     `  watermark: ${watermark}`,
   ];
 }

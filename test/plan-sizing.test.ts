@@ -105,6 +105,7 @@ test('the receipt of a plan with files says its pages hold jobs and their files'
     refresh: false,
     requestedPageSize: null,
     baseVersionId: null,
+    refreshNote: null,
     sourceRows: 20_000,
     watermark: { jobKey: '20000', time: '2026-11-01T20:00:00.000000Z' },
     answeredBy: 'database' as const,

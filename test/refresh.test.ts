@@ -96,6 +96,7 @@ test('a refresh equals a full rebuild of the changed source, writes only what ch
   assert.equal(first.code, 0, first.text);
   assert.match(first.text, /refresh ran as a full rebuild: the catalog has no active version/);
   assert.match(first.stdout, /pages: \d+ \(300 jobs per page, fixed by --page-size\)/, 'the receipt of the full plan');
+  assert.match(first.stdout, /^ {2}refresh planned as a full rebuild: the catalog has no active version/m, 'and why');
 
   const changed = await changeSource(fx.dbs.sourcePool);
   // A dry run says what the refresh will do and changes nothing.
@@ -129,6 +130,15 @@ test('a refresh equals a full rebuild of the changed source, writes only what ch
   assert.ok(changes >= 3, `the rescheduled, the changed and the renamed client's jobs (${changes})`);
   assert.equal(v2.ownRows, news + changes, "the refresh's own table holds only the jobs it wrote");
   assert.deepEqual(plan.jobs, { new: news, changed: changes, gone: deletes }, 'the dry run counted exactly');
+  // The receipt says what the refresh reads.
+  assert.match(
+    r.stdout,
+    new RegExp(
+      `^ {2}a refresh of version ${v2.base}: ${news} new, ${changes} changed and ${deletes} deleted jobs in \\d+ pages$`,
+      'm',
+    ),
+  );
+  assert.match(r.stdout, new RegExp(`^ {2}rows: ${news + changes} new and changed jobs read from the source$`, 'm'));
 
   // Without --refresh a dry run counts every job as new; it runs beside a rebuild of the catalog.
   const running = await runCliAsync(['start', '--catalog', full, '--source', 'director', '--page-size', '300'], fx.env);

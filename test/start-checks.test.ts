@@ -210,6 +210,26 @@ test('the receipt: version, pages and their sizing, rows, watermark; or that the
     '  rows: 20000 source rows at the watermark',
     '  watermark: job 20000 at 2026-11-01T20:00:00.000000Z',
   ]);
+  // A refresh plan: what its planned event says, and the rows it reads.
+  const refresh = {
+    ...plan,
+    versionId: '13',
+    pagesTotal: 1,
+    sourceRows: '62',
+    pageSize: 2000,
+    baseVersionId: '12',
+    refreshNote: 'a refresh of version 12: 30 new, 32 changed and 70 deleted jobs in 1 pages',
+  };
+  assert.deepEqual(
+    formatReceipt(buildReceipt({ ...known, pageSize: null, pageSizing: 'fixed', refresh: true }, refresh), 100),
+    [
+      'planned version 13 of catalog main:',
+      '  a refresh of version 12: 30 new, 32 changed and 70 deleted jobs in 1 pages',
+      "  pages: 1 (at most 2000 changed jobs per page, a refresh's fixed size)",
+      '  rows: 62 new and changed jobs read from the source',
+      '  watermark: job 20000 at 2026-11-01T20:00:00.000000Z',
+    ],
+  );
   const late = buildReceipt({ ...known, pageSize: null, pageSizing: 'auto' }, null);
   assert.equal(late.planned, false);
   assert.match(formatReceipt(late, 30_000)[0], /not planned within 30 s; it runs on/);
@@ -307,6 +327,7 @@ test('start prints the receipt once planned: version, pages, rows, watermark; --
     refresh: false,
     requestedPageSize: null,
     baseVersionId: null,
+    refreshNote: null,
     planned: true,
     versionId: w.version_id,
     pagesTotal: 2,

@@ -94,6 +94,23 @@ export async function baseVersionOf(db: Queryable, versionId: string): Promise<s
   return rows[0]?.b ?? null;
 }
 
+/**
+ * What the `planned` event of a version planned for a refresh (`start --refresh`) says of it: `a
+ * refresh of version B: x new, y changed and z deleted jobs in p pages`, or `refresh planned as a full
+ * rebuild: <why>`; null for a version planned without `--refresh`, or before its event exists.
+ */
+export async function refreshPlanNote(db: Queryable, versionId: string): Promise<string | null> {
+  const { rows } = await db.query<{ message: string }>(
+    `SELECT message FROM event WHERE version_id = $1 AND kind = 'planned' ORDER BY event_id LIMIT 1`,
+    [versionId],
+  );
+  const m = rows[0]?.message ?? '';
+  const refresh = /^planned version \d+: (a refresh of version .*)$/.exec(m);
+  if (refresh) return refresh[1];
+  const full = /^(refresh planned as a full rebuild: .*?); planned version \d+: /.exec(m);
+  return full ? full[1] : null;
+}
+
 /** Stores the keys of a refresh's pages: page n (from 1) processes `pages[n-1]`. */
 export async function insertPlanPageKeys(db: Queryable, versionId: string, pages: string[][]): Promise<void> {
   const pageNos: number[] = [];
