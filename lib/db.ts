@@ -72,12 +72,23 @@ interface Labelling {
   onlyConnection: boolean;
 }
 
-/** `err` with `label: ` before its message (once); its `code` and other fields kept. */
+/**
+ * A server message about authorization (SQLSTATE class 28: `role "u" does not exist`, `password
+ * authentication failed for user "u"`, `no pg_hba.conf entry for host …, user "u", …`) without the
+ * user it names, as the label names the database without it; other messages as they are.
+ */
+export function withoutUserName(code: unknown, message: string): string {
+  return typeof code === 'string' && code.startsWith('28')
+    ? message.replace(/\b(role|user) "(?:[^"]|"")*"/g, "$1 (the URL's user)")
+    : message;
+}
+
+/** `err` with `label: ` before its message (once), and no user name in it; its `code` and other fields kept. */
 function labelled(err: unknown, l: Labelling): unknown {
   if (l.onlyConnection && !isConnectionError(err)) return err;
   const label = l.label;
   if (err instanceof Error && !(err as { [LABELLED]?: boolean })[LABELLED]) {
-    err.message = `${label}: ${err.message}`;
+    err.message = `${label}: ${withoutUserName((err as { code?: unknown }).code, err.message)}`;
     Object.defineProperty(err, LABELLED, { value: true });
   }
   return err;

@@ -17,6 +17,7 @@ import { databaseUrl, resolveAdminUrl } from '../dev/env/postgres';
 import { runCliProcess, testDatabases, writeConfig } from '../dev/harness/harness';
 import { BareosSource } from '../lib/sources/bareos';
 import { toFailure } from '../activities/failures';
+import { createPool, withoutUserName } from '../lib/db';
 
 test('the CLI names the unreachable catalog database and its setting, never the password', async (t) => {
   const port = await freePort();
@@ -78,6 +79,35 @@ test('a director database that does not exist (3D000) names the source, its sett
   } finally {
     await source.close();
   }
+});
+
+test('an authorization error names the database, not the user of its URL', async () => {
+  const admin = new URL(await resolveAdminUrl());
+  admin.username = 'crt_no_such_role';
+  admin.password = 'crt-s3cret';
+  const pool = createPool(admin.toString(), {
+    applicationName: 'catalog-rebuild:test',
+    describe: 'catalog database (CATALOG_DATABASE_URL)',
+  });
+  try {
+    const err = (await pool.query('SELECT 1').then(
+      () => assert.fail('the role does not exist'),
+      (e: unknown) => e,
+    )) as Error & { code?: string };
+    assert.match(String(err.code), /^28/, err.message);
+    assert.match(err.message, /^catalog database \(CATALOG_DATABASE_URL\): .*\(the URL's user\)/);
+    assert.doesNotMatch(err.message, /crt_no_such_role|crt-s3cret/);
+  } finally {
+    await pool.end();
+  }
+  assert.equal(
+    withoutUserName(
+      '28000',
+      'no pg_hba.conf entry for host "10.0.0.1", user "bareos", database "bareos", no encryption',
+    ),
+    'no pg_hba.conf entry for host "10.0.0.1", user (the URL\'s user), database "bareos", no encryption',
+  );
+  assert.equal(withoutUserName('3D000', 'database "x" does not exist'), 'database "x" does not exist');
 });
 
 /** `events --catalog <catalog>` in a CLI process configured by a file naming `dbs`' catalog database. */
