@@ -471,6 +471,21 @@ test('(e) a rebuild cancelled from the CLI ends Canceled in the temporal CLI and
     );
     const shown = await runCliAsync(['status', '--catalog', 'k'], env);
     assert.match(shown.stdout, /^catalog k: rebuild catalog-rebuild\/k cancelled at /);
+    // Signals and updates to the ended rebuild, and to a catalog never rebuilt: exit 1 saying which.
+    for (const args of [['pause'], ['resume'], ['throttle', '--concurrency', '2']]) {
+      const late = await runCliAsync([...args, '--catalog', 'k'], env);
+      assert.equal(late.code, 1, late.stdout);
+      assert.match(
+        late.stderr,
+        new RegExp(`the rebuild of catalog k \\(catalog-rebuild/k\\) has ended \\(cancelled\\): ${args[0]} not sent`),
+      );
+    }
+    const never = await runCliAsync(['cancel', '--catalog', 'never-rebuilt'], env);
+    assert.equal(never.code, 1, never.stdout);
+    assert.match(
+      never.stderr,
+      /no rebuild of catalog never-rebuilt exists \(workflow catalog-rebuild\/never-rebuilt\): cancel not sent/,
+    );
 
     if (!fs.existsSync(CHROMIUM)) {
       t.diagnostic(`${CHROMIUM} is missing: the Web UI list is not looked at`);

@@ -1,10 +1,12 @@
 /** `catalog-rebuild pause | resume | cancel`: signals to a catalog's rebuild. */
+import { WorkflowNotFoundError } from '@temporalio/client';
+import type { WorkflowHandle } from '@temporalio/client';
 import { cancel, pause, rebuildHandle, resume } from '../index';
 import { livePollersOf, readRebuildFacts } from '../rebuild-facts';
 import type { RebuildFacts } from '../rebuild-facts';
 import { liveWindowSeconds } from '../status';
 import type { CommandContext } from './context';
-import { withTemporal } from './context';
+import { ExitCode, withTemporal } from './context';
 
 /** The signals the CLI sends, by command name. */
 export type SignalName = 'pause' | 'resume' | 'cancel';
@@ -34,16 +36,46 @@ export function signalWaitsLine(
 }
 
 /**
+ * Runs `send` (a signal or an update to the catalog's rebuild `handle`); when Temporal answers that
+ * the workflow does not exist or has closed, says which in an {@link ExitCode} 1:
+ * `the rebuild of catalog C (catalog-rebuild/C) has ended (completed): pause not sent; …` or
+ * `no rebuild of catalog C exists (workflow catalog-rebuild/C): pause not sent`.
+ * @throws ExitCode 1 as above; other errors as they are.
+ */
+export async function toRunningRebuild<T>(
+  handle: WorkflowHandle,
+  catalog: string,
+  what: string,
+  send: () => Promise<T>,
+): Promise<T> {
+  try {
+    return await send();
+  } catch (err) {
+    if (!(err instanceof WorkflowNotFoundError)) throw err;
+    const status = await handle.describe().then(
+      (d) => d.status.name,
+      () => null,
+    );
+    throw new ExitCode(
+      1,
+      status
+        ? `the rebuild of catalog ${catalog} (${handle.workflowId}) has ended (${status.toLowerCase()}): ${what} not sent; catalog-rebuild status --catalog ${catalog} shows how`
+        : `no rebuild of catalog ${catalog} exists (workflow ${handle.workflowId}): ${what} not sent`,
+    );
+  }
+}
+
+/**
  * Sends `signal` to the catalog's rebuild (the latest run) and prints the workflow id, then, when no
  * worker of the rebuild's build polls, that the signal takes effect once one runs.
  * `cancel` carries the reason "cancelled from the CLI".
  * @returns 0.
- * @throws the Temporal error when the workflow does not exist or is closed.
+ * @throws ExitCode 1 when the workflow does not exist or has closed ({@link toRunningRebuild}).
  */
 export async function signalCommand(ctx: CommandContext, signal: SignalName, o: { catalog: string }): Promise<number> {
   return withTemporal(ctx, async (s) => {
     const handle = rebuildHandle(s.client, o.catalog);
-    await SEND[signal](handle);
+    await toRunningRebuild(handle, o.catalog, signal, () => SEND[signal](handle));
     ctx.out(`${signal} sent to ${handle.workflowId}`);
     const facts = await readRebuildFacts(s, null, o.catalog, {
       queryTimeoutMs: 0,
