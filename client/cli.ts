@@ -147,6 +147,9 @@ function addStart(program: Command, ctx: CommandContext, err: (s: string) => voi
     )
     .option('--wait', 'wait for the rebuild to end; exit 1 unless published', false)
     .option('--json', 'print the receipt as one JSON object', false);
+  // A dry run changes nothing: the options only a rebuild uses are usage errors with it.
+  for (const opt of start.options)
+    if (['wait', 'allowShrink', 'retention'].includes(opt.attributeName())) opt.conflicts('dryRun');
   start.action(run(async (o) => (await import('./commands/start')).startCommand(ctx, o, err)));
 }
 

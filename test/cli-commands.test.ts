@@ -286,6 +286,12 @@ test('files and find: usage errors exit 2 before any connection; start --help sh
   assert.match(star.text, /prefix before the trailing \*/);
   assert.equal((await run(['find', '--catalog', 'main', '--path', '/etc/*', '--limit', '0'])).code, 2);
   assert.equal((await run(['find', '--catalog', 'main', '--path-hex', 'xyz'])).code, 2);
+  // A dry run changes nothing: the flags of a rebuild that would are usage errors with it.
+  for (const flag of [['--wait'], ['--allow-shrink'], ['--retention', '3']]) {
+    const both = await run(['start', '--catalog', 'main', '--source', 'director', '--dry-run', ...flag]);
+    assert.equal(both.code, 2, both.text);
+    assert.match(both.text, new RegExp(`^error: option '${flag[0]}( <n>)?' cannot be used with option '--dry-run'`));
+  }
   const help = await run(['start', '--help']);
   assert.equal(help.code, 0);
   assert.match(help.text, /--files +rebuild each job's file records too/);

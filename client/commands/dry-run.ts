@@ -88,7 +88,7 @@ export function formatDryRun(r: DryRunResult): string[] {
   const what = r.refresh
     ? `a refresh of version ${r.activeVersionId}: ${n(c.new)} new, ${n(c.changed)} changed, ${n(c.gone)} gone jobs; ${n(r.rows)} jobs read from the source in ${n(r.pages)} pages`
     : `a full rebuild${r.fullRebuildBecause ? ` (a refresh would be one: ${r.fullRebuildBecause})` : ''}: ${n(r.rows)} jobs in ${n(r.pages)} pages`;
-  const lines = [`dry run of catalog ${r.catalog} from source ${r.source}, nothing changed:`, `  ${what}`];
+  const lines = [`dry run of catalog ${r.catalog} from source ${r.source} (it changes nothing):`, `  ${what}`];
   if (r.fileRecords.copy || r.fileRecords.drop)
     lines.push(
       `  file records: ${n(r.fileRecords.copy)} to copy, ${n(r.fileRecords.drop)} of the active version replaced`,
