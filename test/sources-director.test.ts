@@ -24,7 +24,7 @@ import { compareCatalogToSource } from '../dev/verify';
 import type { TestDatabases, WorkerProcess } from '../dev/harness/harness';
 import { privateTemporal, runCliAsync, spawnWorker, testDatabases, testEnv, uniqueQueue } from '../dev/harness/harness';
 import { withDeadline } from '../dev/harness/wait';
-import { checkNaiveTimes } from '../lib/sources/bareos-zone';
+import { checkNaiveTimes, zonesThatFit } from '../lib/sources/bareos-zone';
 
 const fixture = (name: string): string => fs.readFileSync(path.join(projectRoot(), 'test', 'fixtures', name), 'utf8');
 
@@ -506,6 +506,22 @@ test('a director whose naive times contradict JobTDate in the zone in use fails 
     );
     return true;
   });
+
+  // A director that writes UTC, read in another zone: UTC is the zone named first.
+  const utcSample = ['2024-01-15 10:00:00', '2024-07-15 22:30:00'].map((t, i) => {
+    const epoch = Date.parse(`${t.replace(' ', 'T')}Z`) / 1000;
+    return {
+      jobId: String(i + 1),
+      jobTDate: epoch,
+      end: epoch,
+      start: epoch,
+      endAsUtc: epoch,
+      startAsUtc: epoch,
+      endText: t,
+      startText: t,
+    };
+  });
+  assert.equal((await zonesThatFit(berlin.pool, utcSample)).zones[0], 'UTC');
 
   // Through the product: the plan fails before any page, and says so.
   const catalog = 'berlin-unset';

@@ -139,16 +139,17 @@ export function formatOffset(seconds: number): string {
 }
 
 /**
- * The IANA zones (region/city names of the source server's `pg_timezone_names`) in which the most
- * sampled backups fit (every one of them when possible), those of the region most of them are in
- * first, then by name. Empty when none fits more than half. One statement over the sample (at most 200 jobs × the server's zones).
+ * The IANA zones (region/city names of the source server's `pg_timezone_names`, and `UTC`) in which
+ * the most sampled backups fit (every one of them when possible): `UTC` first when it fits (a
+ * director that writes UTC, not `Africa/Abidjan`), then those of the region most of them are in,
+ * then by name. Empty when none fits more than half. One statement over the sample (at most 200 jobs × the server's zones).
  */
 export async function zonesThatFit(pool: Pool, sample: ZoneSample[]): Promise<{ zones: string[]; fit: number }> {
   if (!sample.length) return { zones: [], fit: 0 };
   const { rows } = await pool.query<{ name: string; fit: number }>(
     `WITH s AS (SELECT * FROM unnest($1::bigint[], $2::timestamp[], $3::timestamp[]) AS s(t, st, en)),
      z AS (SELECT name FROM pg_timezone_names
-           WHERE name ~ '^(Africa|America|Antarctica|Asia|Atlantic|Australia|Europe|Indian|Pacific)/'),
+           WHERE name ~ '^(Africa|America|Antarctica|Asia|Atlantic|Australia|Europe|Indian|Pacific)/' OR name = 'UTC'),
      scored AS (
        SELECT z.name, count(*) FILTER (
                 WHERE abs(s.t - extract(epoch FROM s.en AT TIME ZONE z.name)) <= $4
@@ -167,9 +168,15 @@ export async function zonesThatFit(pool: Pool, sample: ZoneSample[]): Promise<{ 
   const region = (z: string) => z.slice(0, z.indexOf('/'));
   const perRegion = new Map<string, number>();
   for (const r of rows) perRegion.set(region(r.name), (perRegion.get(region(r.name)) ?? 0) + 1);
+  const utcFirst = (z: string) => (z === 'UTC' ? 0 : 1);
   const zones = rows
     .map((r) => r.name)
-    .sort((a, b) => perRegion.get(region(b))! - perRegion.get(region(a))! || (a < b ? -1 : a > b ? 1 : 0));
+    .sort(
+      (a, b) =>
+        utcFirst(a) - utcFirst(b) ||
+        perRegion.get(region(b))! - perRegion.get(region(a))! ||
+        (a < b ? -1 : a > b ? 1 : 0),
+    );
   return { zones, fit: rows[0]?.fit ?? 0 };
 }
 
