@@ -204,6 +204,9 @@ test('shrink guard over the catalog as a whole: a loss spread over small buckets
   const thinned = days.map((bucket) => ({ bucket, jobs: '1' }));
   assert.deepEqual(shrunkBuckets(before, thinned, limits), []);
   assert.deepEqual(shrunkCatalog(before, thinned, limits), { before: '60', after: '20' });
+  // One job fewer on 7 days, and 10 new jobs on a new day: the new jobs do not make up for the lost.
+  const masked = [...before.map((b, i) => ({ ...b, jobs: i < 7 ? '2' : '3' })), { bucket: '2026-02-01', jobs: '10' }];
+  assert.deepEqual(shrunkCatalog(before, masked, limits), { before: '60', after: '53' });
   // The director pruned the oldest 15 days: history, not shrinkage; one job less of 15 is not 10%.
   const pruned = days.slice(15).map((bucket, i) => ({ bucket, jobs: i === 0 ? '2' : '3' }));
   assert.equal(shrunkCatalog(before, pruned, limits), null);

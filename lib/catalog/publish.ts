@@ -121,11 +121,12 @@ export function shrunkBuckets(
 
 /**
  * The shrink guard over the catalog as a whole: the dated jobs of the previous version (`before`) and
- * of the new one (`after`) on the days the new one still covers (its oldest dated bucket and later,
- * every day when it has none: as {@link shrunkBuckets} prunes history), when the new version lost at
- * least `minJobs` and more than `share` of them; null otherwise. It finds a loss spread over many
- * small buckets that no single bucket shows, e.g. a listing with a few snapshots a day that lists
- * none. Decimal text. Pure.
+ * of the new one (`after`) on the previous version's days that the new one still covers (its oldest
+ * dated bucket and later, every day when it has none: as {@link shrunkBuckets} prunes history), when
+ * the new version lost at least `minJobs` and more than `share` of them; null otherwise. Jobs on days
+ * the previous version did not have (new backups) do not make up for jobs lost. It finds a loss
+ * spread over many small buckets that no single bucket shows, e.g. a listing with a few snapshots a
+ * day that lists none, or one fewer a day. Decimal text. Pure.
  */
 export function shrunkCatalog(
   before: BucketJobCount[],
@@ -133,8 +134,8 @@ export function shrunkCatalog(
   limits: { minJobs: number; share: number },
 ): { before: string; after: string } | null {
   const oldest = oldestBucket(after);
-  const covered = (b: BucketJobCount) => oldest === null || b.bucket >= oldest;
-  const total = (bs: BucketJobCount[]) => bs.filter(covered).reduce((n, b) => n + BigInt(b.jobs), 0n);
+  const days = new Set(before.filter((b) => oldest === null || b.bucket >= oldest).map((b) => b.bucket));
+  const total = (bs: BucketJobCount[]) => bs.filter((b) => days.has(b.bucket)).reduce((n, b) => n + BigInt(b.jobs), 0n);
   const [was, left] = [total(before), total(after)];
   return lostTooMany(was, left, limits) ? { before: was.toString(), after: left.toString() } : null;
 }
