@@ -20,13 +20,15 @@ import {
 } from './plan-refresh';
 import { requireFileRecords, sizePages } from './plan-rebuild';
 import { workKeys } from '../lib/refresh';
+import type { PageRange, PreparedSource } from '../lib/sources';
 
 /** Rows per second of one page in flight assumed for the estimate when the catalog has no rebuild to measure. */
 const DEFAULT_ROWS_PER_SECOND_PER_PAGE = 12_500;
 
 /**
- * Seconds to copy `rows` in `pages` pages, `concurrency` of them in flight, at `perPage` rows per
- * second of one page in flight (lib/catalog `readPageCopyRate`); whole seconds, 0 for no rows.
+ * Seconds to copy `rows` (with `--files`: jobs plus file records) in `pages` pages, `concurrency` of
+ * them in flight, at `perPage` rows per second of one page in flight (lib/catalog
+ * `readPageCopyRate`); whole seconds, 0 for no rows.
  */
 export function estimateCopySeconds(rows: number, pages: number, concurrency: number, perPage: number): number {
   const inFlight = Math.max(1, Math.min(concurrency, pages));
@@ -52,13 +54,12 @@ async function dryRun(ctx: ActivityContext, input: DryRunInput): Promise<DryRunR
   if (input.files) await requireFileRecords(prepared, input);
   const perPage = (await readPageCopyRate(ctx.pool, input.catalog, !!input.files)) ?? DEFAULT_ROWS_PER_SECOND_PER_PAGE;
   const concurrency = input.concurrency ?? LIMITS.concurrency.default;
-  const estimate = (rows: number, pages: number) => estimateCopySeconds(rows, pages, concurrency, perPage);
-  const watermark = { jobKey: maxKey, time: prepared.watermark.time };
+  const estimate = (weight: number, pages: number) => estimateCopySeconds(weight, pages, concurrency, perPage);
   const common = {
     dryRun: true as const,
     catalog: input.catalog,
     source: input.source,
-    watermark,
+    watermark: { jobKey: maxKey, time: prepared.watermark.time },
     activeVersionId: active,
   };
   let fullRebuildBecause: string | undefined;
@@ -77,27 +78,25 @@ async function dryRun(ctx: ActivityContext, input: DryRunInput): Promise<DryRunR
       : await detectListingRefresh(ctx.pool, prepared, input.catalog, settings);
     if (!('fullRebuild' in found)) {
       const c = found.changes;
-      const keys = workKeys(c);
       const rows = c.newKeys.length + c.changedKeys.length;
       const copied = [...c.newKeys, ...c.changedKeys];
       // The file records that leave: a director's by job id (its key), a listing's by snapshot id.
       const leaving = (found as { leavingJobIds?: string[] }).leavingJobIds ?? [...c.changedKeys, ...c.deletedKeys];
-      const pages = refreshPlanPages(keys, REFRESH_PAGE_KEYS, !!input.files, prepared).length;
+      const pages = refreshPlanPages(workKeys(c), REFRESH_PAGE_KEYS, !!input.files, prepared).length;
+      const fileRecords = input.files
+        ? {
+            copy: changeSource ? await changeSource.fileRecordsOf(copied) : (prepared.listedFileRecords?.(copied) ?? 0),
+            drop: await countActiveFiles(ctx.pool, input.catalog, leaving),
+          }
+        : { copy: 0, drop: 0 };
       return {
         ...common,
         refresh: true,
         pages,
         rows,
         jobs: { new: c.newKeys.length, changed: c.changedKeys.length, gone: c.deletedKeys.length },
-        fileRecords: input.files
-          ? {
-              copy: changeSource
-                ? await changeSource.fileRecordsOf(copied)
-                : (prepared.listedFileRecords?.(copied) ?? 0),
-              drop: await countActiveFiles(ctx.pool, input.catalog, leaving),
-            }
-          : { copy: 0, drop: 0 },
-        estimateSeconds: estimate(rows, pages),
+        fileRecords,
+        estimateSeconds: estimate(rows + fileRecords.copy, pages),
         detectionMs: found.detectionMs,
       };
     }
@@ -105,24 +104,14 @@ async function dryRun(ctx: ActivityContext, input: DryRunInput): Promise<DryRunR
   } else if (input.refresh) {
     fullRebuildBecause = 'the source has no jobs';
   }
-  const rows = maxKey ? await prepared.countRowsUpTo(maxKey, Number.MAX_SAFE_INTEGER) : 0;
-  const sizing = await sizePages(prepared, {
-    catalog: input.catalog,
-    source: input.source,
-    pageSize: input.pageSize,
-    concurrency,
-    files: input.files,
-    workflowId: '',
-    firstRunId: '',
-  });
-  const pages = Math.ceil(rows / sizing.pageSize);
+  const full = await fullPlan(ctx, input, prepared, concurrency);
   return {
     ...common,
     refresh: false,
     ...(fullRebuildBecause ? { fullRebuildBecause } : {}),
-    pages,
-    rows,
-    jobs: { new: rows, changed: 0, gone: 0 },
+    pages: full.pages,
+    rows: full.rows,
+    jobs: { new: full.rows, changed: 0, gone: 0 },
     fileRecords: input.files
       ? {
           copy: !maxKey
@@ -133,6 +122,37 @@ async function dryRun(ctx: ActivityContext, input: DryRunInput): Promise<DryRunR
           drop: await countActiveFiles(ctx.pool, input.catalog, null),
         }
       : { copy: 0, drop: 0 },
-    estimateSeconds: estimate(rows, pages),
+    estimateSeconds: estimate(full.weight, full.pages),
   };
+}
+
+/**
+ * A full rebuild's pages, jobs and weight (rows it writes: with `--files` each job's 1 + its
+ * expected file records), sized as its plan sizes them; with `--files` by the plan's own key walk
+ * (O(jobs) of the source in bounded statements), so the pages are the plan's.
+ */
+async function fullPlan(
+  ctx: ActivityContext,
+  input: DryRunInput,
+  prepared: PreparedSource,
+  concurrency: number,
+): Promise<{ pages: number; rows: number; weight: number }> {
+  const maxKey = prepared.watermark.maxKey;
+  if (!maxKey) return { pages: 0, rows: 0, weight: 0 };
+  const sizing = await sizePages(prepared, {
+    catalog: input.catalog,
+    source: input.source,
+    pageSize: input.pageSize,
+    concurrency,
+    files: input.files,
+    workflowId: '',
+    firstRunId: '',
+  });
+  if (input.files && prepared.planFilePages) {
+    const pages = await prepared.planFilePages(maxKey, sizing.pageSize);
+    const sum = (f: (p: PageRange) => number) => pages.reduce((n, p) => n + f(p), 0);
+    return { pages: pages.length, rows: sum((p) => p.rows), weight: sum((p) => p.weight ?? p.rows) };
+  }
+  const rows = await prepared.countRowsUpTo(maxKey, Number.MAX_SAFE_INTEGER);
+  return { pages: Math.ceil(rows / sizing.pageSize), rows, weight: rows };
 }

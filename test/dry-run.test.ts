@@ -2,8 +2,9 @@
  * `start --dry-run`'s plan activity in process (MockActivityEnvironment, fresh databases with a
  * generated Bareos source that has no file records): its estimate comes from the page transactions
  * of the catalog's newest version of at least COPY_RATE_MIN_ROWS rows (a refresh of a few jobs, or
- * pages of no rows, do not count), and `--files` on a source without file records fails as the plan
- * of a real rebuild does.
+ * pages of no rows, do not count); with `--files` its pages are the plan's (weighed by each job's
+ * file records) and the estimate counts the file records; on a source without file records, or
+ * without the table of them, it fails as the plan of a real rebuild does.
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -11,6 +12,7 @@ import { estimateCopySeconds } from '../activities/dry-run';
 import { COPY_RATE_MIN_ROWS, readPageCopyRate } from '../lib/catalog';
 import type { ActivityFixture } from '../dev/harness/activity-env';
 import { activityFixture, copyVersion, runActivity } from '../dev/harness/activity-env';
+import { PAGE_SIZING } from '../lib/page-sizing';
 
 const JOBS = 12_000;
 let fixture: ActivityFixture;
@@ -23,11 +25,11 @@ after(async () => {
   await fixture?.close();
 });
 
-/** The version's committed pages: rows over the sum of their transaction times, as SQL adds them up. */
+/** The version's committed pages: their planned rows over the sum of their transaction times, as SQL adds them up. */
 async function pageRate(versionId: string): Promise<number> {
   const { rows } = await fixture.dbs.catalogPool.query<{ rows: number; s: number }>(
-    `SELECT sum(rows)::int AS rows, sum(extract(epoch FROM committed_at - started_at))::float8 AS s
-     FROM page WHERE version_id = $1 AND committed_at IS NOT NULL`,
+    `SELECT sum(pp.planned_rows)::int AS rows, sum(extract(epoch FROM p.committed_at - p.started_at))::float8 AS s
+     FROM page p JOIN plan_page pp USING (version_id, page_no) WHERE p.version_id = $1 AND p.committed_at IS NOT NULL`,
     [versionId],
   );
   return rows[0].rows / rows[0].s;
@@ -89,4 +91,34 @@ test('--files on a source without file records: the dry run fails as the plan of
   await assert.rejects(runActivity(fixture.acts.dryRunPlan, { catalog: 'nofiles', source: 'director', files: true }), {
     message: plan,
   });
+});
+
+test('--files: no File table fails as the plan does; the pages of the plan, the file records to copy, an estimate that counts them', async (t) => {
+  const files = await activityFixture('dryfiles', { jobs: 300, seed: 31, files: 250_000 });
+  t.after(() => files.close());
+  const input = { catalog: 'withfiles', source: 'director', files: true };
+
+  // Without its File table (a schema half restored): refused before anything is planned.
+  await files.dbs.sourcePool.query(`ALTER TABLE file RENAME TO file_away`);
+  const refused = await runActivity(files.acts.planRebuild, {
+    ...input,
+    workflowId: 'wf-nofile',
+    firstRunId: 'r1',
+  }).then(
+    () => assert.fail('no File table'),
+    (err: Error) => err.message,
+  );
+  assert.match(refused, /the source catalog \(Version \d+\) has no file table: --files needs/);
+  await assert.rejects(runActivity(files.acts.dryRunPlan, input), { message: refused });
+  await files.dbs.sourcePool.query(`ALTER TABLE file_away RENAME TO file`);
+
+  const dry = await runActivity(files.acts.dryRunPlan, input);
+  const count = await files.dbs.sourcePool.query<{ n: number }>(`SELECT count(*)::int AS n FROM file`);
+  assert.equal(dry.fileRecords.copy, count.rows[0].n);
+  const plan = await runActivity(files.acts.planRebuild, { ...input, workflowId: 'wf-withfiles', firstRunId: 'r1' });
+  assert.equal(dry.pages, plan.pagesTotal, "the dry run's pages are the plan's");
+  // No version to measure by: the default rate of one page in flight, over jobs and file records.
+  const weight = dry.rows + dry.fileRecords.copy;
+  assert.ok(weight > PAGE_SIZING.maxRows && dry.pages > 1, `more rows than one page holds (${dry.pages} pages)`);
+  assert.equal(dry.estimateSeconds, estimateCopySeconds(weight, dry.pages, 4, 12_500));
 });

@@ -24,15 +24,21 @@ export interface ActivityFixture {
  * Fresh databases (`tag` in their names) with `jobs` generated Bareos jobs (`seed`), the catalog
  * migrated, and the activities (identity `test@host`). Every source name resolves to `source(dbs)`
  * (default: the generated Bareos source), called at each lookup so a test may change what it returns.
+ * `files`: the source has that many file records in all (dev/bareos-file-generator.ts).
  * `sqlAscii`: the source database is created as Bareos and Bacula create theirs (`ENCODING
  * 'SQL_ASCII' LC_COLLATE 'C' LC_CTYPE 'C' TEMPLATE template0`), so its text may hold any bytes.
  */
 export async function activityFixture(
   tag: string,
-  o: { jobs: number; seed: number; source?: (dbs: TestDatabases) => SourceConfig; sqlAscii?: boolean },
+  o: { jobs: number; seed: number; files?: number; source?: (dbs: TestDatabases) => SourceConfig; sqlAscii?: boolean },
 ): Promise<ActivityFixture> {
   const dbs = await testDatabases(tag, {
-    source: { jobs: o.jobs, seed: o.seed, ...(o.sqlAscii ? { encoding: 'sql_ascii' as const } : {}) },
+    source: {
+      jobs: o.jobs,
+      seed: o.seed,
+      ...(o.files ? { files: o.files } : {}),
+      ...(o.sqlAscii ? { encoding: 'sql_ascii' as const } : {}),
+    },
   });
   await migrate(dbs.catalogPool); // a copy of the migrated template: finds nothing to apply
   const settings = o.source ?? ((d: TestDatabases): SourceConfig => ({ kind: 'bareos', databaseUrl: d.sourceUrl }));

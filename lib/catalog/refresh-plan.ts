@@ -161,16 +161,19 @@ export async function countActiveFiles(db: Queryable, catalog: string, jobIds: s
 export const COPY_RATE_MIN_ROWS = 10_000;
 
 /**
- * Rows per second one page in flight copied at, for a dry run's estimate: the rows of the committed
- * pages of the newest version of `catalog` with file records (`files`) or without, whose pages hold
- * at least {@link COPY_RATE_MIN_ROWS} rows, over the sum of those pages' transaction times (the
- * ledger's `started_at` to `committed_at`), so that pauses, throttling and the steps after the copy
- * do not count, nor does a refresh of a few jobs. null when the catalog has no such version.
+ * Rows per second one page in flight copied at, for a dry run's estimate: the rows the plan gave the
+ * committed pages (`plan_page.planned_rows`: with file records, each job's 1 + its expected file
+ * records; else the ledger's rows) of the newest version of `catalog` with file records (`files`) or
+ * without, whose pages hold at least {@link COPY_RATE_MIN_ROWS} rows, over the sum of those pages'
+ * transaction times (the ledger's `started_at` to `committed_at`), so that pauses, throttling and
+ * the steps after the copy do not count, nor does a refresh of a few jobs. null when the catalog
+ * has no such version.
  */
 export async function readPageCopyRate(db: Queryable, catalog: string, files: boolean): Promise<number | null> {
   const { rows } = await db.query<{ rows: string | null; s: number | null }>(
-    `SELECT sum(p.rows)::text AS rows, sum(extract(epoch FROM p.committed_at - p.started_at))::float8 AS s
-     FROM page p
+    `SELECT sum(coalesce(pp.planned_rows, p.rows))::text AS rows,
+            sum(extract(epoch FROM p.committed_at - p.started_at))::float8 AS s
+     FROM page p LEFT JOIN plan_page pp ON pp.version_id = p.version_id AND pp.page_no = p.page_no
      WHERE p.committed_at IS NOT NULL AND p.version_id = (
        SELECT v.version_id FROM version v
        JOIN page q ON q.version_id = v.version_id AND q.committed_at IS NOT NULL

@@ -46,7 +46,8 @@ export function fileSchemaFor(version: number): FileSchema {
 
 /**
  * Reads `Version.VersionId` and chooses the file-record schema.
- * @throws SourceDataInvalidError when the catalog has no `Version` row or an unknown version.
+ * @throws SourceDataInvalidError when the catalog has no `Version` row, an unknown version, or lacks
+ *   a table of its file records (`File`, `Path`, older Bacula's `Filename`).
  */
 export async function readFileSchema(db: Queryable): Promise<FileSchema> {
   let version: number | null;
@@ -61,7 +62,16 @@ export async function readFileSchema(db: Queryable): Promise<FileSchema> {
     throw new SourceDataInvalidError(
       'the source catalog has no Version row: --files needs a Bareos or Bacula catalog with its File, Path and Version tables',
     );
-  return fileSchemaFor(version);
+  const schema = fileSchemaFor(version);
+  const tables = ['file', 'path', ...(schema.name === 'filename table' ? ['filename'] : [])];
+  const { rows } = await db.query<{ t: string }>(`SELECT t FROM unnest($1::text[]) t WHERE to_regclass(t) IS NULL`, [
+    tables,
+  ]);
+  if (rows.length)
+    throw new SourceDataInvalidError(
+      `the source catalog (Version ${version}) has no ${rows.map((r) => r.t).join(', ')} table: --files needs a Bareos or Bacula catalog with its File, Path and Version tables`,
+    );
+  return schema;
 }
 
 /** SQL: the name column of a file record (alias `f`, older Bacula's `Filename` as `fn`). */
