@@ -26,13 +26,21 @@ import type { PageRange, PreparedSource } from '../lib/sources';
 const DEFAULT_ROWS_PER_SECOND_PER_PAGE = 12_500;
 
 /**
+ * What a page costs outside its transaction (ms): the workflow's round trip per page (activity
+ * scheduled to completed minus its own time, then the next workflow task), 70–104 ms in the
+ * benchmark's runs (`temporal round trip per page`, docs/performance.md).
+ */
+export const PAGE_ROUND_TRIP_MS = 100;
+
+/**
  * Seconds to copy `rows` (with `--files`: jobs plus file records) in `pages` pages, `concurrency` of
  * them in flight, at `perPage` rows per second of one page in flight (lib/catalog
- * `readPageCopyRate`); whole seconds, 0 for no rows.
+ * `readPageCopyRate`), plus {@link PAGE_ROUND_TRIP_MS} per page in each slot; whole seconds, 0 for
+ * no rows.
  */
 export function estimateCopySeconds(rows: number, pages: number, concurrency: number, perPage: number): number {
   const inFlight = Math.max(1, Math.min(concurrency, pages));
-  return rows > 0 ? Math.ceil(rows / (perPage * inFlight)) : 0;
+  return rows > 0 ? Math.ceil(rows / (perPage * inFlight) + ((pages / inFlight) * PAGE_ROUND_TRIP_MS) / 1000) : 0;
 }
 
 /**

@@ -37,8 +37,13 @@ async function pageRate(versionId: string): Promise<number> {
 
 test('estimate: seconds for the rows at the rate of one page in flight times the pages in flight', () => {
   assert.equal(estimateCopySeconds(0, 0, 4, 10_000), 0);
-  assert.equal(estimateCopySeconds(100_000, 20, 4, 10_000), 3, '100,000 rows at 4 × 10,000 rows/s: 2.5 s, rounded up');
-  assert.equal(estimateCopySeconds(100_000, 2, 4, 10_000), 5, 'no more pages in flight than pages');
+  assert.equal(
+    estimateCopySeconds(100_000, 20, 4, 10_000),
+    3,
+    '100,000 rows at 4 × 10,000 rows/s: 2.5 s, and 5 round trips of 0.1 s a slot, rounded up',
+  );
+  assert.equal(estimateCopySeconds(100_000, 2, 4, 10_000), 6, 'no more pages in flight than pages: 5 s + 0.1 s');
+  assert.equal(estimateCopySeconds(500, 73, 1, 1e6), 8, '73 small pages one at a time: their round trips');
   assert.equal(estimateCopySeconds(1, 1, 4, 1e-9) > 0, true);
 });
 
