@@ -203,18 +203,35 @@ test('shrink guard over the catalog as a whole: a loss spread over small buckets
   // Two of three jobs gone on every day: the same.
   const thinned = days.map((bucket) => ({ bucket, jobs: '1' }));
   assert.deepEqual(shrunkBuckets(before, thinned, limits), []);
-  assert.deepEqual(shrunkCatalog(before, thinned, limits), { before: '60', after: '20' });
+  // (the new version's oldest day, 2026-01-01, counts as history: 19 days of 3 before, of 1 after)
+  assert.deepEqual(shrunkCatalog(before, thinned, limits), { before: '57', after: '19' });
   // One job fewer on 7 days, and 10 new jobs on a new day: the new jobs do not make up for the lost.
   const masked = [...before.map((b, i) => ({ ...b, jobs: i < 7 ? '2' : '3' })), { bucket: '2026-02-01', jobs: '10' }];
-  assert.deepEqual(shrunkCatalog(before, masked, limits), { before: '60', after: '53' });
-  // The director pruned the oldest 15 days: history, not shrinkage; one job less of 15 is not 10%.
-  const pruned = days.slice(15).map((bucket, i) => ({ bucket, jobs: i === 0 ? '2' : '3' }));
+  assert.deepEqual(shrunkCatalog(before, masked, limits), { before: '57', after: '51' });
+  // The director pruned the oldest 15 days and part of the 16th (retention prunes by time): history.
+  const pruned = days.slice(15).map((bucket, i) => ({ bucket, jobs: i === 0 ? '1' : '3' }));
   assert.equal(shrunkCatalog(before, pruned, limits), null);
+  const big = [
+    { bucket: '2026-01-01', jobs: '50' },
+    { bucket: '2026-01-02', jobs: '50' },
+    { bucket: '2026-01-03', jobs: '50' },
+  ];
+  const cutMidDay = [
+    { bucket: '2026-01-02', jobs: '4' },
+    { bucket: '2026-01-03', jobs: '50' },
+  ];
+  assert.deepEqual(shrunkBuckets(big, cutMidDay, limits), [], 'the oldest day left, pruned in part, is history');
+  assert.equal(shrunkCatalog(big, cutMidDay, limits), null);
+  assert.deepEqual(
+    shrunkBuckets(big, [...cutMidDay.slice(0, 1), { bucket: '2026-01-03', jobs: '40' }], limits),
+    [{ bucket: '2026-01-03', before: '50', after: '40' }],
+    'a later day that lost jobs is not',
+  );
   // At most `minJobs` − 1 lost, or no more than `share`: published.
   assert.equal(
     shrunkCatalog(
       before,
-      before.map((b, i) => ({ ...b, jobs: i < 4 ? '2' : '3' })),
+      before.map((b, i) => ({ ...b, jobs: i < 5 ? '2' : '3' })),
       limits,
     ),
     null,
@@ -226,8 +243,8 @@ test('shrink guard over the catalog as a whole: a loss spread over small buckets
       limits,
     ),
     {
-      before: '60',
-      after: '53',
+      before: '57',
+      after: '51',
     },
   );
   const base = { share: 0.1, minJobs: 5, previousVersionId: '3', renumberedNote: '' };

@@ -98,9 +98,10 @@ export async function bucketJobCounts(db: Queryable, versionId: string): Promise
 
 /**
  * The shrink guard: dated buckets of the previous version (`before`) that lost at least `minJobs`
- * jobs and more than `share` (0..1) of their jobs in the new one (`after`), by bucket. Buckets
- * before the new version's oldest dated job are pruned history, not shrinkage; a new version
- * without dated jobs prunes nothing (every old bucket is compared). Pure.
+ * jobs and more than `share` (0..1) of their jobs in the new one (`after`), by bucket. Buckets up to
+ * and including the new version's oldest dated bucket are pruned history, not shrinkage (a
+ * director's retention prunes by time, so its oldest day left is often pruned in part); a new
+ * version without dated jobs prunes nothing (every old bucket is compared). Pure.
  */
 export function shrunkBuckets(
   before: BucketJobCount[],
@@ -111,7 +112,7 @@ export function shrunkBuckets(
   const oldest = oldestBucket(after);
   const shrunk: ShrunkBucket[] = [];
   for (const o of before) {
-    if (oldest !== null && o.bucket < oldest) continue;
+    if (oldest !== null && o.bucket <= oldest) continue;
     const n = BigInt(o.jobs);
     const left = now.get(o.bucket) ?? 0n;
     if (lostTooMany(n, left, limits)) shrunk.push({ bucket: o.bucket, before: o.jobs, after: left.toString() });
@@ -121,8 +122,8 @@ export function shrunkBuckets(
 
 /**
  * The shrink guard over the catalog as a whole: the dated jobs of the previous version (`before`) and
- * of the new one (`after`) on the previous version's days that the new one still covers (its oldest
- * dated bucket and later, every day when it has none: as {@link shrunkBuckets} prunes history), when
+ * of the new one (`after`) on the previous version's days after the new one's oldest dated bucket
+ * (every day when it has none: as {@link shrunkBuckets} prunes history), when
  * the new version lost at least `minJobs` and more than `share` of them; null otherwise. Jobs on days
  * the previous version did not have (new backups) do not make up for jobs lost. It finds a loss
  * spread over many small buckets that no single bucket shows, e.g. a listing with a few snapshots a
@@ -134,7 +135,7 @@ export function shrunkCatalog(
   limits: { minJobs: number; share: number },
 ): { before: string; after: string } | null {
   const oldest = oldestBucket(after);
-  const days = new Set(before.filter((b) => oldest === null || b.bucket >= oldest).map((b) => b.bucket));
+  const days = new Set(before.filter((b) => oldest === null || b.bucket > oldest).map((b) => b.bucket));
   const total = (bs: BucketJobCount[]) => bs.filter((b) => days.has(b.bucket)).reduce((n, b) => n + BigInt(b.jobs), 0n);
   const [was, left] = [total(before), total(after)];
   return lostTooMany(was, left, limits) ? { before: was.toString(), after: left.toString() } : null;
