@@ -4,7 +4,7 @@
  * activities and those of running children), the outcome of a closed run, and the pollers of its
  * task queue with the build each polls as (`describeTaskQueue`, workflow and activity tasks).
  */
-import type { Client, WorkflowExecutionDescription } from '@temporalio/client';
+import type { Client, WorkflowExecutionDescription, WorkflowHandle } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 import type { RebuildCatalogResult, RebuildMemo } from '../workflows/definitions';
 import { RebuildPhaseKey } from '../workflows/search-attributes';
@@ -228,4 +228,15 @@ function activityFact(workflowId: string, a: temporal.api.workflow.v1.IPendingAc
         }
       : null,
   };
+}
+
+/**
+ * While a rebuild's plan activity is retried after a failure (an unreachable source, say): `its
+ * plan is retried (attempt 4): <the last failure's message>`; null when it has not failed.
+ * @throws the Temporal error of `describe()`.
+ */
+export async function planRetryLine(handle: WorkflowHandle): Promise<string | null> {
+  const d = await handle.describe();
+  const plan = (d.raw.pendingActivities ?? []).find((a) => a.activityType?.name === 'planRebuild' && a.lastFailure);
+  return plan ? `its plan is retried (attempt ${plan.attempt ?? 2}): ${plan.lastFailure!.message ?? ''}` : null;
 }

@@ -17,6 +17,8 @@ import * as path from 'node:path';
 import type { Pool } from 'pg';
 import format from 'pg-format';
 import { rollbackCatalog } from '../lib/catalog';
+import { startRebuild } from '../client/index';
+import { planRetryLine } from '../client/temporal-facts';
 import type { RebuildFixture } from '../dev/harness/fixture';
 import { rebuildFixture } from '../dev/harness/fixture';
 import { privateTemporal, runCliAsync } from '../dev/harness/harness';
@@ -295,7 +297,7 @@ test('a worker SIGKILLed in the middle of a refresh page: the page is retried on
   assert.deepEqual({ onlyA: d.onlyA, onlyB: d.onlyB }, { onlyA: 0, onlyB: 0 }, 'nothing lost or doubled');
 });
 
-test('a dry run that cannot plan names why and exits 1; start --json of an up-to-date refresh prints one JSON object', async (t) => {
+test('a dry run that cannot plan names why and exits 1; a rebuild whose plan is retried says why; start --json of an up-to-date refresh prints one JSON object', async (t) => {
   const fx = await rebuildFixture(t, { address: temporal.address, tag: 'dryfail', jobs: 400, seed: 43 });
   // A second source whose database does not exist, served by the same worker.
   const configFile = fx.env.CATALOG_REBUILD_CONFIG!;
@@ -303,6 +305,8 @@ test('a dry run that cannot plan names why and exits 1; start --json of an up-to
   const missing = new URL(fx.dbs.sourceUrl);
   missing.pathname = `/${missing.pathname.slice(1)}_missing`;
   config.sources.missing = { kind: 'bareos', databaseUrl: missing.toString() };
+  // And one on a port where nothing listens, with a password: a transient error, retried.
+  config.sources.closed = { kind: 'bareos', databaseUrl: 'postgres://backup:pl4n-s3cret@127.0.0.1:1/bareos' };
   fs.writeFileSync(configFile, JSON.stringify(config));
   await fx.spawn();
 
@@ -323,6 +327,20 @@ test('a dry run that cannot plan names why and exits 1; start --json of an up-to
   }
   const attempts = await fx.dbs.catalogPool.query(`SELECT 1 FROM version WHERE catalog_name = $1`, [fx.catalog]);
   assert.equal(attempts.rowCount, 0, 'no version');
+
+  // A rebuild whose plan cannot reach its source: what start adds to its "not planned" line.
+  const { handle } = await startRebuild(
+    fx.client,
+    { catalog: `${fx.catalog}-closed`, source: 'closed' },
+    { taskQueue: fx.taskQueue },
+  );
+  try {
+    const line = await waitFor('the plan to fail once', () => planRetryLine(handle), { timeoutMs: 60_000 });
+    assert.match(line, /^its plan is retried \(attempt [2-9]\d*\): .*127\.0\.0\.1:1\/bareos .*ECONNREFUSED/);
+    assert.doesNotMatch(line, /pl4n-s3cret|backup@/);
+  } finally {
+    await handle.terminate('test: the source cannot be reached');
+  }
 
   const first = await start(fx, fx.catalog, ['--refresh']);
   assert.equal(first.code, 0, first.text);

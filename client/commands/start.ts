@@ -14,6 +14,7 @@ import { lastWorkerSourceRecord, recentWorkerSourceNames } from '../../lib/catal
 import type { RebuildCatalogInput } from '../../workflows/definitions';
 import type { Receipt } from '../receipt';
 import { awaitPlan, buildReceipt, formatReceipt, planOfVersionRow } from '../receipt';
+import { planRetryLine } from '../temporal-facts';
 import type { CommandContext } from './context';
 import { ExitCode, withTemporal } from './context';
 import { formatDryRun, runDryRun } from './dry-run';
@@ -330,6 +331,9 @@ export async function startCommand(
         return waitAndReport(s, o.catalog, o.json ? note : ctx.out);
       }
       const lines = formatReceipt(receipt, Date.now() - t1);
+      // Not planned in time: say why when the plan is failing and retried.
+      const retried = receipt.planned ? null : await planRetryLine(r.handle).catch(() => null);
+      if (retried) lines[0] += `; ${retried}`;
       if (!o.json) for (const line of lines) ctx.out(line);
       else {
         ctx.out(JSON.stringify(receipt));
