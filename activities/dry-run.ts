@@ -91,12 +91,9 @@ async function dryRun(ctx: ActivityContext, input: DryRunInput): Promise<DryRunR
       // The file records that leave: a director's by job id (its key), a listing's by snapshot id.
       const leaving = (found as { leavingJobIds?: string[] }).leavingJobIds ?? [...c.changedKeys, ...c.deletedKeys];
       const pages = refreshPlanPages(workKeys(c), REFRESH_PAGE_KEYS, !!input.files, prepared).length;
-      const fileRecords = input.files
-        ? {
-            copy: changeSource ? await changeSource.fileRecordsOf(copied) : (prepared.listedFileRecords?.(copied) ?? 0),
-            drop: await countActiveFiles(ctx.pool, input.catalog, leaving),
-          }
-        : { copy: 0, drop: 0 };
+      const fileRecords = await fileFigures(ctx, input, leaving, () =>
+        changeSource ? changeSource.fileRecordsOf(copied) : (prepared.listedFileRecords?.(copied) ?? 0),
+      );
       return {
         ...common,
         refresh: true,
@@ -120,18 +117,25 @@ async function dryRun(ctx: ActivityContext, input: DryRunInput): Promise<DryRunR
     pages: full.pages,
     rows: full.rows,
     jobs: { new: full.rows, changed: 0, gone: 0 },
-    fileRecords: input.files
-      ? {
-          copy: !maxKey
-            ? 0
-            : changeSource
-              ? await changeSource.fileRecordsUpTo(maxKey)
-              : (prepared.listedFileRecords?.(null) ?? 0),
-          drop: await countActiveFiles(ctx.pool, input.catalog, null),
-        }
-      : { copy: 0, drop: 0 },
+    fileRecords: await fileFigures(ctx, input, null, () =>
+      !maxKey ? 0 : changeSource ? changeSource.fileRecordsUpTo(maxKey) : (prepared.listedFileRecords?.(null) ?? 0),
+    ),
     estimateSeconds: estimate(full.weight, full.pages),
   };
+}
+
+/**
+ * With `--files`, the file records the dry run's plan would copy (`copy()`) and the active
+ * version's it would replace: those of the jobs `leaving` (job ids; null: all of them); else none.
+ */
+async function fileFigures(
+  ctx: ActivityContext,
+  input: DryRunInput,
+  leaving: string[] | null,
+  copy: () => Promise<number> | number,
+): Promise<{ copy: number; drop: number }> {
+  if (!input.files) return { copy: 0, drop: 0 };
+  return { copy: await copy(), drop: await countActiveFiles(ctx.pool, input.catalog, leaving) };
 }
 
 /**

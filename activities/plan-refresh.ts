@@ -45,6 +45,7 @@ import {
   KEY_CELL_WIDTH,
   refreshedRanges,
   refreshPages,
+  refreshPlanText,
   sortKeys,
   workKeys,
 } from '../lib/refresh';
@@ -283,9 +284,15 @@ export function refreshPlanPages(
 /** Keys a refresh page processes at most. */
 export const REFRESH_PAGE_KEYS = 2_000;
 
-/** The `planned` message of a refresh. */
+/** The `planned` message of a refresh ({@link refreshPlanText}). */
 export function refreshPlannedMessage(versionId: string, base: string, c: RefreshChanges, pages: number): string {
-  return `planned version ${versionId}: a refresh of version ${base}: ${c.newKeys.length} new, ${c.changedKeys.length} changed and ${c.deletedKeys.length} deleted jobs in ${pages} pages`;
+  return `planned version ${versionId}: ${refreshPlanText({
+    refreshOf: base,
+    newJobs: c.newKeys.length,
+    changedJobs: c.changedKeys.length,
+    deletedJobs: c.deletedKeys.length,
+    pagesTotal: pages,
+  })}`;
 }
 
 /** What the refresh's plan transaction stores. */

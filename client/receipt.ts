@@ -5,7 +5,8 @@
  * whichever answers first.
  */
 import type { Pool } from 'pg';
-import { baseVersionOf, findPlan, refreshPlanNote } from '../lib/catalog';
+import { baseVersionOf, findPlan, refreshPlanFacts } from '../lib/catalog';
+import { refreshPlanText } from '../lib/refresh';
 import type { PageSizing, PlanResult, RebuildProgress, Watermark } from '../workflows/definitions';
 
 export type { PageSizing } from '../workflows/definitions';
@@ -28,8 +29,8 @@ export interface SeenPlan {
    */
   baseVersionId?: string | null;
   /**
-   * What the plan's `planned` event says of a refresh (lib/catalog `refreshPlanNote`): its changes
-   * or why it runs as a full rebuild; null or absent otherwise.
+   * What the plan's `planned` event records of a refresh (lib/catalog `refreshPlanFacts`), in words:
+   * its changes or why it runs as a full rebuild; null or absent otherwise.
    */
   refreshNote?: string | null;
   /** `database`: the version row; `workflow`: the `progress` query. */
@@ -49,6 +50,12 @@ export interface PlanReaders {
   closed?(): Promise<boolean>;
 }
 
+/** A refresh plan's facts (lib/catalog `refreshPlanFacts`) as the receipt's line; null for none. */
+function refreshNoteOf(f: Awaited<ReturnType<typeof refreshPlanFacts>>): string | null {
+  if (!f) return null;
+  return 'fullRebuildBecause' in f ? `refresh planned as a full rebuild: ${f.fullRebuildBecause}` : refreshPlanText(f);
+}
+
 /**
  * {@link PlanReaders.readPlan} from the catalog database: the plan stored for (workflow id, first run
  * id) and, for a refresh plan, the version it builds on.
@@ -61,7 +68,7 @@ export function planOfVersionRow(pool: () => Pool, workflowId: string, firstRunI
       p && {
         ...p,
         baseVersionId: await baseVersionOf(pool(), p.versionId),
-        refreshNote: await refreshPlanNote(pool(), p.versionId),
+        refreshNote: refreshNoteOf(await refreshPlanFacts(pool(), p.versionId)),
       }
     );
   };

@@ -237,6 +237,8 @@ function activityFact(workflowId: string, a: temporal.api.workflow.v1.IPendingAc
  */
 export async function planRetryLine(handle: WorkflowHandle): Promise<string | null> {
   const d = await handle.describe();
-  const plan = (d.raw.pendingActivities ?? []).find((a) => a.activityType?.name === 'planRebuild' && a.lastFailure);
-  return plan ? `its plan is retried (attempt ${plan.attempt ?? 2}): ${plan.lastFailure!.message ?? ''}` : null;
+  const plan = (d.raw.pendingActivities ?? [])
+    .map((a) => activityFact(d.workflowId, a))
+    .find((a) => a.activityType === 'planRebuild' && a.lastFailure);
+  return plan ? `its plan is retried (attempt ${plan.attempt}): ${plan.lastFailure!.message}` : null;
 }

@@ -18,6 +18,24 @@ export interface RefreshChanges {
   deletedKeys: string[];
 }
 
+/** What a refresh plan changes, as its `planned` event's details store it. */
+export interface RefreshPlanCounts {
+  /** The active version it builds on (decimal text). */
+  refreshOf: string;
+  newJobs: number;
+  changedJobs: number;
+  deletedJobs: number;
+  pagesTotal: number;
+}
+
+/**
+ * A refresh plan in words, for its `planned` event and `start`'s receipt: `a refresh of version B:
+ * x new, y changed and z deleted jobs in p pages`.
+ */
+export function refreshPlanText(c: RefreshPlanCounts): string {
+  return `a refresh of version ${c.refreshOf}: ${c.newJobs} new, ${c.changedJobs} changed and ${c.deletedJobs} deleted jobs in ${c.pagesTotal} pages`;
+}
+
 /** The keys a refresh's pages process: every changed key, ascending. */
 export function workKeys(c: RefreshChanges): string[] {
   return sortKeys([...c.newKeys, ...c.changedKeys, ...c.deletedKeys]);

@@ -4,6 +4,7 @@
  * row, and the keys of its pages (`plan_page_key`).
  */
 import type { Queryable } from '../db';
+import type { RefreshPlanCounts } from '../refresh';
 
 /** The active version of a catalog as a refresh would build on it. */
 export interface RefreshBase {
@@ -95,20 +96,28 @@ export async function baseVersionOf(db: Queryable, versionId: string): Promise<s
 }
 
 /**
- * What the `planned` event of a version planned for a refresh (`start --refresh`) says of it: `a
- * refresh of version B: x new, y changed and z deleted jobs in p pages`, or `refresh planned as a full
- * rebuild: <why>`; null for a version planned without `--refresh`, or before its event exists.
+ * What the `planned` event of a version planned for a refresh (`start --refresh`) records of it, from
+ * its details: the changes of a refresh plan, or why it runs as a full rebuild
+ * (`refreshAsFullRebuild`); null for a version planned without `--refresh`, or before its event exists.
  */
-export async function refreshPlanNote(db: Queryable, versionId: string): Promise<string | null> {
-  const { rows } = await db.query<{ message: string }>(
-    `SELECT message FROM event WHERE version_id = $1 AND kind = 'planned' ORDER BY event_id LIMIT 1`,
+export async function refreshPlanFacts(
+  db: Queryable,
+  versionId: string,
+): Promise<RefreshPlanCounts | { fullRebuildBecause: string } | null> {
+  const { rows } = await db.query<{ d: Record<string, unknown> }>(
+    `SELECT details AS d FROM event WHERE version_id = $1 AND kind = 'planned' ORDER BY event_id LIMIT 1`,
     [versionId],
   );
-  const m = rows[0]?.message ?? '';
-  const refresh = /^planned version \d+: (a refresh of version .*)$/.exec(m);
-  if (refresh) return refresh[1];
-  const full = /^(refresh planned as a full rebuild: .*?); planned version \d+: /.exec(m);
-  return full ? full[1] : null;
+  const d = rows[0]?.d ?? {};
+  if (typeof d.refreshAsFullRebuild === 'string') return { fullRebuildBecause: d.refreshAsFullRebuild };
+  if (d.refreshOf === undefined) return null;
+  return {
+    refreshOf: String(d.refreshOf),
+    newJobs: Number(d.newJobs),
+    changedJobs: Number(d.changedJobs),
+    deletedJobs: Number(d.deletedJobs),
+    pagesTotal: Number(d.pagesTotal),
+  };
 }
 
 /** Stores the keys of a refresh's pages: page n (from 1) processes `pages[n-1]`. */
