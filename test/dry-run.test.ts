@@ -4,7 +4,8 @@
  * of the catalog's newest version of at least COPY_RATE_MIN_ROWS rows (a refresh of a few jobs, or
  * pages of no rows, do not count); with `--files` its pages are the plan's (weighed by each job's
  * file records) and the estimate counts the file records; on a source without file records, or
- * without the table of them, it fails as the plan of a real rebuild does.
+ * without the table of them, it fails as the plan of a real rebuild does; so does a source database
+ * without the job table, refused by name.
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -96,6 +97,32 @@ test('--files on a source without file records: the dry run fails as the plan of
   await assert.rejects(runActivity(fixture.acts.dryRunPlan, { catalog: 'nofiles', source: 'director', files: true }), {
     message: plan,
   });
+});
+
+test('a source database without the job table: the plan and the dry run refuse it by name, before any read', async (t) => {
+  // A databaseUrl naming the wrong database, or a catalog half restored.
+  await fixture.dbs.sourcePool.query(`ALTER TABLE job RENAME TO job_away`);
+  t.after(() => fixture.dbs.sourcePool.query(`ALTER TABLE job_away RENAME TO job`));
+  const refused = await runActivity(fixture.acts.planRebuild, {
+    catalog: 'nojobs',
+    source: 'director',
+    workflowId: 'wf-nojobs',
+    firstRunId: 'r1',
+  }).then(
+    () => assert.fail('no job table'),
+    (err: Error & { type?: string; nonRetryable?: boolean }) => err,
+  );
+  assert.equal(refused.type, 'SOURCE_DATA_INVALID');
+  assert.equal(refused.nonRetryable, true);
+  assert.match(
+    refused.message,
+    /^source director \(bareos\) has no job table in its database: its databaseUrl must name the director's catalog database/,
+  );
+  await assert.rejects(runActivity(fixture.acts.dryRunPlan, { catalog: 'nojobs', source: 'director' }), {
+    message: refused.message,
+  });
+  const versions = await fixture.dbs.catalogPool.query(`SELECT 1 FROM version WHERE catalog_name = 'nojobs'`);
+  assert.equal(versions.rowCount, 0, 'nothing planned');
 });
 
 test('--files: no File table fails as the plan does; the pages of the plan, the file records to copy, an estimate that counts them', async (t) => {

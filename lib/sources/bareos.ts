@@ -29,6 +29,7 @@ import { bareosBucketStatsQuery } from './bareos-buckets';
 import type { ZoneCheck } from './bareos-zone';
 import { checkNaiveTimes, DST_COUNTS } from './bareos-zone';
 import { PAGE_WALK_SQL, WALK_PAGES_PER_STATEMENT } from './bareos-walk';
+import { checkDirectorTables } from './bareos-tables';
 
 /** Keys one statement of the page walk reads at most (an index-only scan of about 0.1–1 s). */
 export const WALK_ROWS_PER_STATEMENT = 1_000_000;
@@ -140,6 +141,11 @@ export class BareosSource implements JobSource, FileSource, RefreshSource {
       this.zone.catch(() => (this.zone = undefined));
     }
     return this.zone;
+  }
+
+  /** The plan's first read: {@link checkDirectorTables} on this source's database. */
+  checkCatalogTables(source: string): Promise<void> {
+    return checkDirectorTables(this.pool, source, this.kind);
   }
 
   /**

@@ -122,13 +122,16 @@ export class SourceRegistry {
    * file source's listing is read and parsed now (so every worker pages this snapshot) and staged
    * by `stage` in the plan transaction. A director catalog's naive times are cross-checked against
    * its `JobTDate` first (lib/sources/bareos-zone.ts).
-   * @throws UnknownSourceError, SourceDataInvalidError (unreadable or malformed listing; naive times
-   *   that contradict `JobTDate` in the zone in use).
+   * @throws UnknownSourceError, SourceDataInvalidError (unreadable or malformed listing; a source
+   *   database without a director catalog's job tables; naive times that contradict `JobTDate` in
+   *   the zone in use).
    */
   async prepare(name: string, opts: { reserveKeys?: boolean } = {}): Promise<PreparedSource> {
     const config = this.lookup(name);
     if (!isFileSource(config)) {
       const source = this.get(name);
+      // A database that is not a director catalog is refused by name, before any read of it.
+      if (source instanceof BareosSource) await source.checkCatalogTables(name);
       const [watermark, timezone] = await Promise.all([source.watermark(), source.timezone()]);
       // Naive times read in another zone than the director's would shift every time: refuse first.
       if (source instanceof BareosSource) await source.checkNaiveTimes(name, watermark.maxKey);
