@@ -107,7 +107,7 @@ export function createActivities(deps: ActivityDeps) {
     /** Drops versions beyond retention (retire-versions.ts). */
     retireVersions: (input: RetireVersionsInput): Promise<RetireVersionsResult> => retireVersions(ctx, input),
     /** Ends an unpublished version as abandoned or failed (version-lifecycle.ts). */
-    endVersion: (input: EndVersionInput): Promise<void> => endVersion(ctx, input),
+    endVersion: (input: EndVersionInput): Promise<string | null> => endVersion(ctx, input),
     /** Asks Temporal to cancel a run: a rebuild ended by the `cancel` signal ends CANCELLED (cancel-run.ts). */
     cancelRun: (input: CancelRunInput): Promise<void> => cancelRun(ctx, input),
     /** Appends an event to the catalog's log (record-event.ts). */

@@ -6,6 +6,7 @@
 import {
   createFileIndexes,
   createReaderIndex,
+  findPlan,
   lockVersion,
   lockVersionRow,
   markEnded,
@@ -136,20 +137,27 @@ async function storeVersionRanges(ctx: ActivityContext, versionId: string): Prom
  * Ends an unpublished version: `abandoned` (cancelled) or `failed` (not publishable), under
  * `FOR UPDATE` so page transactions in flight finish first and later writes are refused, and
  * records an event of that kind. The active version is untouched. Idempotent: a version that is
- * no longer building or verifying is left as it is.
+ * no longer building or verifying is left as it is. Without `versionId`, the version `plannedBy`
+ * the rebuild's plan, if it committed one (a plan cancelled or failed in flight); else nothing.
+ * @returns the version's id (decimal text), null when there is none (no plan committed one).
  */
-export async function endVersion(ctx: ActivityContext, input: EndVersionInput): Promise<void> {
+export async function endVersion(ctx: ActivityContext, input: EndVersionInput): Promise<string | null> {
   return guard(async () => {
+    const by = input.plannedBy;
+    const versionId =
+      input.versionId ?? (by ? (await findPlan(ctx.pool, by.workflowId, by.firstRunId))?.versionId : undefined);
+    if (!versionId) return null;
     await withTransaction(ctx.pool, async (c) => {
-      const status = (await lockVersionRow(c, input.versionId, 'update'))?.status;
+      const status = (await lockVersionRow(c, versionId, 'update'))?.status;
       if (status !== 'building' && status !== 'verifying') return;
-      await markEnded(c, input.versionId, input.status, input.reason);
+      await markEnded(c, versionId, input.status, input.reason);
       await ctx.events.record(c, {
         catalog: input.catalog,
-        versionId: input.versionId,
+        versionId,
         kind: input.status,
-        message: `version ${input.versionId} ${input.status}: ${input.reason}`,
+        message: `version ${versionId} ${input.status}: ${input.reason}`,
       });
     });
+    return versionId;
   });
 }

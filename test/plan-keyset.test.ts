@@ -1,7 +1,8 @@
 /**
  * planRebuild on a Bareos source whose job ids come in three blocks 10^8 apart: the keyset walk
  * makes pages of existing keys with their row counts (fixed page size), heartbeats its progress,
- * and without a page size the plan sizes pages itself (`auto`) and says so.
+ * and without a page size the plan sizes pages itself (`auto`) and says so; a plan whose rebuild
+ * never heard back is found by the rebuild's ids and abandoned.
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -145,4 +146,49 @@ test('the walk goes on statement by statement (bounded keys each) to the waterma
   } finally {
     await source.close();
   }
+});
+
+test("a plan the rebuild never heard back from (cancelled or failed in flight): endVersion finds it by the rebuild's ids and abandons it", async () => {
+  const rebuild = { workflowId: 'catalog-rebuild/keys-cancelled', firstRunId: 'run-cancelled' };
+  const plan = await planIn(new MockActivityEnvironment({ heartbeatTimeoutMs: 2_000 }), {
+    catalog: 'keys-cancelled',
+    source: 'director',
+    pageSize: 1_000,
+    ...rebuild,
+  });
+  const status = async () =>
+    (
+      await fx.dbs.catalogPool.query<{ status: string }>(`SELECT status FROM version WHERE version_id = $1`, [
+        plan.versionId,
+      ])
+    ).rows[0].status;
+  const end = (plannedBy: typeof rebuild) =>
+    new MockActivityEnvironment().run(fx.acts.endVersion, {
+      catalog: 'keys-cancelled',
+      plannedBy,
+      status: 'abandoned' as const,
+      reason: 'cancelled by signal',
+    });
+  // Another run's ids: nothing of this one changes.
+  await end({ ...rebuild, firstRunId: 'another-run' });
+  assert.equal(await status(), 'building');
+  await end(rebuild);
+  assert.equal(await status(), 'abandoned');
+  const ev = await fx.dbs.catalogPool.query<{ message: string }>(
+    `SELECT message FROM event WHERE version_id = $1 AND kind = 'abandoned'`,
+    [plan.versionId],
+  );
+  assert.deepEqual(
+    ev.rows.map((r) => r.message),
+    [`version ${plan.versionId} abandoned: cancelled by signal`],
+  );
+  await end(rebuild); // idempotent: an ended version is left as it is
+  assert.equal(
+    (
+      await fx.dbs.catalogPool.query(`SELECT 1 FROM event WHERE version_id = $1 AND kind = 'abandoned'`, [
+        plan.versionId,
+      ])
+    ).rowCount,
+    1,
+  );
 });

@@ -131,6 +131,7 @@ function mockActivities(opts: {
       },
       async endVersion(input) {
         calls.push({ name: 'endVersion', input });
+        return input.versionId ?? null;
       },
       async recordEvent(input) {
         calls.push({ name: 'recordEvent', input });

@@ -1,16 +1,18 @@
 /**
- * RebuildCatalog in process, over mocked activities: the `pause`, `resume` and `cancel` signals and
- * Temporal cancellation. What the window schedules is read from the history, what the rebuild shows
+ * RebuildCatalog in process, over mocked activities: the `pause`, `resume` and `cancel` signals (also
+ * while the plan runs or is retried) and Temporal cancellation. What the window schedules is read from the history, what the rebuild shows
  * from the `progress` query, what it does to its version from the recorded activity calls.
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { ApplicationFailure } from '@temporalio/activity';
 import { WorkflowFailedError } from '@temporalio/client';
 import { Worker } from '@temporalio/worker';
 import type { RebuildCatalogResult } from '../workflows/definitions';
 import { cancelSignal, pauseSignal, resumeSignal } from '../workflows/definitions';
 import { waitForResult } from '../client';
 import { MockActivities } from '../dev/harness/mock-activities';
+import { waitFor } from '../dev/harness/wait';
 import type { InProcessEnv } from '../dev/harness/workflow-test';
 import {
   cancelRequestedActivities,
@@ -252,15 +254,16 @@ test('cancel signal while paused and drained: the version is abandoned, no activ
   });
 });
 
-test('cancel signal while the plan runs: the plan ends, its version is abandoned, no page starts, the run ends CANCELLED', async () => {
+test('cancel signal while the plan runs: its attempt runs on to its commit, then the version it returned is abandoned, no page starts, the run ends CANCELLED', async () => {
   const catalog = uniqueCatalog('cancelplan');
-  const mock = new MockActivities({ catalog, source: 's', pages: 3, holdPlan: true });
+  // As a real plan attempt: told of the cancel, it still runs on to its commit.
+  const mock = new MockActivities({ catalog, source: 's', pages: 3, holdPlan: 'past a cancel' });
   await withWorker(ctx, mock.activities, async (taskQueue) => {
     const { handle, workflowId } = await startRebuild(ctx, taskQueue, { catalog, source: 's' });
     await mock.waitForHeld('plan');
     await handle.signal(cancelSignal);
-    // The plan is not cancelled in flight (it would still commit its version): it ends first.
     await waitForProgress(handle, 'the cancel recorded', (p) => p.lastEvent === 'cancel requested');
+    await waitFor('the cancel at the plan attempt', () => mock.planCancelSeen);
     mock.release('plan');
     const r = await waitForResult(handle);
     assert.deepEqual(pick(r, ['cancelled', 'published', 'versionId']), {
@@ -283,7 +286,41 @@ test('cancel signal while the plan runs: the plan ends, its version is abandoned
       [['cancel_requested', null]],
       'the cancel is an event of the catalog, before any version',
     );
-    assert.equal(cancelRequestedActivities(events).length, 0, 'the plan activity was not cancelled');
+    assert.equal(cancelRequestedActivities(events).length, 1, 'the plan activity was told of the cancel');
+    assert.deepEqual(mock.pagesStarted(), []);
+    assert.equal((await handle.describe()).status.name, 'CANCELLED');
+  });
+});
+
+test('cancel signal while the plan fails and is retried (an unreachable source): the attempt in flight ends, none follows, what it may have committed is looked up by the rebuild ids', async () => {
+  const catalog = uniqueCatalog('cancelretry');
+  const mock = new MockActivities({
+    catalog,
+    source: 's',
+    pages: 3,
+    holdPlan: true,
+    planFailure: (attempt) =>
+      attempt === 1 ? ApplicationFailure.retryable('connect ECONNREFUSED 127.0.0.1:1', 'DB_TRANSIENT') : undefined,
+  });
+  await withWorker(ctx, mock.activities, async (taskQueue) => {
+    const { handle, workflowId } = await startRebuild(ctx, taskQueue, { catalog, source: 's' });
+    await mock.waitForHeld('plan'); // the second attempt, after the first failed
+    await handle.signal(cancelSignal);
+    const r = await waitForResult(handle);
+    assert.deepEqual(pick(r, ['cancelled', 'published']), { cancelled: true, published: false });
+    assert.deepEqual(
+      mock.callsOf('planRebuild').map((c) => [c.attempt, c.outcome]),
+      [
+        [1, 'failed'],
+        [2, 'cancelled'],
+      ],
+      'no attempt after the cancel',
+    );
+    const { runId } = await handle.describe(); // the first run: the plan's
+    assert.deepEqual(
+      mock.callsOf('endVersion').map((c) => c.input),
+      [{ catalog, plannedBy: { workflowId, firstRunId: runId }, status: 'abandoned', reason: 'cancelled by signal' }],
+    );
     assert.deepEqual(mock.pagesStarted(), []);
     assert.equal((await handle.describe()).status.name, 'CANCELLED');
   });

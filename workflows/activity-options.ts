@@ -2,7 +2,7 @@
  * Activity proxies of the workflows, one per timeout class, every timeout and retry written out.
  */
 import type { ActivityOptions } from '@temporalio/workflow';
-import { proxyActivities } from '@temporalio/workflow';
+import { ActivityCancellationType, proxyActivities } from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import {
   AWAIT_REBUILD_MAX_WAIT_MS,
@@ -18,10 +18,25 @@ import {
 } from './policies';
 
 /** Short database calls: plan, end, events. Bounded retries: an unreachable source fails the rebuild. */
-export const short = proxyActivities<Activities>({
+const SHORT_OPTIONS: ActivityOptions = {
   startToCloseTimeout: '2 minutes',
   heartbeatTimeout: '30 seconds',
   retry: SHORT_RETRY,
+};
+
+/** The short calls' proxy with the options of {@link SHORT_OPTIONS}. */
+export const short = proxyActivities<Activities>(SHORT_OPTIONS);
+
+/**
+ * The plan (`planRebuild`): the options of {@link SHORT_OPTIONS}, and a cancel waits for the attempt in
+ * flight to end (`WAIT_CANCELLATION_COMPLETED`) instead of leaving it behind. Then no attempt runs
+ * or follows: a plan that committed has returned its version, or (its attempt failed, or failed
+ * after its commit) the version is found by the rebuild's ids; a source that cannot be reached is
+ * not waited out through the remaining retries.
+ */
+export const planStep = proxyActivities<Activities>({
+  ...SHORT_OPTIONS,
+  cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
 });
 
 /**

@@ -100,7 +100,12 @@ export type RetireVersionsResult = PublishCatalogResult['retired'];
 export interface EndVersionInput {
   catalog: string;
   /** Version id, decimal text. */
-  versionId: string;
+  versionId?: string;
+  /**
+   * Without `versionId`: the version planned by this rebuild (workflow id, first run id), if its
+   * plan committed one (a plan cancelled or failed in flight); none, nothing is changed.
+   */
+  plannedBy?: { workflowId: string; firstRunId: string };
   status: 'abandoned' | 'failed';
   /** Why, for the version row and the event. */
   reason: string;

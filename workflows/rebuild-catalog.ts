@@ -16,7 +16,7 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import type { PublishCatalogResult, RebuildCatalogInput, RebuildCatalogResult } from './definitions';
-import { longSteps, pageActivities, short } from './activity-options';
+import { longSteps, pageActivities, planStep, short } from './activity-options';
 import { copyPages } from './copy-window';
 import { publishWorkflowId } from './names';
 import { patchApplies } from './patches';
@@ -81,8 +81,8 @@ export async function RebuildCatalog(input: RebuildCatalogInput): Promise<Rebuil
 setWorkflowOptions({ versioningBehavior: 'PINNED' }, RebuildCatalog);
 
 /**
- * Runs `step` shielded from the rebuild's cancellation (the `cancel` signal or Temporal's): a cancel
- * waits for it to end. Histories recorded before patch `cancelled-rebuild-ends-cancelled` run it
+ * Runs `step` (the publish) shielded from the rebuild's cancellation (the `cancel` signal or
+ * Temporal's): a cancel waits for it to end. Histories recorded before patch `cancelled-rebuild-ends-cancelled` run it
  * cancellable, as they did.
  */
 function notCancelledInFlight<T>(step: () => Promise<T>): Promise<T> {
@@ -105,22 +105,26 @@ async function plan(
   info: WorkflowInfo,
 ): Promise<'planned' | 'up to date'> {
   const { input, carried: st } = state;
-  const planRebuild = () =>
-    short.planRebuild({
-      catalog: input.catalog,
-      source: input.source,
-      pageSize,
-      concurrency: st.concurrency,
-      // Only when set, so the plan's input of a rebuild without files is the same as before.
-      ...(input.files ? { files: true } : {}),
-      ...(input.refresh ? { refresh: true } : {}),
-      ...(input.verify === 'full' ? { verify: 'full' as const } : {}),
-      workflowId: info.workflowId,
-      firstRunId: info.firstExecutionRunId,
-    });
-  // A cancel during the plan waits for it: a plan cancelled in flight still commits its version
-  // (the activity does not stop), which the rebuild would then never know to abandon.
-  const planned = await notCancelledInFlight(planRebuild);
+  const planInput = {
+    catalog: input.catalog,
+    source: input.source,
+    pageSize,
+    concurrency: st.concurrency,
+    // Only when set, so the plan's input of a rebuild without files is the same as before.
+    ...(input.files ? { files: true } : {}),
+    ...(input.refresh ? { refresh: true } : {}),
+    ...(input.verify === 'full' ? { verify: 'full' as const } : {}),
+    workflowId: info.workflowId,
+    firstRunId: info.firstExecutionRunId,
+  };
+  // A cancel during the plan waits for the attempt in flight to end, not for the retries after it
+  // (an unreachable source's): the attempt either returns its version, which the cancel abandons,
+  // or fails, and the cancel abandons what it may have committed, found by the rebuild's ids.
+  // Histories recorded before patch `cancelled-rebuild-ends-cancelled` plan as they did.
+  state.planScheduled = true;
+  const planned = patchApplies('cancelled-rebuild-ends-cancelled')
+    ? await planStep.planRebuild(planInput)
+    : await short.planRebuild(planInput);
   if (planned.refresh) st.refresh = planned.refresh;
   if (planned.fullRebuildBecause) st.fullRebuildBecause = planned.fullRebuildBecause;
   if (planned.upToDate) {
@@ -262,13 +266,26 @@ async function failed(state: RebuildState, err: TemporalFailure): Promise<void> 
   state.setPhase('failed');
 }
 
-/** Marks the version (when planned) abandoned or failed, even while the rebuild is being cancelled. */
+/**
+ * Marks the version abandoned or failed, even while the rebuild is being cancelled: the planned
+ * version, or, when the plan ended without returning one (cancelled or failed in flight), the
+ * version it may have committed, found by the rebuild's workflow id and first run id.
+ */
 async function endVersion(state: RebuildState, status: 'abandoned' | 'failed', reason: string): Promise<void> {
   const { input, carried: st } = state;
-  if (!st.versionId) return;
-  await CancellationScope.nonCancellable(() =>
-    short.endVersion({ catalog: input.catalog, versionId: st.versionId, status, reason }),
+  if (st.versionId) {
+    await CancellationScope.nonCancellable(() =>
+      short.endVersion({ catalog: input.catalog, versionId: st.versionId, status, reason }),
+    );
+    return;
+  }
+  if (!state.planScheduled || !patchApplies('cancelled-rebuild-ends-cancelled')) return;
+  const { workflowId, firstExecutionRunId: firstRunId } = workflowInfo();
+  const found = await CancellationScope.nonCancellable(() =>
+    short.endVersion({ catalog: input.catalog, plannedBy: { workflowId, firstRunId }, status, reason }),
   );
+  // The result names the version that ended, as it does when the plan returned it.
+  if (found) st.versionId = found;
 }
 
 /** The root cause's message of a failure chain (ActivityFailure → ApplicationFailure). */

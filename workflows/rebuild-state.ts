@@ -60,6 +60,8 @@ export class RebuildState {
   phase: RebuildPhase;
   /** Set by the `cancel` signal. */
   cancelRequested = false;
+  /** Set when this run scheduled the plan (a first run): a plan may have committed a version it did not return. */
+  planScheduled = false;
   /** The last reconciliation, once reconciled. */
   reconciliation: ReconcileSummary | null = null;
   /** Pages whose copyPage activity is scheduled and has not ended. */

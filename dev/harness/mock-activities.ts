@@ -49,8 +49,13 @@ export interface MockOptions {
   rowsPerPage?: number;
   /** Pages wait for {@link MockActivities.release} (default true); false: they commit at once. */
   holdPages?: boolean;
-  /** The plan waits for `release('plan')` (default false). */
-  holdPlan?: boolean;
+  /**
+   * The plan waits for `release('plan')` (default false); `'past a cancel'`: a cancel does not end
+   * the wait, as a real plan attempt runs on to its commit (`planCancelSeen` tells the test it came).
+   */
+  holdPlan?: boolean | 'past a cancel';
+  /** A failure a plan attempt throws when it starts (undefined: it plans). */
+  planFailure?: (attempt: number) => Error | undefined;
   /** Bucket repairs wait for `release('repair:<bucket>')` / `releaseRepairs()` (default false). */
   holdRepairs?: boolean;
   /** The publish waits for `release('publish')` (default false). */
@@ -90,6 +95,8 @@ export class MockActivities {
   /** Bucket repairs running now, and the most at once. */
   repairsRunning = 0;
   maxRepairsRunning = 0;
+  /** A plan held `'past a cancel'` was told of a cancel (Temporal's cancellation reached it). */
+  planCancelSeen = false;
   /** The activity functions. */
   readonly activities: Activities;
   readonly versionId: string;
@@ -205,7 +212,7 @@ export class MockActivities {
   }
 
   /** Waits on gate `key` (unless opened), heartbeating so that a cancellation reaches the activity. */
-  private async gate(key: string, call: ActivityCall): Promise<void> {
+  private async gate(key: string, call: ActivityCall, pastCancel = false): Promise<void> {
     if (this.opened.delete(key)) return;
     const ctx = Context.current();
     const released = new Promise<void>((resolve) => this.gates.set(key, resolve));
@@ -213,6 +220,11 @@ export class MockActivities {
     ctx.heartbeat();
     const beat = setInterval(() => ctx.heartbeat(), 200);
     try {
+      if (pastCancel) {
+        ctx.cancelled.catch(() => (this.planCancelSeen = true));
+        await released;
+        return;
+      }
       await Promise.race([released, ctx.cancelled]);
     } catch (err) {
       this.gates.delete(key);
@@ -323,7 +335,9 @@ export class MockActivities {
       planRebuild: async (input) => {
         const call = this.record('planRebuild', input);
         return this.ends(call, async () => {
-          if (o.holdPlan) await this.gate('plan', call);
+          const failure = o.planFailure?.(call.attempt);
+          if (failure) throw failure;
+          if (o.holdPlan) await this.gate('plan', call, o.holdPlan === 'past a cancel');
           return {
             versionId: this.versionId,
             pagesTotal: o.pages,
@@ -351,7 +365,12 @@ export class MockActivities {
         });
       },
       retireVersions: simple('retireVersions', () => o.retired ?? []),
-      endVersion: simple('endVersion', () => undefined),
+      endVersion: async (input) => {
+        const call = this.record('endVersion', input);
+        // Found by the rebuild's ids: the version, if a plan attempt returned it (committed).
+        const planned = this.calls.some((c) => c.name === 'planRebuild' && c.outcome === 'returned');
+        return this.ends(call, async () => input.versionId ?? (planned ? this.versionId : null));
+      },
       recordEvent: simple('recordEvent', () => undefined),
       // As the worker's: through a Temporal client (here the activity context's, on the worker's connection).
       cancelRun: async (input) => {
