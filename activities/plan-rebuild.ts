@@ -11,8 +11,7 @@ import {
   findPlan,
   insertPlanPages,
   insertVersion,
-  lockCatalogForPublish,
-  planExists,
+  openPlanStore,
   createFilePartition,
   setPartitionTable,
   setSourceSnapshot,
@@ -209,8 +208,7 @@ async function storePlan(
   const rows = pages.reduce((n, p) => n + p.rows, 0).toString();
   const maxWeight = pages.reduce((m, p) => Math.max(m, p.weight ?? p.rows), 0);
   const firstKeys = pages.map((p) => p.firstKey);
-  await lockCatalogForPublish(c, input.catalog);
-  if (await planExists(c, input.workflowId, input.firstRunId)) return null;
+  if (!(await openPlanStore(c, input))) return null;
   for (const stale of await abandonSupersededVersions(c, input.catalog)) {
     await ctx.events.record(c, {
       catalog: input.catalog,

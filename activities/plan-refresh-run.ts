@@ -7,8 +7,7 @@
 import {
   abandonSupersededVersions,
   findPlan,
-  lockCatalogForPublish,
-  planExists,
+  openPlanStore,
   readRefreshBase,
   unpublishableVersionIds,
 } from '../lib/catalog';
@@ -88,8 +87,7 @@ export async function planRefresh(
       ...common,
     });
   const stored = await withTransaction(ctx.pool, async (c) => {
-    await lockCatalogForPublish(c, input.catalog);
-    if (await planExists(c, input.workflowId, input.firstRunId)) return null;
+    if (!(await openPlanStore(c, input))) return null;
     for (const stale of await abandonSupersededVersions(c, input.catalog))
       await ctx.events.record(c, {
         catalog: input.catalog,

@@ -7,11 +7,13 @@ import {
   createFileIndexes,
   createReaderIndex,
   findPlan,
+  lockCatalogForPublish,
   lockVersion,
   lockVersionRow,
   markEnded,
   markVerifying,
   missingLedgerPages,
+  recordEndedPlan,
   versionHasFiles,
 } from '../lib/catalog';
 import { settleAll, withLongSession, withTransaction } from '../lib/db';
@@ -138,18 +140,26 @@ async function storeVersionRanges(ctx: ActivityContext, versionId: string): Prom
  * `FOR UPDATE` so page transactions in flight finish first and later writes are refused, and
  * records an event of that kind. The active version is untouched. Idempotent: a version that is
  * no longer building or verifying is left as it is. Without `versionId`, the version `plannedBy`
- * the rebuild's plan, if it committed one (a plan cancelled or failed in flight); else nothing.
+ * the rebuild's plan, if it committed one (a plan cancelled or failed in flight); if it did not,
+ * the rebuild's ids are recorded as ended, so that a plan attempt of it that runs late (its worker
+ * frozen or cut off) stores nothing (`ended_plan`, migration 18).
  * @returns the version's id (decimal text), null when there is none (no plan committed one).
  */
 export async function endVersion(ctx: ActivityContext, input: EndVersionInput): Promise<string | null> {
-  return guard(async () => {
-    const by = input.plannedBy;
-    const versionId =
-      input.versionId ?? (by ? (await findPlan(ctx.pool, by.workflowId, by.firstRunId))?.versionId : undefined);
-    if (!versionId) return null;
-    await withTransaction(ctx.pool, async (c) => {
+  return guard(() =>
+    withTransaction(ctx.pool, async (c) => {
+      let versionId = input.versionId;
+      const by = input.plannedBy;
+      if (!versionId && by) {
+        // The plan transaction's lock: a plan attempt still running has committed (found here) or
+        // will find the rebuild ended and store nothing.
+        await lockCatalogForPublish(c, input.catalog);
+        versionId = (await findPlan(c, by.workflowId, by.firstRunId))?.versionId;
+        if (!versionId) await recordEndedPlan(c, { ...by, catalog: input.catalog });
+      }
+      if (!versionId) return null;
       const status = (await lockVersionRow(c, versionId, 'update'))?.status;
-      if (status !== 'building' && status !== 'verifying') return;
+      if (status !== 'building' && status !== 'verifying') return versionId;
       await markEnded(c, versionId, input.status, input.reason);
       await ctx.events.record(c, {
         catalog: input.catalog,
@@ -157,7 +167,7 @@ export async function endVersion(ctx: ActivityContext, input: EndVersionInput): 
         kind: input.status,
         message: `version ${versionId} ${input.status}: ${input.reason}`,
       });
-    });
-    return versionId;
-  });
+      return versionId;
+    }),
+  );
 }

@@ -45,6 +45,20 @@ export class VersionFencedError extends CatalogRebuildError {
   }
 }
 
+/**
+ * Thrown (VERSION_FENCED, non-retryable) when a plan attempt would store a version for a rebuild
+ * that ended (cancelled or failed) before its plan committed one (`ended_plan`, migration 18): an
+ * attempt whose worker was frozen or cut off while the rebuild ended. Nothing is stored.
+ */
+export class PlanEndedError extends CatalogRebuildError {
+  constructor(workflowId: string, firstRunId: string) {
+    super(
+      FailureType.VERSION_FENCED,
+      `rebuild ${workflowId} (first run ${firstRunId}) ended before its plan committed a version: plan refused, nothing stored`,
+    );
+  }
+}
+
 /** Thrown when the catalog schema is newer than this build knows (a newer release migrated it). */
 export class SchemaTooNewError extends CatalogRebuildError {
   constructor(found: number, known: number) {

@@ -2,7 +2,8 @@
  * planRebuild on a Bareos source whose job ids come in three blocks 10^8 apart: the keyset walk
  * makes pages of existing keys with their row counts (fixed page size), heartbeats its progress,
  * and without a page size the plan sizes pages itself (`auto`) and says so; a plan whose rebuild
- * never heard back is found by the rebuild's ids and abandoned.
+ * never heard back is found by the rebuild's ids and abandoned, and one that runs after its rebuild
+ * ended stores nothing.
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -170,9 +171,9 @@ test("a plan the rebuild never heard back from (cancelled or failed in flight): 
       reason: 'cancelled by signal',
     });
   // Another run's ids: nothing of this one changes.
-  await end({ ...rebuild, firstRunId: 'another-run' });
+  assert.equal(await end({ ...rebuild, firstRunId: 'another-run' }), null);
   assert.equal(await status(), 'building');
-  await end(rebuild);
+  assert.equal(await end(rebuild), plan.versionId);
   assert.equal(await status(), 'abandoned');
   const ev = await fx.dbs.catalogPool.query<{ message: string }>(
     `SELECT message FROM event WHERE version_id = $1 AND kind = 'abandoned'`,
@@ -191,4 +192,31 @@ test("a plan the rebuild never heard back from (cancelled or failed in flight): 
     ).rowCount,
     1,
   );
+});
+
+test('a rebuild that ended before its plan committed: a plan attempt of it that runs late (a frozen worker) stores nothing', async () => {
+  const late = { workflowId: 'catalog-rebuild/keys-late', firstRunId: 'run-late' };
+  const ended = await new MockActivityEnvironment().run(fx.acts.endVersion, {
+    catalog: 'keys-late',
+    plannedBy: late,
+    status: 'abandoned' as const,
+    reason: 'cancelled by signal',
+  });
+  assert.equal(ended, null, 'no version to end');
+  await assert.rejects(
+    planIn(new MockActivityEnvironment({ heartbeatTimeoutMs: 2_000 }), {
+      catalog: 'keys-late',
+      source: 'director',
+      pageSize: 1_000,
+      ...late,
+    }),
+    (err: Error & { type?: string; nonRetryable?: boolean }) =>
+      err.type === 'VERSION_FENCED' &&
+      err.nonRetryable === true &&
+      /^rebuild catalog-rebuild\/keys-late \(first run run-late\) ended before its plan committed a version: plan refused, nothing stored$/.test(
+        err.message,
+      ),
+  );
+  const versions = await fx.dbs.catalogPool.query(`SELECT 1 FROM version WHERE catalog_name = 'keys-late'`);
+  assert.equal(versions.rowCount, 0);
 });

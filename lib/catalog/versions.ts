@@ -6,7 +6,7 @@
 import { PAGE_SIZING } from '../page-sizing';
 import type { PoolClient } from 'pg';
 import type { Queryable } from '../db';
-import { NotPublishableError, VersionFencedError } from '../errors';
+import { NotPublishableError, PlanEndedError, VersionFencedError } from '../errors';
 import type { PageSizing, PlanResult } from '../../workflows/definitions';
 
 /** Status of a version (column `version.status`). */
@@ -178,6 +178,51 @@ export async function planExists(db: Queryable, workflowId: string, firstRunId: 
     firstRunId,
   ]);
   return !!r.rowCount;
+}
+
+/**
+ * Whether the rebuild of (workflow id, first run id) ended before its plan committed a version
+ * (`ended_plan`, migration 18): a plan attempt of it that runs late must not store one. Read under
+ * the catalog's publish lock ({@link lockCatalogForPublish}), which {@link recordEndedPlan}'s
+ * caller holds too.
+ */
+export async function planEnded(db: Queryable, workflowId: string, firstRunId: string): Promise<boolean> {
+  const r = await db.query(`SELECT 1 FROM ended_plan WHERE workflow_id = $1 AND first_run_id = $2`, [
+    workflowId,
+    firstRunId,
+  ]);
+  return !!r.rowCount;
+}
+
+/**
+ * Records that the rebuild of (workflow id, first run id) of `catalog` ended with no version
+ * planned, so that a late plan attempt of it stores none ({@link planEnded}). Idempotent. Call
+ * under the catalog's publish lock, after finding no version of those ids.
+ */
+export async function recordEndedPlan(
+  db: Queryable,
+  ids: { workflowId: string; firstRunId: string; catalog: string },
+): Promise<void> {
+  await db.query(
+    `INSERT INTO ended_plan (workflow_id, first_run_id, catalog_name) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING`,
+    [ids.workflowId, ids.firstRunId, ids.catalog],
+  );
+}
+
+/**
+ * Opens the store of a plan in the transaction of `c`: takes the catalog's publish lock, then tells
+ * whether the rebuild of (workflow id, first run id) may store its version.
+ * @returns false when its version is stored already (a retry after the commit: the caller reads it).
+ * @throws PlanEndedError (non-retryable) when the rebuild ended before its plan committed a version.
+ */
+export async function openPlanStore(
+  c: PoolClient,
+  plan: { catalog: string; workflowId: string; firstRunId: string },
+): Promise<boolean> {
+  await lockCatalogForPublish(c, plan.catalog);
+  if (await planExists(c, plan.workflowId, plan.firstRunId)) return false;
+  if (await planEnded(c, plan.workflowId, plan.firstRunId)) throw new PlanEndedError(plan.workflowId, plan.firstRunId);
+  return true;
 }
 
 /** A new `building` version's row. Keys and counts are decimal text. */
