@@ -17,7 +17,14 @@ import { NagiosState } from './check';
 import type { RebuildThresholds } from './rebuild-thresholds';
 import { DEFAULT_REBUILD_THRESHOLDS } from './rebuild-thresholds';
 import type { PendingActivityFact, RebuildFacts, RunFact } from './rebuild-facts';
-import { heartbeatWarnings, pageList, sameErrorWarning, secondsSince, stallWarning } from './rebuild-warnings';
+import {
+  heartbeatWarnings,
+  pageList,
+  retriedStepWarnings,
+  sameErrorWarning,
+  secondsSince,
+  stallWarning,
+} from './rebuild-warnings';
 
 export type { DatabaseFact, PendingActivityFact, ProgressFact, RebuildFacts, RunFact } from './rebuild-facts';
 
@@ -214,6 +221,7 @@ function runningVerdict(
   if (phase !== 'copying') warning.push(...heartbeatWarnings(f, nowMs, t));
   const same = sameErrorWarning(f.activities, t);
   if (same) warning.push(same);
+  warning.push(...retriedStepWarnings(f.activities));
 
   if (critical.length) return verdict('CRITICAL', [...critical, context].join('; '), perf);
   if (warning.length) return verdict('WARNING', [...warning, context].join('; '), perf);

@@ -1,7 +1,7 @@
 /**
  * The warnings of the rebuild health check (client/rebuild-health.ts), each a pure function of the
- * facts (client/rebuild-facts.ts): a copy that stalled, activities that stopped heartbeating, and
- * pages failing with the same error.
+ * facts (client/rebuild-facts.ts): a copy that stalled, activities that stopped heartbeating,
+ * pages failing with the same error, and steps (the plan, the seal, …) that Temporal retries.
  */
 import type { DatabaseFact, PendingActivityFact, RebuildFacts } from './rebuild-facts';
 import type { RebuildThresholds } from './rebuild-thresholds';
@@ -71,4 +71,34 @@ export function sameErrorWarning(acts: PendingActivityFact[], t: RebuildThreshol
   const message = lf.message.length > 200 ? `${lf.message.slice(0, 197)}...` : lf.message;
   const sorted = [...worst].sort((a, b) => (a.pageNo ?? 0) - (b.pageNo ?? 0));
   return `${worst.length} pages failing with the same error: ${lf.type ? `${lf.type}: ` : ''}${message} (${pageList(sorted)})`;
+}
+
+/** The rebuild's steps by activity type, as the warnings name them; other types by their name. */
+const STEP_NAMES: Readonly<Record<string, string>> = {
+  planRebuild: 'its plan',
+  sealVersion: 'its seal',
+  indexVersion: 'its index build',
+  reconcile: 'its reconciliation',
+  repairBucket: 'a bucket repair',
+  publishVersion: 'its publish',
+  retireVersions: 'the retirement of old versions',
+};
+
+/**
+ * A step whose latest attempt failed and that Temporal retries: `its plan is retried (attempt 6):
+ * <the failure's message>`, the message cut at 200 characters.
+ */
+export function retriedStepText(a: PendingActivityFact): string {
+  const lf = a.lastFailure!;
+  const message = lf.message.length > 200 ? `${lf.message.slice(0, 197)}...` : lf.message;
+  return `${STEP_NAMES[a.activityType] ?? a.activityType} is retried (attempt ${a.attempt}): ${message}`;
+}
+
+/**
+ * WARNING texts for the rebuild's steps other than pages (the plan, the seal, a reconciliation, …)
+ * whose latest attempt failed with an error (not a timeout or a cancel: {@link countsAsError}),
+ * e.g. a plan retried while its source cannot be reached. Pages have {@link sameErrorWarning}.
+ */
+export function retriedStepWarnings(acts: PendingActivityFact[]): string[] {
+  return acts.filter((a) => a.activityType !== 'copyPage' && countsAsError(a)).map(retriedStepText);
 }

@@ -11,6 +11,7 @@ import { RebuildPhaseKey } from '../workflows/search-attributes';
 import type { TemporalSession } from './index';
 import { pendingActivityPage } from './pending-activity';
 import type { PendingActivityFact, PinnedBuild, PollerSeen, RunFact } from './rebuild-facts';
+import { retriedStepText } from './rebuild-warnings';
 
 /** Running children of the rebuild whose pending activities are read, at most. */
 const MAX_CHILDREN_DESCRIBED = 8;
@@ -240,5 +241,5 @@ export async function planRetryLine(handle: WorkflowHandle): Promise<string | nu
   const plan = (d.raw.pendingActivities ?? [])
     .map((a) => activityFact(d.workflowId, a))
     .find((a) => a.activityType === 'planRebuild' && a.lastFailure);
-  return plan ? `its plan is retried (attempt ${plan.attempt}): ${plan.lastFailure!.message}` : null;
+  return plan ? retriedStepText(plan) : null;
 }

@@ -410,6 +410,41 @@ test('WARNING when three or more pages failed with the same error other than a t
   assert.match(verdict(byId).text, /^3 pages failing with the same error: x{197}\.\.\. \(pages 11, 12, 13\); /);
 });
 
+test('WARNING while a step other than a page is retried after an error: the plan of an unreachable source, naming the attempt and the error', () => {
+  const plan = (o: Partial<PendingActivityFact> = {}): PendingActivityFact => ({
+    ...page(0, { activityId: '1', activityType: 'planRebuild', pageNo: null, attempt: 6 }),
+    ...o,
+  });
+  const planning = (activities: PendingActivityFact[]) =>
+    facts({ run: run({ phase: 'planning' }), database: null, activities });
+  assert.equal(verdict(planning([plan()])).state, 'OK', 'a first attempt running');
+  const refused = plan({
+    lastFailure: {
+      message: 'transient database error: connect ECONNREFUSED 127.0.0.1:1',
+      type: 'DB_TRANSIENT',
+      timeout: false,
+    },
+  });
+  const v = verdict(planning([refused]));
+  assert.equal(v.code, 1);
+  assert.equal(
+    v.text,
+    'its plan is retried (attempt 6): transient database error: connect ECONNREFUSED 127.0.0.1:1; ' +
+      'rebuild of main is planning at page ?/?',
+  );
+  // A timeout (a worker that died) is the heartbeat check's; a page's error the same-error check's.
+  const timedOut = plan({ lastFailure: { message: 'activity Heartbeat timeout', type: null, timeout: true } });
+  assert.equal(verdict(planning([timedOut])).state, 'OK');
+  assert.equal(verdict(facts({ activities: [failing(4, 'boom')] })).state, 'OK');
+  // Another step: its activity type named as the warnings name it.
+  const seal = plan({
+    activityType: 'sealVersion',
+    attempt: 2,
+    lastFailure: { message: 'boom', type: 'DB_ERROR', timeout: false },
+  });
+  assert.match(verdict(facts({ activities: [seal] })).text, /^its seal is retried \(attempt 2\): boom; /);
+});
+
 test('precedence: CRITICAL over WARNING over OK; every finding of the winning state is named', () => {
   const f = facts({
     pollers: { taskQueue: 'q1', lastPollAtMs: ago(200), error: null },

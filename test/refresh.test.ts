@@ -297,7 +297,7 @@ test('a worker SIGKILLed in the middle of a refresh page: the page is retried on
   assert.deepEqual({ onlyA: d.onlyA, onlyB: d.onlyB }, { onlyA: 0, onlyB: 0 }, 'nothing lost or doubled');
 });
 
-test('a dry run that cannot plan names why and exits 1; a rebuild whose plan is retried says why; start --json of an up-to-date refresh prints one JSON object', async (t) => {
+test('a dry run that cannot plan names why and exits 1; a rebuild whose plan is retried says why (start, status, check) and a cancel ends it at once; start --json of an up-to-date refresh prints one JSON object', async (t) => {
   const fx = await rebuildFixture(t, { address: temporal.address, tag: 'dryfail', jobs: 400, seed: 43 });
   // A second source whose database does not exist, served by the same worker.
   const configFile = fx.env.CATALOG_REBUILD_CONFIG!;
@@ -334,12 +334,31 @@ test('a dry run that cannot plan names why and exits 1; a rebuild whose plan is 
     { catalog: `${fx.catalog}-closed`, source: 'closed' },
     { taskQueue: fx.taskQueue },
   );
+  const closed = `${fx.catalog}-closed`;
   try {
     const line = await waitFor('the plan to fail once', () => planRetryLine(handle), { timeoutMs: 60_000 });
     assert.match(line, /^its plan is retried \(attempt [2-9]\d*\): .*127\.0\.0\.1:1\/bareos .*ECONNREFUSED/);
     assert.doesNotMatch(line, /pl4n-s3cret|backup@/);
+    // status and the backup check say so as well.
+    const status = await runCliAsync(['status', '--catalog', closed], fx.env, { timeoutMs: 60_000 });
+    assert.equal(status.code, 0, status.stderr);
+    assert.match(status.stdout, /^warning: its plan is retried \(attempt [2-9]\d*\): .*ECONNREFUSED/m);
+    const check = await runCliAsync(['check', '--rebuild', '--catalog', closed], fx.env, { timeoutMs: 60_000 });
+    assert.equal(check.code, 1, check.stdout);
+    assert.match(
+      check.stdout,
+      /^REBUILD WARNING - its plan is retried \(attempt [2-9]\d*\): .*ECONNREFUSED.*; rebuild of /,
+    );
+    // A cancel ends it without waiting out the plan's remaining retries (about 2.5 minutes in all).
+    const cancel = await runCliAsync(['cancel', '--catalog', closed], fx.env, { timeoutMs: 60_000 });
+    assert.equal(cancel.code, 0, `${cancel.stdout}\n${cancel.stderr}`);
+    await waitFor('the rebuild to end cancelled', async () => (await handle.describe()).status.name === 'CANCELLED', {
+      timeoutMs: 60_000,
+    });
+    const versions = await fx.dbs.catalogPool.query(`SELECT 1 FROM version WHERE catalog_name = $1`, [closed]);
+    assert.equal(versions.rowCount, 0, 'no version planned');
   } finally {
-    await handle.terminate('test: the source cannot be reached');
+    await handle.terminate('test: the source cannot be reached').catch(() => undefined);
   }
 
   const first = await start(fx, fx.catalog, ['--refresh']);

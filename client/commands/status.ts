@@ -15,6 +15,7 @@ import { formatProgress, liveWindowSeconds } from '../status';
 import { followSampleOf, followStatus } from '../follow-status';
 import type { RebuildFacts } from '../rebuild-facts';
 import { livePollersOf, readRebuildFacts } from '../rebuild-facts';
+import { retriedStepWarnings } from '../rebuild-warnings';
 import type { CommandContext } from './context';
 import { ExitCode, withTemporal } from './context';
 import { rebuildOutcome } from './outcome';
@@ -180,12 +181,16 @@ function printStatus(ctx: CommandContext, o: StatusOptions, facts: RebuildFacts,
   return 0;
 }
 
-/** The lines after a running rebuild's figures: operator pauses, its build, no polling worker. */
+/**
+ * The lines after a running rebuild's figures: operator pauses, steps Temporal retries after a
+ * failure (a plan whose source cannot be reached), its build, no polling worker.
+ */
 function openExtraLines(facts: RebuildFacts, st: OpenState): string[] {
   const q = facts.pollers.taskQueue;
   const build = st.build ? ` (build ${st.build.buildId})` : '';
   return [
     ...operatorPauseLines(facts.workflowId, st.paused.operatorPausedPages, st.paused.pausedActivities),
+    ...retriedStepWarnings(facts.activities).map((w) => `warning: ${w}`),
     ...buildLines(st),
     ...(st.workers === 0
       ? [`warning: no worker polled task queue ${q} in the last ${liveWindowSeconds()} s${build}`]
