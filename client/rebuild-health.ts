@@ -143,6 +143,12 @@ function completedVerdict(f: RebuildFacts, perf: RebuildPerfdata): RebuildHealth
   const c = f.catalog;
   if (!r) return verdict('UNKNOWN', `rebuild of ${c} completed without a readable result`, perf);
   if (r.cancelled) {
+    if (!r.versionId)
+      return verdict(
+        'WARNING',
+        `rebuild of ${c} was cancelled before a version was planned: nothing was written`,
+        perf,
+      );
     // Pages done, not pages planned: a cancelled rebuild copied only part of its plan. The ledger's
     // count first (the perfdata's): a page that committed as the cancel arrived is in it.
     const done = perf.pages_done ?? r.pagesDone;

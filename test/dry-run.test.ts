@@ -5,10 +5,13 @@
  * pages of no rows, do not count); with `--files` its pages are the plan's (weighed by each job's
  * file records) and the estimate counts the file records; on a source without file records, or
  * without the table of them, it fails as the plan of a real rebuild does; so does a source database
- * without the job table, refused by name.
+ * without the job table, or whose login may not read it, refused by name.
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import format from 'pg-format';
+import { BareosSource } from '../lib/sources';
 import { estimateCopySeconds } from '../activities/dry-run';
 import { COPY_RATE_MIN_ROWS, readPageCopyRate } from '../lib/catalog';
 import type { ActivityFixture } from '../dev/harness/activity-env';
@@ -116,13 +119,41 @@ test('a source database without the job table: the plan and the dry run refuse i
   assert.equal(refused.nonRetryable, true);
   assert.match(
     refused.message,
-    /^source director \(bareos\) has no job table in its database: its databaseUrl must name the director's catalog database/,
+    /^source "director" database [^ ]+ \(sources\.director\.databaseUrl\) has no job table: a bareos source's databaseUrl must name the director's catalog database/,
   );
   await assert.rejects(runActivity(fixture.acts.dryRunPlan, { catalog: 'nojobs', source: 'director' }), {
     message: refused.message,
   });
   const versions = await fixture.dbs.catalogPool.query(`SELECT 1 FROM version WHERE catalog_name = 'nojobs'`);
   assert.equal(versions.rowCount, 0, 'nothing planned');
+});
+
+test('a source login that may not read the job table is refused by name, before any read', async () => {
+  const role = `crt_noread_${randomBytes(4).toString('hex')}`;
+  const db = fixture.dbs.sourcePool;
+  await db.query(format('CREATE ROLE %I LOGIN PASSWORD %L', role, randomBytes(12).toString('hex')));
+  const url = new URL(fixture.dbs.sourceUrl);
+  url.username = role;
+  url.password = '';
+  const source = new BareosSource('noread', { kind: 'bareos', databaseUrl: url.toString() });
+  try {
+    await db.query(format('GRANT SELECT ON client, pool, fileset TO %I', role));
+    await assert.rejects(source.checkCatalogTables(), (err: Error & { code?: string }) => {
+      assert.equal(err.code, 'SOURCE_DATA_INVALID');
+      assert.match(
+        err.message,
+        /^source "noread" database [^ ]+ \(sources\.noread\.databaseUrl\): its login may not read the job table \(no SELECT privilege\): grant it SELECT/,
+      );
+      assert.doesNotMatch(err.message, new RegExp(role), 'no login name in the message');
+      return true;
+    });
+    await db.query(format('GRANT SELECT ON job TO %I', role));
+    await source.checkCatalogTables();
+  } finally {
+    await source.close();
+    await db.query(format('DROP OWNED BY %I', role));
+    await db.query(format('DROP ROLE %I', role));
+  }
 });
 
 test('--files: no File table fails as the plan does; the pages of the plan, the file records to copy, an estimate that counts them', async (t) => {

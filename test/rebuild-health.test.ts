@@ -147,6 +147,29 @@ test('WARNING (1) when the latest rebuild was cancelled; OK (0) when it publishe
     }),
   );
   assert.equal(ended.line, cancelled.line);
+  // Cancelled before its plan stored a version: nothing was written, no version to name.
+  const unplanned = verdict(
+    facts({
+      run: run({
+        status: 'CANCELLED',
+        phase: 'planning',
+        result: {
+          versionId: '',
+          pagesTotal: 0,
+          rowsUpserted: 0,
+          retries: 0,
+          published: false,
+          cancelled: true,
+        } as RebuildCatalogResult,
+      }),
+      database: null,
+    }),
+  );
+  assert.equal(unplanned.state, 'WARNING');
+  assert.match(
+    unplanned.line,
+    /^REBUILD WARNING - rebuild of main was cancelled before a version was planned: nothing was written \| /,
+  );
   // Without a result (an earlier build, cancelled through Temporal): WARNING all the same.
   assert.equal(
     verdict(facts({ run: run({ status: 'CANCELLED' }) })).text,

@@ -16,7 +16,7 @@ import { SourceDataInvalidError } from '../errors';
 import { digestOfSumSql, fileFingerprintRow, rowHashSql } from '../fingerprint';
 import type { RowHashKind } from '../fingerprint';
 import type { SourceTextMode } from './bareos-columns';
-import { missingTables } from './bareos-tables';
+import { tableAccess } from './bareos-tables';
 import { jobIdArrayLiteral, jobIdLiteral, UTF8_TEXT } from './bareos-columns';
 import type { FileJobStat, FileRead, FileSchema, PageRange, PageWalkProgress, SourceFileReconciliation } from './types';
 
@@ -65,7 +65,7 @@ export async function readFileSchema(db: Queryable): Promise<FileSchema> {
     );
   const schema = fileSchemaFor(version);
   const tables = ['file', 'path', ...(schema.name === 'filename table' ? ['filename'] : [])];
-  const missing = await missingTables(db, tables);
+  const { missing } = await tableAccess(db, tables);
   if (missing.length)
     throw new SourceDataInvalidError(
       `the source catalog (Version ${version}) has no ${missing.join(', ')} table: --files needs a Bareos or Bacula catalog with its File, Path and Version tables`,

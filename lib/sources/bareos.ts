@@ -49,6 +49,8 @@ export class BareosSource implements JobSource, FileSource, RefreshSource {
   private zone?: Promise<string>;
   private mode?: Promise<SourceTextMode>;
   private schema?: Promise<FileSchema>;
+  /** The source's database as errors name it (no credentials). */
+  private readonly described: string;
 
   /**
    * @param name source name from the configuration (used in `application_name`).
@@ -58,10 +60,11 @@ export class BareosSource implements JobSource, FileSource, RefreshSource {
     this.kind = config.kind;
     this.configuredZone = config.timezone;
     this.legacyEncoding = config.legacyEncoding ?? 'LATIN1';
+    this.described = sourceDatabaseDescription(name, config.databaseUrl);
     // One connection per concurrent read: the pool bounds this worker's load on the source.
     this.pool = createPool(config.databaseUrl, {
       // Statement errors are named by what read them (`bucket … of source …`); reaching it, here.
-      describe: sourceDatabaseDescription(name, config.databaseUrl),
+      describe: this.described,
       describeOnlyConnectionErrors: true,
       applicationName: `catalog-rebuild:source:${name}:${process.pid}`,
       statementTimeoutMs: config.statementTimeoutMs ?? 60_000,
@@ -144,8 +147,8 @@ export class BareosSource implements JobSource, FileSource, RefreshSource {
   }
 
   /** The plan's first read: {@link checkDirectorTables} on this source's database. */
-  checkCatalogTables(source: string): Promise<void> {
-    return checkDirectorTables(this.pool, source, this.kind);
+  checkCatalogTables(): Promise<void> {
+    return checkDirectorTables(this.pool, this.described, this.kind);
   }
 
   /**

@@ -131,7 +131,7 @@ export class SourceRegistry {
     if (!isFileSource(config)) {
       const source = this.get(name);
       // A database that is not a director catalog is refused by name, before any read of it.
-      if (source instanceof BareosSource) await source.checkCatalogTables(name);
+      if (source instanceof BareosSource) await source.checkCatalogTables();
       const [watermark, timezone] = await Promise.all([source.watermark(), source.timezone()]);
       // Naive times read in another zone than the director's would shift every time: refuse first.
       if (source instanceof BareosSource) await source.checkNaiveTimes(name, watermark.maxKey);
