@@ -142,7 +142,8 @@ async function storeVersionRanges(ctx: ActivityContext, versionId: string): Prom
  * no longer building or verifying is left as it is. Without `versionId`, the version `plannedBy`
  * the rebuild's plan, if it committed one (a plan cancelled or failed in flight); if it did not,
  * the rebuild's ids are recorded as ended, so that a plan attempt of it that runs late (its worker
- * frozen or cut off) stores nothing (`ended_plan`, migration 18).
+ * frozen or cut off) stores nothing (`ended_plan`, migration 18), and an event of the catalog
+ * says the rebuild ended before a version was planned.
  * @returns the version's id (decimal text), null when there is none (no plan committed one).
  */
 export async function endVersion(ctx: ActivityContext, input: EndVersionInput): Promise<string | null> {
@@ -155,7 +156,17 @@ export async function endVersion(ctx: ActivityContext, input: EndVersionInput): 
         // will find the rebuild ended and store nothing.
         await lockCatalogForPublish(c, input.catalog);
         versionId = (await findPlan(c, by.workflowId, by.firstRunId))?.versionId;
-        if (!versionId) await recordEndedPlan(c, { ...by, catalog: input.catalog });
+        if (!versionId) {
+          // The catalog's event log keeps the end of a rebuild that left no version (`events`), once.
+          if (await recordEndedPlan(c, { ...by, catalog: input.catalog }))
+            await ctx.events.record(c, {
+              catalog: input.catalog,
+              versionId: null,
+              kind: input.status,
+              message: `rebuild ${by.workflowId} ${input.status === 'abandoned' ? 'was cancelled' : 'failed'} before a version was planned: ${input.reason}`,
+            });
+          return null;
+        }
       }
       if (!versionId) return null;
       const status = (await lockVersionRow(c, versionId, 'update'))?.status;

@@ -196,13 +196,25 @@ test("a plan the rebuild never heard back from (cancelled or failed in flight): 
 
 test('a rebuild that ended before its plan committed: a plan attempt of it that runs late (a frozen worker) stores nothing', async () => {
   const late = { workflowId: 'catalog-rebuild/keys-late', firstRunId: 'run-late' };
-  const ended = await new MockActivityEnvironment().run(fx.acts.endVersion, {
-    catalog: 'keys-late',
-    plannedBy: late,
-    status: 'abandoned' as const,
-    reason: 'cancelled by signal',
-  });
-  assert.equal(ended, null, 'no version to end');
+  const end = () =>
+    new MockActivityEnvironment().run(fx.acts.endVersion, {
+      catalog: 'keys-late',
+      plannedBy: late,
+      status: 'abandoned' as const,
+      reason: 'cancelled by signal',
+    });
+  assert.equal(await end(), null, 'no version to end');
+  assert.equal(await end(), null, 'idempotent');
+  const events = await fx.dbs.catalogPool.query<{ kind: string; version_id: string | null; message: string }>(
+    `SELECT kind, version_id, message FROM event WHERE catalog_name = 'keys-late'`,
+  );
+  assert.deepEqual(events.rows, [
+    {
+      kind: 'abandoned',
+      version_id: null,
+      message: 'rebuild catalog-rebuild/keys-late was cancelled before a version was planned: cancelled by signal',
+    },
+  ]);
   await assert.rejects(
     planIn(new MockActivityEnvironment({ heartbeatTimeoutMs: 2_000 }), {
       catalog: 'keys-late',

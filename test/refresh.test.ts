@@ -357,6 +357,9 @@ test('a dry run that cannot plan names why and exits 1; a rebuild whose plan is 
     });
     const versions = await fx.dbs.catalogPool.query(`SELECT 1 FROM version WHERE catalog_name = $1`, [closed]);
     assert.equal(versions.rowCount, 0, 'no version planned');
+    const events = await runCliAsync(['events', '--catalog', closed], fx.env, { timeoutMs: 60_000 });
+    assert.equal(events.code, 0, events.stderr);
+    assert.match(events.stdout, /rebuild \S+ was cancelled before a version was planned: cancelled by signal/);
   } finally {
     await handle.terminate('test: the source cannot be reached').catch(() => undefined);
   }

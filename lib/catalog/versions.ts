@@ -198,15 +198,17 @@ export async function planEnded(db: Queryable, workflowId: string, firstRunId: s
  * Records that the rebuild of (workflow id, first run id) of `catalog` ended with no version
  * planned, so that a late plan attempt of it stores none ({@link planEnded}). Idempotent. Call
  * under the catalog's publish lock, after finding no version of those ids.
+ * @returns true when recorded now, false when it was recorded before.
  */
 export async function recordEndedPlan(
   db: Queryable,
   ids: { workflowId: string; firstRunId: string; catalog: string },
-): Promise<void> {
-  await db.query(
+): Promise<boolean> {
+  const r = await db.query(
     `INSERT INTO ended_plan (workflow_id, first_run_id, catalog_name) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING`,
     [ids.workflowId, ids.firstRunId, ids.catalog],
   );
+  return r.rowCount === 1;
 }
 
 /**
