@@ -27,6 +27,18 @@ export async function withHeartbeat<T>(details: () => unknown, fn: () => Promise
   }
 }
 
+/**
+ * Runs `work` until it settles or Temporal cancels the current activity (the rebuild's cancel, an
+ * operator's pause, the worker's shutdown), whichever comes first. On a cancel it rejects at once
+ * with the cancellation (a CancelledFailure) and leaves `work` to end in the background, its
+ * outcome ignored: a source statement in flight runs on until it ends. Only for a step whose late
+ * effect is refused or undone once the rebuild ended (the plan: `ended_plan`, migration 18).
+ */
+export function untilCancelled<T>(work: Promise<T>): Promise<T> {
+  work.catch(() => undefined);
+  return Promise.race([work, Context.current().cancelled as Promise<never>]);
+}
+
 /** Why Temporal cancelled the current activity, in words (from its cancellation details). */
 export function cancelReason(): string {
   const d = Context.current().cancellationDetails;

@@ -30,7 +30,7 @@ import { LIMITS } from '../workflows/policies';
 import type { ActivityContext } from './context';
 import { dropVersions } from './drop-versions';
 import { guard } from './failures';
-import { withHeartbeat } from './heartbeat';
+import { untilCancelled, withHeartbeat } from './heartbeat';
 import { plannedMessage, supersededMessage } from './messages';
 import { planRefresh } from './plan-refresh-run';
 import { VERIFY_FULL_REASON } from './plan-refresh';
@@ -54,56 +54,60 @@ export interface PlanProgress {
  * count. Idempotent by (workflow id, first run id): a retry after commit returns the same version.
  * Earlier unfinished versions of the catalog become `abandoned`, and abandoned or failed versions
  * lose their rows. Heartbeats from a timer and after each statement of the key walk, with
- * {@link PlanProgress} as details.
+ * {@link PlanProgress} as details. Temporal's cancellation ends it at once ({@link untilCancelled}).
  * @throws SOURCE_UNKNOWN (non-retryable) for an undefined source; SOURCE_DATA_INVALID for a bad listing.
  */
 export async function planRebuild(ctx: ActivityContext, input: PlanRebuildInput): Promise<PlanResult> {
   const progress: PlanProgress = { stage: 'planning' };
+  // A cancel ends the attempt at once, even in a source statement that waits on a lock: a version
+  // it would still commit is refused, or abandoned, by the rebuild's end (`endVersion`).
   return withHeartbeat(
     () => ({ ...progress }),
     () =>
-      guard(async () => {
-        const found = await findPlan(ctx.pool, input.workflowId, input.firstRunId);
-        if (found) return found;
-        progress.stage = 'reading the source';
-        const changeSource = ctx.sources.refreshSource(input.source);
-        // Before the watermark: a row written after it is surely after the horizon too.
-        const horizon = changeSource ? await changeSource.horizon() : null;
-        const prepared = await ctx.sources.prepare(input.source);
-        if (input.files) await requireFileRecords(prepared, input);
-        let fullRebuildBecause: string | undefined;
-        if (input.refresh && input.verify === 'full') fullRebuildBecause = VERIFY_FULL_REASON;
-        else if (input.refresh) {
-          progress.stage = 'finding what changed';
-          const refreshed = await planRefresh(ctx, input, { prepared, changeSource, horizon: horizon ?? '' });
-          if ('fullRebuild' in refreshed) fullRebuildBecause = refreshed.fullRebuild;
-          else return refreshed;
-        }
-        progress.stage = 'sizing the pages';
-        const sizing = await sizePages(prepared, input);
-        progress.stage = 'walking the keys';
-        const maxKey = prepared.watermark.maxKey;
-        const walked = (p: PageWalkProgress) => {
-          Object.assign(progress, { pagesPlanned: p.pages, rowsPlanned: p.rows, lastKey: p.lastKey });
-          Context.current().heartbeat({ ...progress });
-        };
-        const pages = !maxKey
-          ? []
-          : input.files && sizing.pageSizing === 'auto'
-            ? await prepared.planFilePages!(maxKey, sizing.pageSize, walked)
-            : await prepared.planPages(maxKey, sizing.pageSize, walked);
-        progress.stage = 'storing the plan';
-        const plan = { prepared, pages, sizing, horizon, fullRebuildBecause };
-        const result = await withTransaction(ctx.pool, (c) => storePlan(ctx, c, input, plan));
-        if (!result) {
-          const raced = await findPlan(ctx.pool, input.workflowId, input.firstRunId);
-          if (!raced) throw new Error('plan: version vanished after a concurrent plan');
-          return raced;
-        }
-        // Rows of versions that can never be published are dropped now (outside the plan transaction).
-        await dropVersions(ctx, input.catalog, await unpublishableVersionIds(ctx.pool, input.catalog));
-        return result;
-      }),
+      untilCancelled(
+        guard(async () => {
+          const found = await findPlan(ctx.pool, input.workflowId, input.firstRunId);
+          if (found) return found;
+          progress.stage = 'reading the source';
+          const changeSource = ctx.sources.refreshSource(input.source);
+          // Before the watermark: a row written after it is surely after the horizon too.
+          const horizon = changeSource ? await changeSource.horizon() : null;
+          const prepared = await ctx.sources.prepare(input.source);
+          if (input.files) await requireFileRecords(prepared, input);
+          let fullRebuildBecause: string | undefined;
+          if (input.refresh && input.verify === 'full') fullRebuildBecause = VERIFY_FULL_REASON;
+          else if (input.refresh) {
+            progress.stage = 'finding what changed';
+            const refreshed = await planRefresh(ctx, input, { prepared, changeSource, horizon: horizon ?? '' });
+            if ('fullRebuild' in refreshed) fullRebuildBecause = refreshed.fullRebuild;
+            else return refreshed;
+          }
+          progress.stage = 'sizing the pages';
+          const sizing = await sizePages(prepared, input);
+          progress.stage = 'walking the keys';
+          const maxKey = prepared.watermark.maxKey;
+          const walked = (p: PageWalkProgress) => {
+            Object.assign(progress, { pagesPlanned: p.pages, rowsPlanned: p.rows, lastKey: p.lastKey });
+            Context.current().heartbeat({ ...progress });
+          };
+          const pages = !maxKey
+            ? []
+            : input.files && sizing.pageSizing === 'auto'
+              ? await prepared.planFilePages!(maxKey, sizing.pageSize, walked)
+              : await prepared.planPages(maxKey, sizing.pageSize, walked);
+          progress.stage = 'storing the plan';
+          const plan = { prepared, pages, sizing, horizon, fullRebuildBecause };
+          const result = await withTransaction(ctx.pool, (c) => storePlan(ctx, c, input, plan));
+          if (!result) {
+            const raced = await findPlan(ctx.pool, input.workflowId, input.firstRunId);
+            if (!raced) throw new Error('plan: version vanished after a concurrent plan');
+            return raced;
+          }
+          // Rows of versions that can never be published are dropped now (outside the plan transaction).
+          await dropVersions(ctx, input.catalog, await unpublishableVersionIds(ctx.pool, input.catalog));
+          return result;
+        }),
+      ),
   );
 }
 

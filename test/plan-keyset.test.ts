@@ -2,14 +2,16 @@
  * planRebuild on a Bareos source whose job ids come in three blocks 10^8 apart: the keyset walk
  * makes pages of existing keys with their row counts (fixed page size), heartbeats its progress,
  * and without a page size the plan sizes pages itself (`auto`) and says so; a plan whose rebuild
- * never heard back is found by the rebuild's ids and abandoned, and one that runs after its rebuild
- * ended stores nothing.
+ * never heard back is found by the rebuild's ids and abandoned, one that runs after its rebuild
+ * ended stores nothing, and a cancel ends an attempt at once, even one waiting on a locked table.
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { CancelledFailure } from '@temporalio/activity';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import type { ActivityFixture } from '../dev/harness/activity-env';
 import { activityFixture } from '../dev/harness/activity-env';
+import { waitFor, withDeadline } from '../dev/harness/wait';
 import { readPlanPage } from '../lib/catalog';
 import type { PageWalkProgress } from '../lib/sources';
 import { BareosSource } from '../lib/sources';
@@ -231,4 +233,51 @@ test('a rebuild that ended before its plan committed: a plan attempt of it that 
   );
   const versions = await fx.dbs.catalogPool.query(`SELECT 1 FROM version WHERE catalog_name = 'keys-late'`);
   assert.equal(versions.rowCount, 0);
+});
+
+test('a cancel ends a plan attempt that waits on a locked job table at once; what the attempt commits later is abandoned by the rebuild end', async () => {
+  const ids = { workflowId: 'catalog-rebuild/keys-locked', firstRunId: 'run-locked' };
+  const lock = await fx.dbs.sourcePool.connect();
+  await lock.query('BEGIN');
+  await lock.query('LOCK TABLE job IN ACCESS EXCLUSIVE MODE');
+  const env = new MockActivityEnvironment({ heartbeatTimeoutMs: 2_000 });
+  const attempt = planIn(env, { catalog: 'keys-locked', source: 'director', pageSize: 1_000, ...ids });
+  try {
+    await waitFor('the plan to wait on the lock', async () => {
+      const r = await fx.dbs.sourcePool.query(
+        `SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`,
+      );
+      return r.rowCount! > 0;
+    });
+    env.cancel();
+    // While the lock is still held: the attempt did not wait for its statement (which would hang
+    // here until the deadline, the lock being released only after).
+    await assert.rejects(
+      withDeadline(attempt, 20_000, () => 'the cancelled attempt still waits on the lock'),
+      (err: unknown) => err instanceof CancelledFailure,
+    );
+  } finally {
+    await lock.query('COMMIT');
+    lock.release();
+  }
+  // The attempt left behind reads on and commits its version; the rebuild's end finds it by its ids.
+  const committed = await waitFor('the version of the attempt left behind', async () => {
+    const r = await fx.dbs.catalogPool.query<{ id: string }>(
+      `SELECT version_id::text AS id FROM version WHERE workflow_id = $1 AND first_run_id = $2`,
+      [ids.workflowId, ids.firstRunId],
+    );
+    return r.rows[0]?.id;
+  });
+  const ended = await new MockActivityEnvironment().run(fx.acts.endVersion, {
+    catalog: 'keys-locked',
+    plannedBy: ids,
+    status: 'abandoned' as const,
+    reason: 'cancelled by signal',
+  });
+  assert.equal(ended, committed);
+  const status = await fx.dbs.catalogPool.query<{ status: string }>(
+    `SELECT status FROM version WHERE version_id = $1`,
+    [committed],
+  );
+  assert.equal(status.rows[0].status, 'abandoned');
 });
