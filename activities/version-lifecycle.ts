@@ -143,7 +143,7 @@ async function storeVersionRanges(ctx: ActivityContext, versionId: string): Prom
  * the rebuild's plan, if it committed one (a plan cancelled or failed in flight); if it did not,
  * the rebuild's ids are recorded as ended, so that a plan attempt of it that runs late (its worker
  * frozen or cut off) stores nothing (`ended_plan`, migration 18), and an event of the catalog
- * says the rebuild ended before a version was planned.
+ * (kind `cancelled` or `failed`, no version) says the rebuild ended before a version was planned.
  * @returns the version's id (decimal text), null when there is none (no plan committed one).
  */
 export async function endVersion(ctx: ActivityContext, input: EndVersionInput): Promise<string | null> {
@@ -162,7 +162,7 @@ export async function endVersion(ctx: ActivityContext, input: EndVersionInput): 
             await ctx.events.record(c, {
               catalog: input.catalog,
               versionId: null,
-              kind: input.status,
+              kind: input.status === 'abandoned' ? 'cancelled' : 'failed',
               message: `rebuild ${by.workflowId} ${input.status === 'abandoned' ? 'was cancelled' : 'failed'} before a version was planned: ${input.reason}`,
             });
           return null;

@@ -212,7 +212,7 @@ test('a rebuild that ended before its plan committed: a plan attempt of it that 
   );
   assert.deepEqual(events.rows, [
     {
-      kind: 'abandoned',
+      kind: 'cancelled',
       version_id: null,
       message: 'rebuild catalog-rebuild/keys-late was cancelled before a version was planned: cancelled by signal',
     },
