@@ -158,12 +158,13 @@ export async function endVersion(ctx: ActivityContext, input: EndVersionInput): 
         versionId = (await findPlan(c, by.workflowId, by.firstRunId))?.versionId;
         if (!versionId) {
           // The catalog's event log keeps the end of a rebuild that left no version (`events`), once.
+          const cancelled = input.status === 'abandoned';
           if (await recordEndedPlan(c, { ...by, catalog: input.catalog }))
             await ctx.events.record(c, {
               catalog: input.catalog,
               versionId: null,
-              kind: input.status === 'abandoned' ? 'cancelled' : 'failed',
-              message: `rebuild ${by.workflowId} ${input.status === 'abandoned' ? 'was cancelled' : 'failed'} before a version was planned: ${input.reason}`,
+              kind: cancelled ? 'cancelled' : 'failed',
+              message: `rebuild ${by.workflowId} ${cancelled ? 'was cancelled' : 'failed'} before a version was planned: ${input.reason}`,
             });
           return null;
         }

@@ -171,32 +171,9 @@ export async function findPlan(db: Queryable, workflowId: string, firstRunId: st
   };
 }
 
-/** Whether a version was planned for (workflow id, first run id). */
-export async function planExists(db: Queryable, workflowId: string, firstRunId: string): Promise<boolean> {
-  const r = await db.query(`SELECT 1 FROM version WHERE workflow_id = $1 AND first_run_id = $2`, [
-    workflowId,
-    firstRunId,
-  ]);
-  return !!r.rowCount;
-}
-
-/**
- * Whether the rebuild of (workflow id, first run id) ended before its plan committed a version
- * (`ended_plan`, migration 18): a plan attempt of it that runs late must not store one. Read under
- * the catalog's publish lock ({@link lockCatalogForPublish}), which {@link recordEndedPlan}'s
- * caller holds too.
- */
-export async function planEnded(db: Queryable, workflowId: string, firstRunId: string): Promise<boolean> {
-  const r = await db.query(`SELECT 1 FROM ended_plan WHERE workflow_id = $1 AND first_run_id = $2`, [
-    workflowId,
-    firstRunId,
-  ]);
-  return !!r.rowCount;
-}
-
 /**
  * Records that the rebuild of (workflow id, first run id) of `catalog` ended with no version
- * planned, so that a late plan attempt of it stores none ({@link planEnded}). Idempotent. Call
+ * planned, so that a late plan attempt of it stores none ({@link openPlanStore}). Idempotent. Call
  * under the catalog's publish lock, after finding no version of those ids.
  * @returns true when recorded now, false when it was recorded before.
  */
@@ -222,8 +199,14 @@ export async function openPlanStore(
   plan: { catalog: string; workflowId: string; firstRunId: string },
 ): Promise<boolean> {
   await lockCatalogForPublish(c, plan.catalog);
-  if (await planExists(c, plan.workflowId, plan.firstRunId)) return false;
-  if (await planEnded(c, plan.workflowId, plan.firstRunId)) throw new PlanEndedError(plan.workflowId, plan.firstRunId);
+  // Its version, or its end (`ended_plan`, migration 18: a plan attempt that runs on after the rebuild ended).
+  const { rows } = await c.query<{ planned: boolean; ended: boolean }>(
+    `SELECT EXISTS (SELECT 1 FROM version WHERE workflow_id = $1 AND first_run_id = $2) AS planned,
+            EXISTS (SELECT 1 FROM ended_plan WHERE workflow_id = $1 AND first_run_id = $2) AS ended`,
+    [plan.workflowId, plan.firstRunId],
+  );
+  if (rows[0].planned) return false;
+  if (rows[0].ended) throw new PlanEndedError(plan.workflowId, plan.firstRunId);
   return true;
 }
 

@@ -16,7 +16,7 @@ import { SourceDataInvalidError } from '../errors';
 import { digestOfSumSql, fileFingerprintRow, rowHashSql } from '../fingerprint';
 import type { RowHashKind } from '../fingerprint';
 import type { SourceTextMode } from './bareos-columns';
-import { tableAccess } from './bareos-tables';
+import { orList, tableAccess } from './bareos-tables';
 import { jobIdArrayLiteral, jobIdLiteral, UTF8_TEXT } from './bareos-columns';
 import type { FileJobStat, FileRead, FileSchema, PageRange, PageWalkProgress, SourceFileReconciliation } from './types';
 
@@ -68,7 +68,7 @@ export async function readFileSchema(db: Queryable): Promise<FileSchema> {
   const { missing } = await tableAccess(db, tables);
   if (missing.length)
     throw new SourceDataInvalidError(
-      `the source catalog (Version ${version}) has no ${missing.join(', ')} table: --files needs a Bareos or Bacula catalog with its File, Path and Version tables`,
+      `the source catalog (Version ${version}) has no ${orList(missing)} table: --files needs a Bareos or Bacula catalog with its File, Path and Version tables`,
     );
   return schema;
 }
