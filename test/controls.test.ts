@@ -102,6 +102,16 @@ test('Temporal cancellation: version abandoned, active version unchanged, nothin
     `SELECT version_id::text, status, finished_at FROM version WHERE catalog_name = 'p' ORDER BY version_id DESC LIMIT 1`,
   );
   assert.equal(v.rows[0].status, 'abandoned');
+  const kinds = await dbs.catalogPool.query<{ kind: string; message: string }>(
+    `SELECT kind, message FROM event WHERE version_id = $1 AND kind IN ('cancel_requested', 'abandoned') ORDER BY event_id`,
+    [v.rows[0].version_id],
+  );
+  assert.deepEqual(
+    kinds.rows.map((e) => e.kind),
+    ['cancel_requested', 'abandoned'],
+    'the Temporal request is recorded, before the abandon',
+  );
+  assert.match(kinds.rows[0].message, /cancel requested through Temporal/);
   // Once every page transaction of the version has ended (an attempt still in flight at the cancel included).
   await waitFor('no page transaction of the abandoned version', async () => {
     return (await openPageSessions(dbs.catalogPool, v.rows[0].version_id)) === 0;

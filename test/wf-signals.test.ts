@@ -365,6 +365,15 @@ test('Temporal cancellation with pages in flight: pages cancelled, version aband
       mock.callsOf('endVersion').map((c) => c.input),
       [{ catalog, versionId: '7', status: 'abandoned', reason: 'workflow cancelled' }],
     );
+    assert.deepEqual(
+      mock
+        .callsOf('recordEvent')
+        .map((c) => [c.input.kind, c.input.versionId, (c.input.details as { via?: string }).via]),
+      [['cancel_requested', '7', 'temporal']],
+      'the Temporal request is an event of the catalog, as the signal is',
+    );
+    const names = mock.calls.map((c) => c.name);
+    assert.ok(names.indexOf('recordEvent') < names.indexOf('endVersion'), 'recorded before the version is abandoned');
     const events = await history(ctx, workflowId);
     assert.deepEqual(cancelRequestedActivities(events).sort(), ['page-1', 'page-2', 'page-3']);
     assert.ok(events[events.length - 1].workflowExecutionCanceledEventAttributes, 'the run ends cancelled');

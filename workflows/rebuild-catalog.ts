@@ -229,9 +229,18 @@ async function publish(
  * so the result goes to the memo (`outcome`) first. After the signal, activity `cancelRun` asks
  * Temporal to cancel this run (a workflow may not request its own cancellation), and the workflow
  * ends when the request arrives; should that activity fail, the rebuild completes with the result.
+ * A Temporal request is recorded as the signal is, an event `cancel_requested` of the catalog.
  * Histories recorded before patch `cancelled-rebuild-ends-cancelled` complete with the result.
  */
 async function cancelled(state: RebuildState, err: unknown): Promise<RebuildCatalogResult> {
+  // The signal's handler records its own event; a Temporal request has no handler, so it is recorded
+  // here, before the version is abandoned, as the signal's is.
+  if (!state.cancelRequested)
+    await state.operatorEvent(
+      'cancel_requested',
+      'cancel requested through Temporal (a workflow cancellation request: temporal workflow cancel, the Web UI or a client)',
+      { reason: null, via: 'temporal' },
+    );
   await endVersion(state, 'abandoned', state.cancelRequested ? 'cancelled by signal' : 'workflow cancelled');
   state.note('cancelled: version abandoned, active version unchanged');
   state.phase = 'cancelled';
