@@ -5,6 +5,7 @@
  */
 import type { DatabaseFact, PendingActivityFact, RebuildFacts } from './rebuild-facts';
 import type { RebuildThresholds } from './rebuild-thresholds';
+import { STEP_NAMES } from '../workflows/failure-text';
 
 /** Whole seconds from `atMs` to `nowMs` (ms since epoch), at least 0. */
 export const secondsSince = (nowMs: number, atMs: number): number => Math.max(0, Math.round((nowMs - atMs) / 1000));
@@ -72,17 +73,6 @@ export function sameErrorWarning(acts: PendingActivityFact[], t: RebuildThreshol
   const sorted = [...worst].sort((a, b) => (a.pageNo ?? 0) - (b.pageNo ?? 0));
   return `${worst.length} pages failing with the same error: ${lf.type ? `${lf.type}: ` : ''}${message} (${pageList(sorted)})`;
 }
-
-/** The rebuild's steps by activity type, as the warnings name them; other types by their name. */
-const STEP_NAMES: Readonly<Record<string, string>> = {
-  planRebuild: 'its plan',
-  sealVersion: 'its seal',
-  indexVersion: 'its index build',
-  reconcile: 'its reconciliation',
-  repairBucket: 'a bucket repair',
-  publishVersion: 'its publish',
-  retireVersions: 'the retirement of old versions',
-};
 
 /**
  * A step whose latest attempt failed and that Temporal retries: `its plan is retried (attempt 6):

@@ -194,6 +194,31 @@ test('repairs exhausted: after maxRepairRounds rounds the rebuild fails NOT_PUBL
   });
 });
 
+test('a plan whose retries run out (an unreachable source): the rebuild fails naming its plan as the step that gave up, not as a transient error', async () => {
+  const catalog = uniqueCatalog('gaveup');
+  const cause = 'transient database error: connect ECONNREFUSED 127.0.0.1:1';
+  const mock = new MockActivities({
+    catalog,
+    source: 's',
+    pages: 1,
+    // Retried at once instead of after the policy's backoff: the ten attempts take a second, not 2.5 minutes.
+    planFailure: () => ApplicationFailure.create({ message: cause, type: 'DB_TRANSIENT', nextRetryDelay: '10 ms' }),
+  });
+  await withWorker(ctx, mock.activities, async (taskQueue) => {
+    const { handle, workflowId } = await startRebuild(ctx, taskQueue, { catalog, source: 's' });
+    const message = `its plan gave up, its retries exhausted: ${cause}`;
+    let err: unknown;
+    await assert.rejects(handle.result(), (e: unknown) => (err = e) instanceof WorkflowFailedError);
+    assert.deepEqual(chain(err), [['ApplicationFailure', message, 'DB_TRANSIENT']]);
+    assert.equal(mock.callsOf('planRebuild').length, 10, 'the short retry policy: 10 attempts');
+    const { runId } = await handle.describe();
+    assert.deepEqual(
+      mock.callsOf('endVersion').map((c) => c.input),
+      [{ catalog, plannedBy: { workflowId, firstRunId: runId }, status: 'failed', reason: message }],
+    );
+  });
+});
+
 test('a repair that fails (an unreadable bucket) fails the rebuild through its child; the version failed with the repair’s message', async () => {
   const catalog = uniqueCatalog('unreadable');
   const message =

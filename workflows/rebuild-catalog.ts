@@ -18,6 +18,7 @@ import {
 import type { PublishCatalogResult, RebuildCatalogInput, RebuildCatalogResult } from './definitions';
 import { longSteps, pageActivities, planStep, short } from './activity-options';
 import { copyPages } from './copy-window';
+import { endingFailure, failureText, rootMessage } from './failure-text';
 import { publishWorkflowId } from './names';
 import { patchApplies } from './patches';
 import { PublishCatalog } from './publish-catalog';
@@ -73,7 +74,7 @@ export async function RebuildCatalog(input: RebuildCatalogInput): Promise<Rebuil
     if (!(err instanceof TemporalFailure)) throw err;
     await failed(state, err);
     await handlersFinished();
-    throw err;
+    throw endingFailure(err);
   }
 }
 // Pinned: a rebuild runs on the build it started on, through continue-as-new, until it ends; a new
@@ -267,9 +268,12 @@ async function cancelled(state: RebuildState, err: unknown): Promise<RebuildCata
   return result;
 }
 
-/** Ends a failed rebuild: its version becomes `failed` with the root cause's message, phase `failed`. */
+/**
+ * Ends a failed rebuild: its version becomes `failed` with the failure's text (the root cause's
+ * message, naming the step that gave up when its retries ran out: {@link failureText}), phase `failed`.
+ */
 async function failed(state: RebuildState, err: TemporalFailure): Promise<void> {
-  const message = rootMessage(err);
+  const message = failureText(err);
   await endVersion(state, 'failed', message);
   state.note(`failed: ${message}`);
   state.setPhase('failed');
@@ -295,11 +299,4 @@ async function endVersion(state: RebuildState, status: 'abandoned' | 'failed', r
   );
   // The result names the version that ended, as it does when the plan returned it.
   if (found) st.versionId = found;
-}
-
-/** The root cause's message of a failure chain (ActivityFailure → ApplicationFailure). */
-function rootMessage(err: unknown): string {
-  let e: unknown = err;
-  while (e instanceof Error && e.cause instanceof Error) e = e.cause;
-  return e instanceof Error ? e.message : String(e);
 }
