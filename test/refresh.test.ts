@@ -24,6 +24,7 @@ import { rebuildFixture } from '../dev/harness/fixture';
 import { privateTemporal, runCliAsync } from '../dev/harness/harness';
 import { waitFor } from '../dev/harness/wait';
 import { viewDifference } from '../dev/harness/views';
+import { changeDirectorSource as changeSource } from '../dev/harness/director-changes';
 
 let temporal: Awaited<ReturnType<typeof privateTemporal>>;
 before(async () => {
@@ -51,40 +52,6 @@ async function newestVersion(pool: Pool, catalog: string) {
   );
   const own = await pool.query<{ n: number }>(format('SELECT count(*)::int AS n FROM %I', `job_v${rows[0].v}`));
   return { versionId: rows[0].v, base: rows[0].base, ownRows: own.rows[0].n };
-}
-
-/** Changes a generated Bareos source the ways a director does; returns what changed. */
-async function changeSource(src: Pool) {
-  const ids = (await src.query<{ id: string }>(`SELECT jobid::text AS id FROM job ORDER BY jobid`)).rows.map(
-    (r) => r.id,
-  );
-  const max = BigInt(ids[ids.length - 1]);
-  // New jobs (the director's next job ids), copies of the newest ones with new ids and names.
-  const inserted = await src.query(
-    `INSERT INTO job (jobid, job, name, type, level, clientid, jobstatus, schedtime, starttime, endtime, realendtime,
-                      jobtdate, volsessionid, volsessiontime, jobfiles, jobbytes, readbytes, joberrors, jobmissingfiles,
-                      poolid, filesetid, priorjobid, purgedfiles, hasbase, hascache, reviewed, comment)
-     SELECT jobid + 1000, job || '.new', name, type, level, clientid, jobstatus, schedtime, starttime, endtime, realendtime,
-            jobtdate, volsessionid, volsessiontime, 0, jobbytes, readbytes, joberrors, jobmissingfiles,
-            poolid, filesetid, priorjobid, purgedfiles, hasbase, hascache, reviewed, comment
-     FROM job WHERE jobid > $1::bigint - 12`,
-    [max.toString()],
-  );
-  // A status changed by a reschedule, and a changed comment.
-  await src.query(`UPDATE job SET jobstatus = 'A', comment = 'rescheduled' WHERE jobid = $1`, [ids[40]]);
-  await src.query(`UPDATE job SET joberrors = joberrors + 1 WHERE jobid = $1`, [ids[1500]]);
-  // Deleted jobs (pruned by the director): the oldest few and one in the middle.
-  const deleted = await src.query(`DELETE FROM job WHERE jobid = ANY ($1::bigint[])`, [
-    [ids[0], ids[1], ids[2], ids[900]],
-  ]);
-  // A renumbered job: gone under its id, back under a new one with the same unique name.
-  await src.query(`UPDATE job SET jobid = jobid + 5000000 WHERE jobid = $1`, [ids[700]]);
-  // A renamed client: every job of it changes as the catalog shows it.
-  await src.query(
-    `UPDATE client SET name = name || '-renamed' WHERE clientid = (SELECT clientid FROM job WHERE jobid = $1)`,
-    [ids[2000]],
-  );
-  return { newJobs: inserted.rowCount ?? 0, deleted: deleted.rowCount ?? 0 };
 }
 
 test('a refresh equals a full rebuild of the changed source, writes only what changed, and is up to date when nothing changed', async (t) => {
