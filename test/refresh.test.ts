@@ -17,7 +17,7 @@ import * as path from 'node:path';
 import type { Pool } from 'pg';
 import format from 'pg-format';
 import { rollbackCatalog } from '../lib/catalog';
-import { startRebuild } from '../client/index';
+import { startRebuild, waitForResult } from '../client/index';
 import { planRetryLine } from '../client/temporal-facts';
 import type { RebuildFixture } from '../dev/harness/fixture';
 import { rebuildFixture } from '../dev/harness/fixture';
@@ -109,15 +109,25 @@ test('a refresh equals a full rebuild of the changed source, writes only what ch
   );
   assert.match(r.stdout, new RegExp(`^ {2}rows: ${news + changes} new and changed jobs read from the source$`, 'm'));
 
-  // Without --refresh a dry run counts every job as new; it runs beside a rebuild of the catalog.
-  const running = await runCliAsync(['start', '--catalog', full, '--source', 'director', '--page-size', '300'], fx.env);
-  assert.equal(running.code, 0, running.stderr);
+  // Without --refresh a dry run counts every job as new; it runs beside a rebuild of the catalog,
+  // which it neither starts again nor attaches to (one page at a time, paced: still running after it).
+  const { handle: running } = await startRebuild(
+    fx.client,
+    { catalog: full, source: 'director', pageSize: 300, concurrency: 1, pauseBetweenPagesMs: 1500 },
+    { taskQueue: fx.taskQueue },
+  );
+  const runBefore = await running.describe();
   const dryFull = await runCliAsync(['start', '--catalog', full, '--source', 'director', '--dry-run'], fx.env);
   assert.equal(dryFull.code, 0, dryFull.stderr);
+  const runAfter = await running.describe();
+  assert.deepEqual(
+    [runBefore.status.name, runAfter.status.name, runAfter.runId],
+    ['RUNNING', 'RUNNING', runBefore.runId],
+    'the rebuild ran on, the same run, through the dry run',
+  );
   const total = 3000 + changed.newJobs - changed.deleted;
   assert.match(dryFull.stdout, new RegExp(`a full rebuild: ${total.toLocaleString('en-US')} jobs in \\d+ pages`));
-  const f = await start(fx, full, []);
-  assert.equal(f.code, 0, f.text);
+  assert.equal((await waitForResult(running)).published, true, 'the paced rebuild published');
   const diff = await viewDifference(pool, 'active_jobs', refreshed, full);
   assert.deepEqual({ onlyA: diff.onlyA, onlyB: diff.onlyB }, { onlyA: 0, onlyB: 0 }, 'active_jobs equal');
   assert.equal(diff.rows, 3000 + changed.newJobs - changed.deleted);
