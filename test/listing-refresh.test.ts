@@ -2,7 +2,8 @@
  * `start --refresh` on listing sources, through the real activities on PostgreSQL (no Temporal): on
  * a real restic 0.14 repository (test/fixtures/restic-0.14-repo) changed by restic itself (`forget`,
  * `tag`, which rewrites a snapshot under a new id, and a new `backup`), with file records; and on a
- * listing file whose records change in place. The refresh compares the listing with the active
+ * listing file whose records change in place; on a borg 1.1 repository's `borg list --json` after a
+ * prune and a new archive. The refresh compares the listing with the active
  * version (its stable job keys and row hashes), writes only what changed, and publishes
  * `active_jobs` and `active_files` equal to a full rebuild of the same listing; the dry run counts it
  * exactly and changes nothing; a listing that did not change is `refresh: up to date`.
@@ -320,3 +321,32 @@ test(
     );
   },
 );
+
+test('a borg repository pruned and backed up again (borg 1.1 `borg list --json`): the refresh writes the new archive alone, drops the pruned one, and equals a full rebuild', async () => {
+  const listing = JSON.parse(fs.readFileSync(path.join(FIXTURES, 'borg11_vorta_list_stdout.json'), 'utf8')) as {
+    archives: { name: string }[];
+  };
+  const write = (archives: unknown[]) => fs.writeFileSync(listingFile, JSON.stringify({ ...listing, archives }));
+  config = { kind: 'borg-json', path: listingFile, timezone: 'Europe/Berlin', client: 'nyx2.local' };
+  // The repository before its newest run: the five older archives.
+  write(listing.archives.slice(0, 5));
+  await rebuild('lb', { run: '1' });
+  // `borg prune` removed the oldest archive, and the next run made the newest.
+  write(listing.archives.slice(1));
+  const dry = await runActivity(fx.acts.dryRunPlan, { catalog: 'lb', source: 'listing', refresh: true });
+  assert.equal(dry.refresh, true, JSON.stringify(dry));
+  assert.deepEqual(dry.jobs, { new: 1, changed: 0, gone: 1 }, JSON.stringify(dry));
+  const second = await rebuild('lb', { refresh: true, run: '2' });
+  assert.deepEqual([second.refresh?.newJobs, second.refresh?.changedJobs, second.refresh?.deletedJobs], [1, 0, 1]);
+  assert.equal((await ownRows(second.versionId, false)).jobs, 1, 'the newest archive alone was written');
+  await rebuild('lbf', { run: '1' });
+  await assertEqualViews('lb', 'lbf', false);
+  const names = await fx.dbs.catalogPool.query<{ job: string }>(
+    `SELECT job FROM active_jobs WHERE catalog_name = 'lb' ORDER BY start_time`,
+  );
+  assert.deepEqual(
+    names.rows.map((r) => r.job),
+    listing.archives.slice(1).map((a) => a.name),
+    'the archives the repository lists now',
+  );
+});
