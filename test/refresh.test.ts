@@ -194,10 +194,30 @@ test("with --files: a refresh after the director purged a job's files publishes 
   await src.query(`DELETE FROM file WHERE jobid = $1`, [deletedJob.id]);
   await src.query(`DELETE FROM job WHERE jobid = $1`, [deletedJob.id]);
   await src.query(`UPDATE job SET jobstatus = 'A' WHERE jobid = $1`, [rescheduled.id]);
+  // A new job (the director's next job id) with file records of its own: a copy of the rescheduled job's.
+  const added = await src.query<{ id: string }>(
+    `INSERT INTO job SELECT (jsonb_populate_record(NULL::job, to_jsonb(j) || jsonb_build_object('jobid', m.id, 'job', j.job || '.new'))).*
+     FROM job j, (SELECT max(jobid) + 1 AS id FROM job) m WHERE j.jobid = $1 RETURNING jobid::text AS id`,
+    [rescheduled.id],
+  );
+  await src.query(
+    `INSERT INTO file (fileindex, jobid, pathid, deltaseq, markid, fhinfo, fhnode, lstat, md5, name)
+     SELECT fileindex, $2, pathid, deltaseq, markid, fhinfo, fhnode, lstat, md5, name FROM file WHERE jobid = $1`,
+    [rescheduled.id, added.rows[0].id],
+  );
 
   const r = await start(fx, refreshed, ['--files', '--refresh']);
   assert.equal(r.code, 0, r.text);
-  assert.match(r.text, /a refresh of version \d+: 0 new, 2 changed, 1 deleted jobs/);
+  assert.match(r.text, /a refresh of version \d+: 1 new, 2 changed, 1 deleted jobs/);
+  // Only the new and changed jobs' file records were read and written: the rescheduled job's and the new job's.
+  const v = await newestVersion(pool, refreshed);
+  const ownFiles = await pool.query<{ n: string }>(
+    format('SELECT count(*)::text AS n FROM %I', `file_v${v.versionId}`),
+  );
+  const rescheduledFiles = await src.query<{ n: string }>(`SELECT count(*)::text AS n FROM file WHERE jobid = $1`, [
+    rescheduled.id,
+  ]);
+  assert.equal(Number(ownFiles.rows[0].n), 2 * Number(rescheduledFiles.rows[0].n), 'the file records it wrote itself');
   assert.match(r.text, new RegExp(`files of 1 job pruned by the director since version \\d+: ${purged.n} records`));
   const f = await start(fx, full, ['--files']);
   assert.equal(f.code, 0, f.text);
