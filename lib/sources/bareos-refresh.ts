@@ -90,9 +90,14 @@ export function keyCellsSql(maxKey: string, width: number): string {
    GROUP BY b`;
 }
 
-/** SQL: the job keys (`j.jobid`) at or below `maxKey` in the inclusive ranges of the arrays `lo` and `hi` (SQL expressions). */
+/**
+ * SQL: the job keys (`j.jobid`, as decimal text) at or below `maxKey` in the inclusive ranges of the
+ * arrays `lo` and `hi` (SQL expressions). Text, as the catalog's keys are read: a director's JobId is
+ * an `integer`, which node-postgres would hand over as a Number, and a key compared with its text
+ * would match nothing.
+ */
 const keysInRangesSql = (lo: string, hi: string, maxKey: string) =>
-  `SELECT j.jobid AS key FROM unnest(${lo}, ${hi}) AS r(lo, hi) CROSS JOIN LATERAL (${rangeScan(maxKey)}) j`;
+  `SELECT j.jobid::text AS key FROM unnest(${lo}, ${hi}) AS r(lo, hi) CROSS JOIN LATERAL (${rangeScan(maxKey)}) j`;
 
 /** SQL: the job keys at or below `$3` in the inclusive ranges (`$1` first, `$2` last keys), ascending. */
 export const KEYS_IN_RANGES_SQL = `${keysInRangesSql('$1::bigint[]', '$2::bigint[]', '$3')} ORDER BY j.jobid`;

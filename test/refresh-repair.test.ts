@@ -1,0 +1,97 @@
+/**
+ * A refresh's reconciliation repairs by key (activities/reconcile-refresh.ts), through the real
+ * activities on real PostgreSQL and a generated Bareos source: the director deletes a job the
+ * refresh did not touch and writes one into a gap of its job ids, after the refresh's pages were
+ * copied. The round compares each key range's counts with the source at the watermark, compares
+ * the keys of the ranges that disagree, removes the job the source no longer has and writes the one
+ * it misses, in the round itself; the published refresh equals a full rebuild of the source as it
+ * is then.
+ */
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import type { ActivityFixture } from '../dev/harness/activity-env';
+import { activityFixture, runActivity } from '../dev/harness/activity-env';
+import { viewDifference } from '../dev/harness/views';
+
+let fx: ActivityFixture;
+before(async () => {
+  fx = await activityFixture('refrepair', { jobs: 3000, seed: 67 });
+});
+after(async () => {
+  await fx?.close();
+});
+
+/** Plans `catalog` (a refresh with `refresh`) and copies its pages and seals it; `between` runs before the reconciliation. */
+async function build(catalog: string, o: { refresh?: boolean; run: string; between?: () => Promise<void> }) {
+  const { acts } = fx;
+  const plan = await runActivity(acts.planRebuild, {
+    catalog,
+    source: 'director',
+    ...(o.refresh ? { refresh: true } : {}),
+    workflowId: `catalog-rebuild/${catalog}`,
+    firstRunId: o.run,
+  });
+  const versionId = plan.versionId;
+  for (let p = 1; p <= plan.pagesTotal; p++)
+    await runActivity(acts.copyPage, { catalog, source: 'director', versionId, pageNo: p });
+  await runActivity(acts.sealVersion, { versionId });
+  await runActivity(acts.indexVersion, { versionId });
+  await o.between?.();
+  const round = await runActivity(acts.reconcile, { catalog, source: 'director', versionId, round: 1 });
+  assert.equal(round.ok, true, JSON.stringify(round));
+  await runActivity(acts.publishVersion, { catalog, versionId, allowShrink: false });
+  return { plan, versionId };
+}
+
+test('a refresh whose source lost a job and gained one below the watermark after its pages: its reconciliation removes and writes them by key, and it equals a full rebuild', async () => {
+  const src = fx.dbs.sourcePool;
+  const ids = (await src.query<{ id: string }>(`SELECT jobid::text AS id FROM job ORDER BY jobid`)).rows.map(
+    (r) => r.id,
+  );
+  await build('refreshed', { run: '1' });
+  // What the refresh plans for: one rescheduled job.
+  await src.query(`UPDATE job SET jobstatus = 'A' WHERE jobid = $1`, [ids[100]]);
+  // After its pages: a job it did not touch deleted, and one written into a gap of the ids below the
+  // watermark (a copy of another job's row under the free id).
+  const gone = ids[2000];
+  const gap = (
+    await src.query<{ id: string }>(
+      `SELECT (min(jobid) + 1)::text AS id FROM job j WHERE NOT EXISTS (SELECT 1 FROM job k WHERE k.jobid = j.jobid + 1)`,
+    )
+  ).rows[0].id;
+  assert.ok(BigInt(gap) < BigInt(ids[ids.length - 1]), `a gap below the newest job (${gap})`);
+  const { plan, versionId } = await build('refreshed', {
+    refresh: true,
+    run: '2',
+    between: async () => {
+      await src.query(`DELETE FROM job WHERE jobid = $1`, [gone]);
+      await src.query(
+        `INSERT INTO job SELECT (jsonb_populate_record(NULL::job, to_jsonb(j) || jsonb_build_object('jobid', $2::bigint, 'job', j.job || '.gap'))).*
+         FROM job j WHERE j.jobid = $1`,
+        [ids[500], gap],
+      );
+    },
+  });
+  assert.deepEqual([plan.refresh?.newJobs, plan.refresh?.changedJobs, plan.refresh?.deletedJobs], [0, 1, 0]);
+  const report = await fx.dbs.catalogPool.query<{ r: { repair?: { rewritten: number; removed: number } } }>(
+    `SELECT report AS r FROM reconciliation WHERE version_id = $1 AND round = 1`,
+    [versionId],
+  );
+  assert.deepEqual(
+    [report.rows[0].r.repair?.rewritten, report.rows[0].r.repair?.removed],
+    [1, 1],
+    JSON.stringify(report.rows[0].r),
+  );
+  const present = await fx.dbs.catalogPool.query<{ job_id: string }>(
+    `SELECT job_id FROM active_jobs WHERE catalog_name = 'refreshed' AND job_id = ANY ($1::text[]) ORDER BY job_id`,
+    [[gone, gap]],
+  );
+  assert.deepEqual(
+    present.rows.map((r) => r.job_id),
+    [gap],
+    'the deleted job is gone, the new one is there',
+  );
+  await build('full', { run: '3' });
+  const d = await viewDifference(fx.dbs.catalogPool, 'active_jobs', 'refreshed', 'full');
+  assert.deepEqual({ onlyA: d.onlyA, onlyB: d.onlyB }, { onlyA: 0, onlyB: 0 }, 'nothing lost or doubled');
+});
