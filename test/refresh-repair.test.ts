@@ -5,10 +5,12 @@
  * copied. The round compares each key range's counts with the source at the watermark, compares
  * the keys of the ranges that disagree, removes the job the source no longer has and writes the one
  * it misses, in the round itself; the published refresh equals a full rebuild of the source as it
- * is then.
+ * is then. And retention beyond a full version that refreshes build on: the dropped version's table
+ * stays while a kept version reads it as a segment, and only the rows no kept version sees go.
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
+import format from 'pg-format';
 import type { ActivityFixture } from '../dev/harness/activity-env';
 import { activityFixture, runActivity } from '../dev/harness/activity-env';
 import { viewDifference } from '../dev/harness/views';
@@ -93,5 +95,44 @@ test('a refresh whose source lost a job and gained one below the watermark after
   );
   await build('full', { run: '3' });
   const d = await viewDifference(fx.dbs.catalogPool, 'active_jobs', 'refreshed', 'full');
+  assert.deepEqual({ onlyA: d.onlyA, onlyB: d.onlyB }, { onlyA: 0, onlyB: 0 }, 'nothing lost or doubled');
+});
+
+test('retention drops a full version that refreshes still build on: its table stays while a kept version reads it, only the rows no kept version sees are deleted, and the active version equals a full rebuild', async () => {
+  const src = fx.dbs.sourcePool;
+  const pool = fx.dbs.catalogPool;
+  const ids = (await src.query<{ id: string }>(`SELECT jobid::text AS id FROM job ORDER BY jobid`)).rows.map(
+    (r) => r.id,
+  );
+  const v1 = (await build('kept', { run: '1' })).versionId;
+  const retire = () => runActivity(fx.acts.retireVersions, { catalog: 'kept', retention: 1 });
+  await src.query(`UPDATE job SET joberrors = joberrors + 1 WHERE jobid = $1`, [ids[10]]);
+  const v2 = (await build('kept', { refresh: true, run: '2' })).versionId;
+  assert.deepEqual(await retire(), [], 'version 1 is the one retired version kept');
+  await src.query(`UPDATE job SET joberrors = joberrors + 1 WHERE jobid = $1`, [ids[20]]);
+  const v3 = (await build('kept', { refresh: true, run: '3' })).versionId;
+  assert.deepEqual(await retire(), [v1], 'beyond retention: version 1 dropped');
+  const status = await pool.query<{ v: string; status: string; segments: string[] }>(
+    `SELECT version_id::text AS v, status, segment_ids::text[] AS segments FROM version WHERE catalog_name = 'kept' ORDER BY version_id`,
+  );
+  assert.deepEqual(
+    status.rows.map((r) => [r.v, r.status]),
+    [
+      [v1, 'dropped'],
+      [v2, 'retired'],
+      [v3, 'active'],
+    ],
+  );
+  assert.ok(status.rows[2].segments.includes(v1), `version ${v3} reads the table of version ${v1}`);
+  const table = await pool.query(`SELECT 1 FROM pg_class WHERE relname = $1`, [`job_v${v1}`]);
+  assert.equal(table.rowCount, 1, 'the dropped version keeps its table while kept versions read it');
+  // The row of job ids[10] as version 1 had it: superseded by version 2, seen by no kept version.
+  const old = await pool.query<{ n: number }>(
+    format('SELECT count(*)::int AS n FROM %I WHERE job_id = $1', `job_v${v1}`),
+    [ids[10]],
+  );
+  assert.equal(old.rows[0].n, 0, 'what only version 1 saw is deleted');
+  await build('kept-full', { run: '4' });
+  const d = await viewDifference(pool, 'active_jobs', 'kept', 'kept-full');
   assert.deepEqual({ onlyA: d.onlyA, onlyB: d.onlyB }, { onlyA: 0, onlyB: 0 }, 'nothing lost or doubled');
 });
