@@ -83,6 +83,11 @@ test('a refresh equals a full rebuild of the changed source, writes only what ch
   };
   assert.equal(plan.dryRun, true);
   assert.equal(plan.refresh, true);
+  // The fields scripts read (issue 22's list), each of its type.
+  const fields = plan as unknown as Record<string, unknown>;
+  for (const k of ['pages', 'rows', 'estimateSeconds']) assert.equal(typeof fields[k], 'number', k);
+  for (const k of ['watermark', 'jobs', 'fileRecords']) assert.equal(typeof fields[k], 'object', k);
+  assert.deepEqual(Object.keys(fields.fileRecords as object).sort(), ['copy', 'drop']);
   assert.equal((await pool.query(`SELECT version_id FROM version`)).rowCount, versionsBefore, 'no version made');
   const r = await start(fx, refreshed, ['--refresh']);
   assert.equal(r.code, 0, r.text);
