@@ -6,7 +6,8 @@
  * the keys of the ranges that disagree, removes the job the source no longer has and writes the one
  * it misses, in the round itself; the published refresh equals a full rebuild of the source as it
  * is then. And retention beyond a full version that refreshes build on: the dropped version's table
- * stays while a kept version reads it as a segment, and only the rows no kept version sees go.
+ * stays while a kept version reads it as a segment, and only the rows no kept version sees go. And
+ * the reject threshold: a refresh whose page quarantines a record is not published, as a rebuild.
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -135,4 +136,48 @@ test('retention drops a full version that refreshes still build on: its table st
   await build('kept-full', { run: '4' });
   const d = await viewDifference(pool, 'active_jobs', 'kept', 'kept-full');
   assert.deepEqual({ onlyA: d.onlyA, onlyB: d.onlyB }, { onlyA: 0, onlyB: 0 }, 'nothing lost or doubled');
+});
+
+test('a refresh that meets a record its page quarantines is held to maxRejects as a rebuild is: not published, the active version unchanged', async () => {
+  const src = fx.dbs.sourcePool;
+  const pool = fx.dbs.catalogPool;
+  const v1 = (await build('held', { run: '1' })).versionId;
+  const { rows } = await src.query<{ id: string; bytes: string }>(
+    `SELECT jobid::text AS id, jobbytes::text AS bytes FROM job ORDER BY jobid OFFSET 1234 LIMIT 1`,
+  );
+  await src.query(`UPDATE job SET jobbytes = -5 WHERE jobid = $1`, [rows[0].id]);
+  try {
+    const plan = await runActivity(fx.acts.planRebuild, {
+      catalog: 'held',
+      source: 'director',
+      refresh: true,
+      workflowId: 'catalog-rebuild/held',
+      firstRunId: '2',
+    });
+    assert.deepEqual([plan.refresh?.changedJobs, plan.fullRebuildBecause], [1, undefined], 'a refresh');
+    for (let p = 1; p <= plan.pagesTotal; p++)
+      await runActivity(fx.acts.copyPage, {
+        catalog: 'held',
+        source: 'director',
+        versionId: plan.versionId,
+        pageNo: p,
+      });
+    await runActivity(fx.acts.sealVersion, { versionId: plan.versionId });
+    await assert.rejects(
+      runActivity(fx.acts.reconcile, { catalog: 'held', source: 'director', versionId: plan.versionId, round: 1 }),
+      new RegExp(
+        `1 source records of director are quarantined, more than the threshold of 0: .*Version ${plan.versionId} is not published`,
+      ),
+    );
+    const rejects = await pool.query<{ job_id: string }>(`SELECT job_id FROM reject WHERE version_id = $1`, [
+      plan.versionId,
+    ]);
+    assert.deepEqual(rejects.rows, [{ job_id: rows[0].id }], 'the record quarantined with its reason');
+    const active = await pool.query<{ v: string }>(
+      `SELECT version_id::text AS v FROM active WHERE catalog_name = 'held'`,
+    );
+    assert.deepEqual(active.rows, [{ v: v1 }], 'the active version is unchanged');
+  } finally {
+    await src.query(`UPDATE job SET jobbytes = $2::numeric WHERE jobid = $1`, [rows[0].id, rows[0].bytes]);
+  }
 });
