@@ -337,3 +337,34 @@ test('shrink guard: a refused publish fails the rebuild through PublishCatalog, 
     assert.equal(ok.callsOf('endVersion').length, 0);
   });
 });
+
+test('a Temporal cancellation request while publishing is too late, as the signal is: the rebuild completes published and records the request', async () => {
+  const catalog = uniqueCatalog('tcancelpub');
+  const mock = new MockActivities({ catalog, source: 's', pages: 2, holdPages: false, holdPublish: true });
+  await withWorker(ctx, mock.activities, async (taskQueue) => {
+    const { handle } = await startRebuild(ctx, taskQueue, { catalog, source: 's' });
+    await mock.waitForHeld('publish');
+    await handle.cancel();
+    mock.release('publish');
+    const r = await waitForResult(handle);
+    assert.deepEqual(pick(r, ['published', 'cancelled', 'versionId']), {
+      published: true,
+      cancelled: false,
+      versionId: '7',
+    });
+    assert.equal((await handle.describe()).status.name, 'COMPLETED');
+    assert.equal(mock.callsOf('endVersion').length, 0, 'the published version is not abandoned');
+    assert.deepEqual(
+      mock
+        .callsOf('recordEvent')
+        .filter((c) => c.input.kind === 'cancel_requested')
+        .map((c) => [c.input.kind, c.input.message]),
+      [
+        [
+          'cancel_requested',
+          'cancel requested through Temporal (a workflow cancellation request): too late, the rebuild was publishing and published',
+        ],
+      ],
+    );
+  });
+});

@@ -64,6 +64,14 @@ export async function RebuildCatalog(input: RebuildCatalogInput): Promise<Rebuil
         longSteps(settings.heartbeatTimeoutMs).indexVersion({ versionId: state.carried.versionId }),
       ]);
       const pub = await publish(state, settings, info.workflowId);
+      // A Temporal cancellation request that came while publishing was too late, as the signal is
+      // then: recorded as the signal's handler records it.
+      if (state.root.consideredCancelled && !state.cancelRequested)
+        await state.operatorEvent(
+          'cancel_requested',
+          'cancel requested through Temporal (a workflow cancellation request): too late, the rebuild was publishing and published',
+          { reason: null, via: 'temporal' },
+        );
       return state.result({ published: true, previousVersionId: pub.previousVersionId });
     });
     await handlersFinished();
