@@ -368,3 +368,32 @@ test('a Temporal cancellation request while publishing is too late, as the signa
     );
   });
 });
+
+test('a retirement that gives up after the flip does not fail the published rebuild: it completes published and records why', async () => {
+  const catalog = uniqueCatalog('retirefail');
+  const cause = 'transient database error: connection reset';
+  const mock = new MockActivities({
+    catalog,
+    source: 's',
+    pages: 1,
+    holdPages: false,
+    retireFailure: () => ApplicationFailure.create({ message: cause, type: 'DB_TRANSIENT', nextRetryDelay: '10 ms' }),
+  });
+  await withWorker(ctx, mock.activities, async (taskQueue) => {
+    const { handle } = await startRebuild(ctx, taskQueue, { catalog, source: 's' });
+    const r = await waitForResult(handle);
+    assert.deepEqual(pick(r, ['published', 'versionId']), { published: true, versionId: '7' });
+    assert.equal((await handle.describe()).status.name, 'COMPLETED');
+    assert.equal(mock.callsOf('retireVersions').length, 10, 'retried as its policy says, then given up');
+    assert.equal(mock.callsOf('endVersion').length, 0, 'the published version is left as it is');
+    assert.deepEqual(
+      mock
+        .callsOf('recordEvent')
+        .filter((c) => c.input.kind === 'retire_failed')
+        .map((c) => c.input.message),
+      [
+        `version 7 published; retiring old versions failed, the next publish retires them: the retirement of old versions gave up, its retries exhausted: ${cause}`,
+      ],
+    );
+  });
+});

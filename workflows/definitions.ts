@@ -288,6 +288,11 @@ export interface PublishCatalogResult {
   versionId: string;
   previousVersionId: string | null;
   retired: string[];
+  /**
+   * Why retiring old versions failed after the flip (their retries exhausted), when it did: the
+   * version is published all the same; the next publish retires what this one could not.
+   */
+  retireFailure?: string;
 }
 
 /** Result of `RebuildCatalog`. */

@@ -226,6 +226,11 @@ async function publish(
   state.note(
     `published version ${st.versionId}${pub.previousVersionId ? ` (replacing ${pub.previousVersionId})` : ''}`,
   );
+  if (pub.retireFailure) {
+    const message = `version ${st.versionId} published; retiring old versions failed, the next publish retires them: ${pub.retireFailure}`;
+    state.note(message);
+    await state.operatorEvent('retire_failed', message, { retireFailure: pub.retireFailure });
+  }
   state.setPhase('done');
   return pub;
 }

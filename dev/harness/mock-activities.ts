@@ -77,6 +77,8 @@ export interface MockOptions {
   publish?: (input: PublishVersionInput) => PublishVersionResult;
   /** Version ids retireVersions reports dropped (default none). */
   retired?: string[];
+  /** A failure a retireVersions attempt throws (undefined: it retires). */
+  retireFailure?: (attempt: number) => Error | undefined;
 }
 
 /**
@@ -364,7 +366,14 @@ export class MockActivities {
           return o.publish ? o.publish(input) : { previousVersionId: null };
         });
       },
-      retireVersions: simple('retireVersions', () => o.retired ?? []),
+      retireVersions: async (input) => {
+        const call = this.record('retireVersions', input);
+        return this.ends(call, async () => {
+          const failure = o.retireFailure?.(call.attempt);
+          if (failure) throw failure;
+          return o.retired ?? [];
+        });
+      },
       endVersion: async (input) => {
         const call = this.record('endVersion', input);
         // Found by the rebuild's ids: the version, if a plan attempt returned it (committed).
