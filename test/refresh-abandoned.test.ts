@@ -11,9 +11,8 @@ import assert from 'node:assert/strict';
 import type { Pool } from 'pg';
 import { cancelSignal } from '../workflows/definitions';
 import { waitForResult } from '../client/index';
-import type { RebuildFixture } from '../dev/harness/fixture';
-import { rebuildFixture } from '../dev/harness/fixture';
-import { privateTemporal, runCliAsync } from '../dev/harness/harness';
+import { rebuildFixture, startAndWait } from '../dev/harness/fixture';
+import { privateTemporal } from '../dev/harness/harness';
 import { waitFor } from '../dev/harness/wait';
 import { viewDifference } from '../dev/harness/views';
 import { changeDirectorSource } from '../dev/harness/director-changes';
@@ -26,15 +25,7 @@ after(async () => {
   await temporal?.stop();
 });
 
-/** Runs `start --wait` through the CLI; its exit code and output. */
-async function start(fx: RebuildFixture, catalog: string, flags: string[]) {
-  const r = await runCliAsync(
-    ['start', '--catalog', catalog, '--source', 'director', '--page-size', '300', '--wait', ...flags],
-    fx.env,
-    { timeoutMs: 240_000 },
-  );
-  return { ...r, text: `${r.stdout}\n${r.stderr}` };
-}
+const start = startAndWait;
 
 /** The active version of `catalog`, and what `active_jobs` shows of it: rows and an md5 of them in key order. */
 async function activeJobs(pool: Pool, catalog: string) {

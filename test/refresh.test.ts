@@ -19,8 +19,7 @@ import format from 'pg-format';
 import { rollbackCatalog } from '../lib/catalog';
 import { startRebuild, waitForResult } from '../client/index';
 import { planRetryLine } from '../client/temporal-facts';
-import type { RebuildFixture } from '../dev/harness/fixture';
-import { rebuildFixture } from '../dev/harness/fixture';
+import { rebuildFixture, startAndWait } from '../dev/harness/fixture';
 import { privateTemporal, runCliAsync } from '../dev/harness/harness';
 import { waitFor } from '../dev/harness/wait';
 import { viewDifference } from '../dev/harness/views';
@@ -34,15 +33,7 @@ after(async () => {
   await temporal?.stop();
 });
 
-/** Runs `start --wait` through the CLI; its exit code and output. */
-async function start(fx: RebuildFixture, catalog: string, flags: string[]) {
-  const r = await runCliAsync(
-    ['start', '--catalog', catalog, '--source', 'director', '--page-size', '300', '--wait', ...flags],
-    fx.env,
-    { timeoutMs: 240_000 },
-  );
-  return { ...r, text: `${r.stdout}\n${r.stderr}` };
-}
+const start = startAndWait;
 
 /** The newest version of `catalog`: id, base and the rows of its own table. */
 async function newestVersion(pool: Pool, catalog: string) {

@@ -14,7 +14,7 @@ import { getProgress, startRebuild, waitForResult } from '../../client';
 import type { FleetWorker } from './faults';
 import { WorkerFleet } from './faults';
 import type { TestDatabases, WorkerProcess } from './harness';
-import { temporalClient, testDatabases, testEnv, uniqueQueue, writeConfig } from './harness';
+import { runCliAsync, temporalClient, testDatabases, testEnv, uniqueQueue, writeConfig } from './harness';
 import { withDeadline } from './wait';
 
 /** The last 3,000 characters of each worker's output, for failure messages. */
@@ -139,4 +139,18 @@ export async function rebuildFixture(t: TestContext, o: RebuildFixtureOptions): 
     },
     progress: (handle) => getProgress(handle, 10_000),
   };
+}
+
+/**
+ * Runs `catalog-rebuild start --catalog <catalog> --source director --page-size 300 --wait <flags>`
+ * as a process in the fixture's environment (240 s at most).
+ * @returns its exit code and output, with `text` holding stdout and stderr together.
+ */
+export async function startAndWait(fx: RebuildFixture, catalog: string, flags: string[]) {
+  const r = await runCliAsync(
+    ['start', '--catalog', catalog, '--source', 'director', '--page-size', '300', '--wait', ...flags],
+    fx.env,
+    { timeoutMs: 240_000 },
+  );
+  return { ...r, text: `${r.stdout}\n${r.stderr}` };
 }
