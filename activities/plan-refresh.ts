@@ -137,7 +137,7 @@ const CELLS_PER_KEY_COPY = 10_000;
  * cells before them took the refresh's worker to 558 MB (docs/performance.md).
  * @throws the source's or the catalog's errors.
  */
-async function keysOfDifferingCells(
+export async function keysOfDifferingCells(
   c: PoolClient,
   source: RefreshSource,
   versionId: string,

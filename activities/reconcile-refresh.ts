@@ -9,6 +9,9 @@
  */
 import type { VersionRow, VersionRange } from '../lib/catalog';
 import {
+  differingCellsOfSource,
+  stageSourceCells,
+  stagedSourceJobs,
   countFileRejects,
   countRejects,
   estimatedVersionFiles,
@@ -25,10 +28,11 @@ import {
   versionKeysInRanges,
   versionRangeCounts,
 } from '../lib/catalog';
-import { isDataError, withTransaction } from '../lib/db';
+import { isDataError, withRangeScanSession, withTransaction } from '../lib/db';
 import { NotPublishableError } from '../lib/errors';
-import { rangeBounds } from '../lib/refresh';
-import type { JobSource, RangeKeySource } from '../lib/sources/types';
+import { cellKeyBounds, KEY_CELL_WIDTH, rangeBounds } from '../lib/refresh';
+import type { JobSource } from '../lib/sources/types';
+import type { RefreshSource } from '../lib/sources';
 import { isFileSource as isListing } from '../lib/config';
 import { validateRows } from '../lib/validate';
 import type { ReconcileInput } from '../workflows/activity-types';
@@ -38,6 +42,8 @@ import { readSource } from './failures';
 import { rejectThresholdError } from './messages';
 import { FILE_REJECT_MIN, FILE_REJECT_SHARE, fileRejectThresholdMessage } from './reconcile-files';
 import { compareSampleWithSource } from './reconcile-sample';
+import { keysOfDifferingCells } from './plan-refresh';
+import { storeBucketFigures } from './version-lifecycle';
 
 /** What the key comparison of the suspect ranges found and did. */
 interface KeyRepair {
@@ -62,26 +68,27 @@ export async function reconcileRefresh(
   v: VersionRow,
   base: string,
 ): Promise<ReconcileSummary> {
-  const source = ctx.sources.rangeKeySource(input.source, input.versionId);
   const jobs = ctx.sources.get(input.source, input.versionId);
   const maxKey = v.watermark_key ?? '0';
   let ranges = await readRanges(ctx.pool, input.versionId);
-  const counts = await readSource(`source ${input.source}`, () =>
-    source.rangeKeyCounts(
-      maxKey,
-      ranges.map((r) => r.firstKey),
-    ),
-  );
-  const repair = await repairSuspectRanges(ctx, input, { v, base, ranges, counts, source, jobs, maxKey });
+  // A director catalog is compared by cells (jobs and key sums per 64 keys): a job gone and another
+  // come in one range leave its count as it was. A listing by its ranges' counts.
+  const cellSource = ctx.sources.refreshSource(input.source);
+  const found = cellSource
+    ? await cellDifferences(ctx, input, cellSource, maxKey)
+    : await rangeDifferences(ctx, input, ranges, maxKey);
+  const repair = await repairKeys(ctx, input, { base, jobs, ...found });
   if (repair.rewritten || repair.removed) {
     const fresh = await versionRangeCounts(ctx.pool, input.versionId, ranges);
     ranges = ranges.map((r) => ({ ...r, jobs: fresh.get(r.rangeNo) ?? r.jobs }));
     await storeRanges(ctx.pool, input.versionId, ranges);
+    // The jobs per day and per cell the seal stored no longer describe the version: counted again.
+    await storeBucketFigures(ctx, input.versionId);
   }
   const sample = await compareSampleWithSource(ctx, input, jobs, maxKey);
   const rejects = await countRejects(ctx.pool, input.versionId);
   const delta = await readSource(`source ${input.source}`, () => jobs.deltaCount(maxKey));
-  const sourceRows = [...counts.values()].reduce((n, c) => n + c, 0);
+  const sourceRows = found.sourceJobs;
   const catalogRows = ranges.reduce((n, r) => n + r.jobs, 0);
   const summary: ReconcileSummary = {
     round: input.round,
@@ -106,7 +113,7 @@ export async function reconcileRefresh(
   const rejectRows = rejects ? await rejectSample(ctx.pool, input.versionId) : [];
   const message =
     `round ${input.round}: refresh of version ${base}: ${ranges.length} key ranges, source ${sourceRows} jobs = ` +
-    `catalog ${catalogRows} + ${repair.quarantined} quarantined; ${repair.compared} ranges compared key by key, ` +
+    `catalog ${catalogRows} + ${repair.quarantined} quarantined; ${repair.compared} ${cellSource ? 'cells' : 'ranges'} compared key by key, ` +
     `${repair.rewritten} jobs written again, ${repair.removed} removed; delta ${delta} jobs after the watermark; ` +
     `sample ${sample.sampled} checked, ${sample.mismatches} differ`;
   const report = {
@@ -158,37 +165,89 @@ async function refreshFileRejects(
   };
 }
 
-/** What the key comparison reads and writes with. */
-interface RepairInputs {
-  v: VersionRow;
-  base: string;
-  ranges: VersionRange[];
-  /** Source jobs per range index (0: below the first range). */
-  counts: Map<number, number>;
-  source: RangeKeySource;
-  jobs: JobSource;
-  maxKey: string;
+/** Keys on which a refresh and its source disagree at the watermark, and the source's jobs there. */
+interface KeyDifferences {
+  /** Cells or ranges whose keys were compared. */
+  compared: number;
+  /** The version's keys the source no longer has. */
+  extra: string[];
+  /** The source's keys the version lacks. */
+  missing: string[];
+  /** The source's jobs at or below the watermark. */
+  sourceJobs: number;
 }
 
 /**
- * Compares the keys of the ranges whose counts disagree, then writes the difference in one
- * transaction fenced like a repair (the version building or verifying).
+ * A director catalog's differences with refresh `input.versionId`, by cells: the source's cells
+ * (one index-only pass over its primary key) streamed into the catalog and compared with the
+ * version's, stored at its seal; the keys of the cells that differ listed on both sides there.
+ * One cell where a job left and another came differs by its key sum (lib/refresh.ts cellCodeSql).
  */
-async function repairSuspectRanges(ctx: ActivityContext, input: ReconcileInput, r: RepairInputs): Promise<KeyRepair> {
+async function cellDifferences(
+  ctx: ActivityContext,
+  input: ReconcileInput,
+  source: RefreshSource,
+  maxKey: string,
+): Promise<KeyDifferences> {
+  return readSource(`source ${input.source}`, () =>
+    withRangeScanSession(ctx.pool, async (c) => {
+      await stageSourceCells(c, (into) => source.copyKeyCells(maxKey, Number(KEY_CELL_WIDTH), into));
+      const sourceJobs = await stagedSourceJobs(c);
+      const cells = await differingCellsOfSource(c, input.versionId, []);
+      if (!cells.length) return { compared: 0, extra: [], missing: [], sourceJobs };
+      const bounds = cellKeyBounds(cells, KEY_CELL_WIDTH);
+      const keys = await keysOfDifferingCells(c, source, input.versionId, maxKey, bounds, []);
+      return { compared: cells.length, extra: keys.deletedKeys, missing: keys.missing, sourceJobs };
+    }),
+  );
+}
+
+/** A listing's differences with refresh `input.versionId`: its key ranges' counts, then the keys of those that disagree. */
+async function rangeDifferences(
+  ctx: ActivityContext,
+  input: ReconcileInput,
+  ranges: VersionRange[],
+  maxKey: string,
+): Promise<KeyDifferences> {
+  const source = ctx.sources.rangeKeySource(input.source, input.versionId);
+  const counts = await readSource(`source ${input.source}`, () =>
+    source.rangeKeyCounts(
+      maxKey,
+      ranges.map((r) => r.firstKey),
+    ),
+  );
+  const sourceJobs = [...counts.values()].reduce((n, c) => n + c, 0);
   const suspect: number[] = [];
-  for (const [i, n] of r.counts) if (n !== (i === 0 ? 0 : (r.ranges[i - 1]?.jobs ?? 0))) suspect.push(i);
-  for (let i = 1; i <= r.ranges.length; i++) if (!r.counts.has(i) && r.ranges[i - 1].jobs > 0) suspect.push(i);
-  const out: KeyRepair = { compared: suspect.length, rewritten: 0, removed: 0, quarantined: 0 };
-  if (!suspect.length) return out;
-  const bounds = suspect.map((i) => rangeBounds(r.ranges, i, r.maxKey));
+  for (const [i, n] of counts) if (n !== (i === 0 ? 0 : (ranges[i - 1]?.jobs ?? 0))) suspect.push(i);
+  for (let i = 1; i <= ranges.length; i++) if (!counts.has(i) && ranges[i - 1].jobs > 0) suspect.push(i);
+  if (!suspect.length) return { compared: 0, extra: [], missing: [], sourceJobs };
+  const bounds = suspect.map((i) => rangeBounds(ranges, i, maxKey));
   const [sourceKeys, catalogKeys] = await Promise.all([
-    readSource(`source ${input.source}`, () => r.source.keysInRanges(r.maxKey, bounds)),
+    readSource(`source ${input.source}`, () => source.keysInRanges(maxKey, bounds)),
     versionKeysInRanges(ctx.pool, input.versionId, bounds),
   ]);
   const inSource = new Set(sourceKeys);
   const inCatalog = new Set(catalogKeys);
-  const extra = catalogKeys.filter((k) => !inSource.has(k));
-  const missing = sourceKeys.filter((k) => !inCatalog.has(k));
+  return {
+    compared: suspect.length,
+    extra: catalogKeys.filter((k) => !inSource.has(k)),
+    missing: sourceKeys.filter((k) => !inCatalog.has(k)),
+    sourceJobs,
+  };
+}
+
+/**
+ * Writes the differences in one transaction fenced like a repair (the version building or
+ * verifying): the jobs the source no longer has removed, those it has and the version lacks read
+ * again and written (or counted, when a page would quarantine them).
+ */
+async function repairKeys(
+  ctx: ActivityContext,
+  input: ReconcileInput,
+  r: KeyDifferences & { base: string; jobs: JobSource },
+): Promise<KeyRepair> {
+  const out: KeyRepair = { compared: r.compared, rewritten: 0, removed: 0, quarantined: 0 };
+  const { extra, missing } = r;
   const read = missing.length ? await readValid(r.jobs, missing) : { valid: [], invalid: 0 };
   out.quarantined = read.invalid;
   if (!extra.length && !read.valid.length) return out;

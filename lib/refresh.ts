@@ -183,7 +183,7 @@ export function refreshedRanges(
 export const KEY_CELL_WIDTH = 64n;
 
 /** The factor of a cell's jobs in its cell code ({@link cellCodeSql}). */
-const CELL_CODE_JOBS = 8192;
+export const CELL_CODE_JOBS = 8192;
 /** Added to a cell's offsets' sum in its cell code: sums from −4095 to 4095 fit. */
 const CELL_CODE_OFFSETS = 4096;
 

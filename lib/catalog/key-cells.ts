@@ -14,7 +14,7 @@ import type { PoolClient } from 'pg';
 import format from 'pg-format';
 import type { Queryable } from '../db';
 import { copyInto } from '../db';
-import { cellCodeSql, KEY_CELL_WIDTH } from '../refresh';
+import { CELL_CODE_JOBS, cellCodeSql, KEY_CELL_WIDTH } from '../refresh';
 import { partitionName } from './partitions';
 import { refreshChangesSql, versionSegments } from './segments';
 
@@ -127,6 +127,18 @@ export async function storeVersionCellsFromTable(db: Queryable, versionId: strin
 
 /** The temporary table a refresh's detection copies the source's cells into, on its own session. */
 const SOURCE_CELLS = 'refresh_source_cell';
+
+/**
+ * The source's jobs in the cells staged on this session ({@link stageSourceCells}), from their
+ * codes (jobs × 8,192 plus the offsets' sum plus 4,096: lib/refresh.ts `cellCodeSql`); a cell
+ * without a code (its offsets out of span: never for keys at or above 0) is not counted.
+ */
+export async function stagedSourceJobs(c: PoolClient): Promise<number> {
+  const { rows } = await c.query<{ n: string }>(
+    `SELECT coalesce(sum(code / ${CELL_CODE_JOBS}), 0)::text AS n FROM ${SOURCE_CELLS} WHERE code IS NOT NULL`,
+  );
+  return Number(rows[0].n);
+}
 
 /**
  * Creates the session's temporary table of the source's cells and fills it through `fill` (the
