@@ -46,11 +46,15 @@ async function build(catalog: string, o: { refresh?: boolean; run: string; betwe
   return { plan, versionId };
 }
 
+/** The source's job ids, ascending, as text. */
+async function jobIds(): Promise<string[]> {
+  const { rows } = await fx.dbs.sourcePool.query<{ id: string }>(`SELECT jobid::text AS id FROM job ORDER BY jobid`);
+  return rows.map((r) => r.id);
+}
+
 test('a refresh whose source lost a job and gained one below the watermark after its pages: its reconciliation removes and writes them by key, and it equals a full rebuild', async () => {
   const src = fx.dbs.sourcePool;
-  const ids = (await src.query<{ id: string }>(`SELECT jobid::text AS id FROM job ORDER BY jobid`)).rows.map(
-    (r) => r.id,
-  );
+  const ids = await jobIds();
   await build('refreshed', { run: '1' });
   // What the refresh plans for: one rescheduled job.
   await src.query(`UPDATE job SET jobstatus = 'A' WHERE jobid = $1`, [ids[100]]);
@@ -102,9 +106,7 @@ test('a refresh whose source lost a job and gained one below the watermark after
 test('retention drops a full version that refreshes still build on: its table stays while a kept version reads it, only the rows no kept version sees are deleted, and the active version equals a full rebuild', async () => {
   const src = fx.dbs.sourcePool;
   const pool = fx.dbs.catalogPool;
-  const ids = (await src.query<{ id: string }>(`SELECT jobid::text AS id FROM job ORDER BY jobid`)).rows.map(
-    (r) => r.id,
-  );
+  const ids = await jobIds();
   const v1 = (await build('kept', { run: '1' })).versionId;
   const retire = () => runActivity(fx.acts.retireVersions, { catalog: 'kept', retention: 1 });
   await src.query(`UPDATE job SET joberrors = joberrors + 1 WHERE jobid = $1`, [ids[10]]);
@@ -184,9 +186,7 @@ test('a refresh that meets a record its page quarantines is held to maxRejects a
 
 test('a job gone and another come in one cell of 64 keys after the refresh pages were copied: the counts agree, the key sums do not, and the reconciliation repairs both', async () => {
   const src = fx.dbs.sourcePool;
-  const ids = (await src.query<{ id: string }>(`SELECT jobid::text AS id FROM job ORDER BY jobid`)).rows.map(
-    (r) => r.id,
-  );
+  const ids = await jobIds();
   await build('swap', { run: '1' });
   await src.query(`UPDATE job SET jobstatus = 'A' WHERE jobid = $1`, [ids[300]]);
   // A free id whose neighbour below is a job of the same cell: that job goes, a new one takes the id.
