@@ -18,6 +18,7 @@ import type {
 import { ConfigError, FailureType } from '../lib/errors';
 import type { ActivityContext } from './context';
 import { withHeartbeat } from './heartbeat';
+import { rootMessage } from '../workflows/failure-text';
 
 /** The worker's Temporal client. @throws ConfigError when the worker was built without one. */
 function clientOf(ctx: ActivityContext): Client {
@@ -58,13 +59,6 @@ export async function launchRefresh(ctx: ActivityContext, input: LaunchRefreshIn
     attached: r.attached,
     conflicts: r.conflicts,
   };
-}
-
-/** The deepest cause's message of an error chain. */
-function rootMessage(err: unknown): string {
-  let e: unknown = err;
-  while (e instanceof Error && e.cause instanceof Error) e = e.cause;
-  return e instanceof Error ? e.message : String(e);
 }
 
 /**

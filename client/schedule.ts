@@ -12,6 +12,7 @@ import type { ScheduledRefreshInput, ScheduledRefreshResult } from '../workflows
 import { catalogOfScheduleId, scheduledRefreshWorkflowId, scheduleId } from '../workflows/names';
 import { CatalogNameKey } from '../workflows/search-attributes';
 import { formatDuration, parseDuration } from './check';
+import { rootMessage } from '../workflows/failure-text';
 
 /** The launcher's workflow type, the schedule's action. */
 export const SCHEDULED_REFRESH_WORKFLOW = 'ScheduledRefresh';
@@ -137,13 +138,6 @@ export interface ScheduleView {
   /** Runs skipped because the previous one still ran; runs missed beyond the catch-up window. */
   skippedOverlap: number;
   missedCatchup: number;
-}
-
-/** The deepest cause's message of an error chain. */
-function rootMessage(err: unknown): string {
-  let e: unknown = err;
-  while (e instanceof Error && e.cause instanceof Error) e = e.cause;
-  return e instanceof Error ? e.message : String(e);
 }
 
 /** Status, close time and outcome of one launcher run. */

@@ -67,10 +67,9 @@ export async function RebuildCatalog(input: RebuildCatalogInput): Promise<Rebuil
       // A Temporal cancellation request that came while publishing was too late, as the signal is
       // then: recorded as the signal's handler records it.
       if (state.root.consideredCancelled && !state.cancelRequested)
-        await state.operatorEvent(
-          'cancel_requested',
+        await temporalCancelEvent(
+          state,
           'cancel requested through Temporal (a workflow cancellation request): too late, the rebuild was publishing and published',
-          { reason: null, via: 'temporal' },
         );
       return state.result({ published: true, previousVersionId: pub.previousVersionId });
     });
@@ -250,10 +249,9 @@ async function cancelled(state: RebuildState, err: unknown): Promise<RebuildCata
   // The signal's handler records its own event; a Temporal request has no handler, so it is recorded
   // here, before the version is abandoned, as the signal's is.
   if (!state.cancelRequested)
-    await state.operatorEvent(
-      'cancel_requested',
+    await temporalCancelEvent(
+      state,
       'cancel requested through Temporal (a workflow cancellation request: temporal workflow cancel, the Web UI or a client)',
-      { reason: null, via: 'temporal' },
     );
   await endVersion(state, 'abandoned', state.cancelRequested ? 'cancelled by signal' : 'workflow cancelled');
   state.note('cancelled: version abandoned, active version unchanged');
@@ -279,6 +277,14 @@ async function cancelled(state: RebuildState, err: unknown): Promise<RebuildCata
   }
   if (!state.cancelRequested) throw err;
   return result;
+}
+
+/**
+ * Records a Temporal cancellation request (`temporal workflow cancel`, the Web UI, a client) as the
+ * `cancel` signal's handler records the signal: an event `cancel_requested` with `message`.
+ */
+function temporalCancelEvent(state: RebuildState, message: string): Promise<void> {
+  return state.operatorEvent('cancel_requested', message, { reason: null, via: 'temporal' });
 }
 
 /**

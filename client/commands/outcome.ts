@@ -13,6 +13,7 @@ import { goneJobsSentence } from '../../lib/catalog/gone-jobs';
 import { readLedgerProgress } from '../../lib/catalog/rebuild-health';
 import type { CommandContext } from './context';
 import { ExitCode, processContext } from './context';
+import { rootMessage } from '../../workflows/failure-text';
 
 /**
  * The reconciliation line: `reconciliation: ok|MISMATCH: <buckets>, source = catalog (+ quarantined); …`,
@@ -141,9 +142,7 @@ export async function rebuildOutcome(
     return { code: r.published || r.upToDate ? 0 : 1, lines, result: r, renumbered };
   } catch (err) {
     if (err instanceof WorkflowFailedError) {
-      let e: unknown = err;
-      while (e instanceof Error && e.cause instanceof Error) e = e.cause;
-      const reason = (e as Error).message;
+      const reason = rootMessage(err);
       const failure = `rebuild of ${catalog} failed, not published: ${reason}`;
       return { code: 1, lines: [failure], failure, reason };
     }
